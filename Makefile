@@ -1,0 +1,36 @@
+# Two commands do all set-up on a fresh machine:
+#   make run    install, then chunk a repository and print what was indexed (REPO=path, default .)
+#   make test   install with test tools, then run the test suite (what .ci/run calls)
+PYTHON ?= python3
+VENV ?= .venv
+REPO ?= .
+BIN := $(VENV)/bin
+# torch first, pinned: 2.13.0 resolves to a local CPU wheel; anything else pulls CUDA.
+TORCH := torch==2.13.0
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+
+.PHONY: run test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(PIP) $(TORCH)
+	$(PIP) -e '.[dev]'
+	touch $@
+
+run: $(VENV)/.installed
+	$(BIN)/cortex chunks $(REPO) --summary
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check engine indexers overlays ledger eval tests
+	$(BIN)/mypy --strict engine indexers overlays ledger
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m eval.bench_indexers
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,100 @@
+"""Configuration: one frozen object, named defaults, environment read in one place."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from engine._errors import ConfigError
+from indexers import (
+    DEFAULT_ENCODING,
+    DEFAULT_MAX_SECTION_TOKENS,
+    DEFAULT_WINDOW_OVERLAP_LINES,
+    ChunkOptions,
+    WalkOptions,
+)
+
+__all__ = ["ENV_PREFIX", "Config"]
+
+ENV_PREFIX = "CORTEX_"
+DEFAULT_MAX_FILE_BYTES = 1 << 20  # 1 MiB: larger files are data or generated, not code to read
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything tunable. Build it with keywords, ``from_env``, or ``with_``; never mutate.
+
+    >>> Config(max_section_tokens=256).chunk_options().max_section_tokens
+    256
+    """
+
+    max_section_tokens: int = DEFAULT_MAX_SECTION_TOKENS
+    window_overlap_lines: int = DEFAULT_WINDOW_OVERLAP_LINES
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    encoding: str = DEFAULT_ENCODING  # tiktoken encoding used for every token count
+
+    def __post_init__(self) -> None:
+        if self.max_section_tokens < 16:
+            raise ConfigError(f"max_section_tokens must be >= 16, got {self.max_section_tokens}")
+        if self.window_overlap_lines < 0:
+            raise ConfigError(f"window_overlap_lines must be >= 0, got {self.window_overlap_lines}")
+        if self.max_file_bytes < 1:
+            raise ConfigError(f"max_file_bytes must be >= 1, got {self.max_file_bytes}")
+
+    def with_(self, **changes: Any) -> Config:
+        """A copy with ``changes`` applied (validated like a new one)."""
+        try:
+            return replace(self, **changes)
+        except TypeError as exc:
+            raise ConfigError(str(exc)) from exc
+
+    def chunk_options(self) -> ChunkOptions:
+        """The indexers' chunking options."""
+        return ChunkOptions(self.max_section_tokens, self.window_overlap_lines)
+
+    def walk_options(self) -> WalkOptions:
+        """The indexers' file-selection options."""
+        return WalkOptions(
+            max_file_bytes=self.max_file_bytes, include=self.include, exclude=self.exclude
+        )
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, /, **overrides: Any
+    ) -> Config:
+        """Defaults, then ``CORTEX_*`` environment variables, then ``overrides``.
+
+        ``CORTEX_MAX_SECTION_TOKENS=256``; tuples are comma-separated
+        (``CORTEX_EXCLUDE=docs/**,*.json``).
+        """
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = environ.get(ENV_PREFIX + f.name.upper())
+            if raw is None:
+                continue
+            values[f.name] = _parse(f.name, raw, f.default)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise ConfigError(str(exc)) from exc
+
+
+def _parse(name: str, raw: str, default: object) -> object:
+    if isinstance(default, bool):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError as exc:
+            raise ConfigError(
+                f"{ENV_PREFIX}{name.upper()} must be an integer, got {raw!r}"
+            ) from exc
+    if isinstance(default, tuple):
+        return tuple(p.strip() for p in raw.split(",") if p.strip())
+    return raw

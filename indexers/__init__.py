@@ -1,0 +1,59 @@
+"""Bytes to chunks: which files of a workspace to read, and how to cut them.
+
+``walk`` picks the files (git-tracked plus untracked-not-ignored, minus binaries, vendored
+and generated trees, secrets and huge files, each skip with a reason); ``chunk_file`` and
+``scan`` turn them into ``Page`` and ``Chunk`` records: tree-sitter sections for code,
+heading sections for documents, paragraphs for text, line windows for the rest.
+
+This package imports nothing else from cortex; tree-sitter, tiktoken and git are loaded on
+first use, not on import.
+"""
+
+from indexers._chunk import Chunk, ChunkKind, DocType, Page, Span, chunk_id, page_id
+from indexers._draft import identifiers
+from indexers._languages import Family, Language, language_for_path, languages
+from indexers._license import NOASSERTION, license_from_text
+from indexers._scan import (
+    DEFAULT_MAX_SECTION_TOKENS,
+    DEFAULT_WINDOW_OVERLAP_LINES,
+    ChunkedFile,
+    ChunkOptions,
+    chunk_file,
+    scan,
+)
+from indexers._text import sha256_text
+from indexers._tokens import DEFAULT_ENCODING, TiktokenCounter, TokenCounter, WordCounter
+from indexers._walk import Skipped, SkipReason, SourceFile, WalkOptions, walk
+
+__all__ = [
+    "DEFAULT_ENCODING",
+    "DEFAULT_MAX_SECTION_TOKENS",
+    "DEFAULT_WINDOW_OVERLAP_LINES",
+    "NOASSERTION",
+    "Chunk",
+    "ChunkKind",
+    "ChunkOptions",
+    "ChunkedFile",
+    "DocType",
+    "Family",
+    "Language",
+    "Page",
+    "SkipReason",
+    "Skipped",
+    "SourceFile",
+    "Span",
+    "TiktokenCounter",
+    "TokenCounter",
+    "WalkOptions",
+    "WordCounter",
+    "chunk_file",
+    "chunk_id",
+    "identifiers",
+    "language_for_path",
+    "languages",
+    "license_from_text",
+    "page_id",
+    "scan",
+    "sha256_text",
+    "walk",
+]

@@ -1,0 +1,527 @@
+"""The tree-sitter chunker: functions, classes and methods as sections, never a line lost.
+
+How a file becomes sections:
+
+* Top-level definitions (functions, classes, types) are sections of their own; comments and
+  attributes right above a definition belong to it. Runs of other top-level code (imports,
+  constants, ``if __name__ …``) between definitions become ``module`` sections.
+* A container (class, impl, trait, namespace) yields a section for its header and non-method
+  members, and one section per method, each carrying the class header as ``context``. The
+  container's closing lines join its last section, so every line stays covered.
+* A section over ``max_tokens`` is split where its children begin (statements, members),
+  recursing into children that are themselves too large; never mid-line, never dropped.
+* Syntax errors: tree-sitter recovers, and ``ERROR`` nodes are read through like any other
+  code, so one broken function does not lose its neighbours. A file with no grammar falls
+  back to overlapping line windows.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from indexers._chunk import ChunkKind, DocType
+from indexers._draft import Draft
+from indexers._languages import GrammarNotInstalledError, Language, grammar
+from indexers._syntax import Syntax, syntax_for
+from indexers._text import SourceText
+from indexers._tokens import TokenCounter
+from indexers._windows import line_windows, pack_ranges
+
+if TYPE_CHECKING:
+    import tree_sitter
+
+__all__ = ["code_drafts", "is_header_file", "window_drafts"]
+
+_MAX_HEADER_LINES = 3  # a class header shown as context; long signatures are cut after this
+_IDENTIFIER_TYPES = frozenset(
+    {
+        "identifier",
+        "type_identifier",
+        "field_identifier",
+        "property_identifier",
+        "constant",
+        "namespace_identifier",
+        "qualified_identifier",
+        "scoped_identifier",
+        "scoped_type_identifier",
+        "operator_name",
+        "destructor_name",
+        "package_identifier",
+    }
+)
+# Fields and node types followed to find the names a module-level statement defines.
+_NAME_FIELDS = ("name", "left", "declarator")
+_DECLARING_CHILDREN = frozenset(
+    {
+        "assignment",
+        "expression_statement",
+        "variable_declarator",
+        "init_declarator",
+        "const_spec",
+        "var_spec",
+        "type_spec",
+        "pattern_list",
+        "tuple_pattern",
+        "pointer_declarator",
+        "array_declarator",
+    }
+)
+_local = threading.local()
+
+
+def _parser(language: Language) -> tree_sitter.Parser:
+    """A parser per thread and language: tree-sitter parsers are not thread-safe."""
+    cache: dict[str, tree_sitter.Parser] | None = getattr(_local, "parsers", None)
+    if cache is None:
+        cache = _local.parsers = {}
+    parser = cache.get(language.name)
+    if parser is None:
+        import tree_sitter
+
+        parser = cache[language.name] = tree_sitter.Parser(grammar(language))
+    return parser
+
+
+def _lines(node: tree_sitter.Node) -> tuple[int, int]:
+    """1-based inclusive lines of a node; a node ending at column 0 ends on the line before."""
+    start_row, _ = node.start_point
+    end_row, end_col = node.end_point
+    end = end_row + 1 if end_col > 0 or end_row == start_row else end_row
+    return start_row + 1, end
+
+
+def _text(node: tree_sitter.Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", errors="replace")
+
+
+def is_header_file(path: str, language: Language) -> bool:
+    """Whether ``path`` only declares (``.h``, ``.pyi``, ``.d.ts``): its sections define."""
+    syntax = syntax_for(language.name)
+    name = posixpath.basename(path).lower()
+    return syntax is not None and any(name.endswith(ext) for ext in syntax.header_extensions)
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """A section before sizing: its lines, names, and the nodes it may be split between."""
+
+    start: int
+    end: int
+    kind: ChunkKind
+    symbol: str
+    context: str
+    depth: int
+    defines: tuple[str, ...]
+    units: list[tree_sitter.Node] = field(default_factory=list)
+    signature: str = ""  # first line of a definition, shown as context on later parts
+
+
+@dataclass(frozen=True, slots=True)
+class _Definition:
+    outer: tree_sitter.Node  # span (wrapper included: decorators, export, template)
+    inner: tree_sitter.Node  # the definition itself
+    kind: ChunkKind
+    name: str
+    body: tree_sitter.Node | None  # members, for containers
+
+
+class _Chunker:
+    def __init__(
+        self,
+        src: SourceText,
+        syntax: Syntax,
+        max_tokens: int,
+        counter: TokenCounter,
+    ) -> None:
+        self.src = src
+        self.syntax = syntax
+        self.max_tokens = max_tokens
+        self.counter = counter
+
+    # -- classification -------------------------------------------------------------
+
+    def _flatten(self, nodes: Iterable[tree_sitter.Node]) -> Iterator[tree_sitter.Node]:
+        for node in nodes:
+            if node.type == "ERROR" or node.type in self.syntax.transparent:
+                yield from self._flatten(node.children)
+            else:
+                yield node
+
+    def _definition(self, node: tree_sitter.Node) -> _Definition | None:
+        syntax = self.syntax
+        kind_name = node.type
+        if kind_name in syntax.wrappers:
+            field_name = syntax.wrappers[kind_name]
+            if field_name:
+                inner = node.child_by_field_name(field_name)
+            else:
+                named = [c for c in node.named_children if c.type not in syntax.comments]
+                inner = named[-1] if named else None
+            found = self._definition(inner) if inner is not None else None
+            if found is None:
+                return None
+            return _Definition(node, found.inner, found.kind, found.name, found.body)
+        if kind_name in syntax.functions:
+            if kind_name == "method_declaration" and node.child_by_field_name("receiver"):
+                receiver = _first_type_name(node.child_by_field_name("receiver"))
+                name = _name(node)
+                return _Definition(node, node, ChunkKind.METHOD, _join(receiver, name), None)
+            return _Definition(node, node, ChunkKind.FUNCTION, _name(node), None)
+        if kind_name in syntax.containers:
+            kind, body_field = syntax.containers[kind_name]
+            body = node.child_by_field_name(body_field)
+            return _Definition(node, node, kind, _name(node), body)
+        if kind_name in syntax.types:
+            if kind_name == "type_declaration":  # Go: the name is on the spec
+                spec = next((c for c in node.named_children if c.type.startswith("type_")), None)
+                return _Definition(node, node, ChunkKind.TYPE, _name(spec) if spec else "", None)
+            return _Definition(node, node, ChunkKind.TYPE, _name(node), None)
+        if kind_name in syntax.variable_declarations:
+            declarators = [c for c in node.named_children if c.type == "variable_declarator"]
+            if len(declarators) == 1:
+                value = declarators[0].child_by_field_name("value")
+                if value is not None and value.type in syntax.function_values:
+                    return _Definition(node, node, ChunkKind.FUNCTION, _name(declarators[0]), None)
+        return None
+
+    # -- structure ------------------------------------------------------------------
+
+    def scope(
+        self,
+        items: Iterable[tree_sitter.Node],
+        prefix: str,
+        depth: int,
+        context: str,
+        own_kind: ChunkKind,
+        in_class: bool,
+    ) -> list[_Candidate]:
+        """Sections for one scope (the module, or a container's members), in line order."""
+        out: list[_Candidate] = []
+        gap: list[tree_sitter.Node] = []
+        pending: list[tree_sitter.Node] = []  # comments that may belong to the next definition
+        prev_end = 0
+        for node in self._flatten(items):
+            found = self._definition(node)
+            if found is None:
+                if node.type in self.syntax.comments or node.type in self.syntax.attributes:
+                    pending.append(node)
+                else:
+                    gap.extend(pending)
+                    pending = []
+                    gap.append(node)
+                continue
+            start, end = _lines(found.outer)
+            attached: list[tree_sitter.Node] = []
+            while pending and _lines(pending[-1])[1] >= start - 1:
+                comment = pending.pop()
+                attached.insert(0, comment)
+                start = min(start, _lines(comment)[0])
+            gap.extend(pending)
+            pending = []
+            if gap:
+                out.extend(self._gap(gap, prefix, depth, context, own_kind, prev_end, start, end))
+                gap = []
+            out.extend(self._define(found, start, attached, prefix, depth, context, in_class))
+            prev_end = max(prev_end, end)
+        gap.extend(pending)
+        if gap:
+            out.extend(self._gap(gap, prefix, depth, context, own_kind, prev_end, 0, 0))
+        return out
+
+    def _gap(
+        self,
+        nodes: list[tree_sitter.Node],
+        prefix: str,
+        depth: int,
+        context: str,
+        kind: ChunkKind,
+        prev_end: int,
+        next_start: int,
+        next_end: int,
+    ) -> list[_Candidate]:
+        # Drop nodes whose lines a neighbouring definition already covers (`};`, `} else`).
+        kept = []
+        for node in nodes:
+            start, end = _lines(node)
+            if end <= prev_end or (next_start and start >= next_start and end <= next_end):
+                continue
+            kept.append(node)
+        if not kept:
+            return []
+        start = min(_lines(n)[0] for n in kept)
+        end = max(_lines(n)[1] for n in kept)
+        defines = tuple(dict.fromkeys(name for n in kept for name in _declared(n)))
+        return [_Candidate(start, end, kind, prefix, context, depth, defines, kept)]
+
+    def _define(
+        self,
+        found: _Definition,
+        start: int,
+        attached: list[tree_sitter.Node],
+        prefix: str,
+        depth: int,
+        context: str,
+        in_class: bool,
+    ) -> list[_Candidate]:
+        end = _lines(found.outer)[1]
+        symbol = _join(prefix, found.name)
+        kind = found.kind
+        if kind is ChunkKind.FUNCTION and in_class:
+            kind = ChunkKind.METHOD
+        defines = (found.name.rsplit(".", 1)[-1],) if found.name else ()
+        signature = self.src.lines[_lines(found.inner)[0] - 1].strip()
+        members = self._members(found)
+        if not members:
+            units = [*attached, found.outer]
+            return [_Candidate(start, end, kind, symbol, context, depth, defines, units, signature)]
+        header = self._header(found)
+        inner_context = f"{context}\n{header}" if context else header
+        subs = self.scope(
+            members, symbol, depth + 1, inner_context, kind, in_class=kind is ChunkKind.CLASS
+        )
+        if subs[0].kind is kind and subs[0].symbol == symbol:
+            subs[0].start = start  # the header joins the first run of non-method members
+            subs[0].units[:0] = attached
+            subs[0].context = context
+            subs[0].depth = depth
+            subs[0].defines = tuple(dict.fromkeys((*defines, *subs[0].defines)))
+        elif subs[0].start > start:
+            head_end = subs[0].start - 1
+            subs.insert(0, _Candidate(start, head_end, kind, symbol, context, depth, defines))
+        # Closing lines (`}`, `};`) belong to the last member section.
+        last = max(subs, key=lambda c: c.end)
+        last.end = max(last.end, end)
+        return subs
+
+    def _members(self, found: _Definition) -> list[tree_sitter.Node]:
+        """A container's member nodes, if any of them is a definition (else it stays whole)."""
+        if found.body is None:
+            return []
+        members = list(found.body.named_children)
+        if any(self._definition(m) is not None for m in self._flatten(members)):
+            return members
+        return []
+
+    def _header(self, found: _Definition) -> str:
+        """The container's header lines (``class A(B):``, ``impl X for Y {``)."""
+        first = _lines(found.inner)[0]
+        assert found.body is not None
+        body_first = _lines(found.body)[0]
+        body_text = found.body.text or b""
+        last = body_first if body_text[:1] == b"{" else body_first - 1
+        last = min(max(first, last), first + _MAX_HEADER_LINES - 1)
+        return "\n".join(line.rstrip() for line in self.src.lines[first - 1 : last])
+
+    # -- sizing ---------------------------------------------------------------------
+
+    def drafts(self, candidates: list[_Candidate], doc_type: DocType | None) -> list[Draft]:
+        """Size candidates: keep those that fit, split the rest at child boundaries."""
+        candidates = [c for c in candidates if self._trim(c)]
+        texts = [self.src.span_text(c.start, c.end) for c in candidates]
+        counts = self.counter.count_many(texts)
+        out: list[Draft] = []
+        for cand, tokens in zip(candidates, counts, strict=True):
+            cand_type = doc_type
+            if cand_type is None and cand.kind in (ChunkKind.CLASS, ChunkKind.TYPE):
+                cand_type = DocType.DEFINITION
+            if tokens <= self.max_tokens:
+                out.append(self._draft(cand, cand.start, cand.end, 1, 1, cand_type, tokens))
+                continue
+            pieces = self._split(cand)
+            for i, (a, b) in enumerate(pieces, start=1):
+                out.append(self._draft(cand, a, b, i, len(pieces), cand_type, None))
+        out.sort(key=lambda d: (d.start_line, d.end_line))
+        return out
+
+    def _trim(self, cand: _Candidate) -> bool:
+        src = self.src
+        while cand.start < cand.end and src.is_blank(cand.start):
+            cand.start += 1
+        while cand.end > cand.start and src.is_blank(cand.end):
+            cand.end -= 1
+        return not src.is_blank(cand.start)
+
+    def _draft(
+        self,
+        cand: _Candidate,
+        start: int,
+        end: int,
+        part: int,
+        parts: int,
+        doc_type: DocType | None,
+        tokens: int | None,
+    ) -> Draft:
+        context = cand.context
+        if part > 1 and cand.signature:
+            context = f"{context}\n{cand.signature}" if context else cand.signature
+        return Draft(
+            start,
+            end,
+            cand.kind,
+            symbol=cand.symbol,
+            context=context,
+            defines=cand.defines,
+            depth=cand.depth,
+            part=part,
+            parts=parts,
+            doc_type=doc_type,
+            tokens=tokens,
+        )
+
+    def _split(self, cand: _Candidate) -> list[tuple[int, int]]:
+        """Cut ``cand`` only where no unit that fits the budget spans the cut."""
+        a, b = cand.start, cand.end
+        costs = [c + 1 for c in self.counter.count_many(self.src.lines[a - 1 : b])]
+        prefix = [0]
+        for cost in costs:
+            prefix.append(prefix[-1] + cost)
+        bridged = [0] * (b - a + 2)  # difference array: >0 where a cut would split a unit
+
+        def expand(node: tree_sitter.Node) -> None:
+            s, e = _lines(node)
+            s, e = max(s, a), min(e, b)
+            if e < s:
+                return
+            cost = prefix[e - a + 1] - prefix[s - a]
+            if cost <= self.max_tokens:
+                if e > s:
+                    bridged[s + 1 - a] += 1
+                    bridged[e + 1 - a] -= 1
+                return
+            for child in node.children:
+                expand(child)
+
+        for unit in cand.units:
+            expand(unit)
+        starts = []
+        running = 0
+        for line in range(a, b + 1):
+            running += bridged[line - a]
+            if line == a or running == 0:
+                starts.append(line)
+        segments = [(s, e - 1) for s, e in zip(starts, [*starts[1:], b + 1], strict=True)]
+        seg_costs = [prefix[e - a + 1] - prefix[s - a] for s, e in segments]
+        pieces = []
+        for s, e in pack_ranges(segments, seg_costs, self.max_tokens):
+            while s < e and self.src.is_blank(s):
+                s += 1
+            while e > s and self.src.is_blank(e):
+                e -= 1
+            if not self.src.is_blank(s):
+                pieces.append((s, e))
+        return pieces
+
+
+def _join(prefix: str, name: str) -> str:
+    if not prefix:
+        return name
+    return f"{prefix}.{name}" if name else prefix
+
+
+def _clean_name(raw: str) -> str:
+    # `Foo<T>` -> `Foo`, `ns::Foo` -> `ns.Foo`, whitespace out.
+    return "".join(raw.split("<", 1)[0].split()).replace("::", ".")
+
+
+def _name(node: tree_sitter.Node | None) -> str:
+    """The defined name of a definition node, through C-style declarators if needed."""
+    seen = 0
+    while node is not None and seen < 8:
+        seen += 1
+        if node.type in _IDENTIFIER_TYPES:
+            return _clean_name(_text(node))
+        found = (
+            node.child_by_field_name("name")
+            or node.child_by_field_name("declarator")
+            or node.child_by_field_name("type")  # Rust `impl Type`
+        )
+        if found is None:
+            return ""
+        node = found
+    return ""
+
+
+def _first_type_name(node: tree_sitter.Node | None) -> str:
+    """First type identifier below ``node`` (a Go receiver ``(c *Circle)`` -> ``Circle``)."""
+    if node is None:
+        return ""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "type_identifier":
+            return _text(current)
+        stack.extend(reversed(current.named_children))
+    return ""
+
+
+def _declared(node: tree_sitter.Node, depth: int = 0) -> list[str]:
+    """Names a module-level statement defines (assignments, constants, declarators)."""
+    if depth > 4:
+        return []
+    names: list[str] = []
+    for field_name in _NAME_FIELDS:
+        child = node.child_by_field_name(field_name)
+        if child is None:
+            continue
+        if child.type in _IDENTIFIER_TYPES:
+            names.append(_clean_name(_text(child)))
+        else:
+            names.extend(_declared(child, depth + 1))
+    if not names:
+        for child in node.named_children:
+            if child.type in _DECLARING_CHILDREN or (
+                child.type in _IDENTIFIER_TYPES and (node.type in ("pattern_list", "tuple_pattern"))
+            ):
+                if child.type in _IDENTIFIER_TYPES:
+                    names.append(_text(child))
+                else:
+                    names.extend(_declared(child, depth + 1))
+    return [n for n in names if n]
+
+
+def window_drafts(
+    src: SourceText,
+    *,
+    max_tokens: int,
+    overlap_lines: int,
+    counter: TokenCounter,
+) -> list[Draft]:
+    """Overlapping line windows over the whole file (no grammar, or parsing failed)."""
+    windows = line_windows(src, 1, src.line_count, max_tokens, overlap_lines, counter)
+    return [Draft(a, b, ChunkKind.WINDOW) for a, b in windows]
+
+
+def code_drafts(
+    src: SourceText,
+    language: Language,
+    *,
+    max_tokens: int,
+    overlap_lines: int,
+    counter: TokenCounter,
+    doc_type: DocType | None = None,
+) -> list[Draft]:
+    """Sections of a source file; windows when the language has no usable grammar.
+
+    ``doc_type`` forces the doc type of every section (a test file's sections are tests);
+    None lets class and type sections be definitions and the rest implementations.
+    """
+    syntax = syntax_for(language.name)
+    if syntax is None or src.line_count == 0:
+        return window_drafts(
+            src, max_tokens=max_tokens, overlap_lines=overlap_lines, counter=counter
+        )
+    try:
+        tree = _parser(language).parse(src.data)
+    except (GrammarNotInstalledError, ValueError, RuntimeError):
+        return window_drafts(
+            src, max_tokens=max_tokens, overlap_lines=overlap_lines, counter=counter
+        )
+    chunker = _Chunker(src, syntax, max_tokens, counter)
+    candidates = chunker.scope(tree.root_node.children, "", 0, "", ChunkKind.MODULE, in_class=False)
+    return chunker.drafts(candidates, doc_type)

@@ -1,0 +1,448 @@
+"""Document sections: Markdown and reStructuredText by heading, plain text by paragraph.
+
+A section runs from its heading line to the line before the next heading of any level, so
+sections never nest or overlap; the hierarchy lives in the symbol (``"Install > From
+source"``). A section over the token budget is split at paragraph boundaries, and a single
+paragraph still too large falls back to line windows, so nothing is ever dropped.
+
+>>> from indexers._text import SourceText
+>>> from indexers._tokens import WordCounter
+>>> src = SourceText(b"# Install\\nRun it.\\n## From source\\nmake\\n")
+>>> [(d.start_line, d.end_line, d.symbol) for d in markdown_drafts(
+...     src, max_tokens=100, overlap_lines=0, counter=WordCounter())]
+[(1, 2, 'Install'), (3, 4, 'Install > From source')]
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from indexers._chunk import ChunkKind
+from indexers._draft import Draft
+from indexers._text import SourceText
+from indexers._tokens import TokenCounter
+from indexers._windows import line_windows, pack_ranges
+
+__all__ = ["FRONT_MATTER", "PREAMBLE", "markdown_drafts", "rst_drafts", "text_drafts"]
+
+PREAMBLE = "(preamble)"  # symbol of the text before a document's first heading
+FRONT_MATTER = "front matter"  # symbol of a Markdown file's leading YAML/TOML block
+_PATH_SEP = " > "
+_SECTION = ChunkKind.SECTION
+
+
+@dataclass(frozen=True, slots=True)
+class _Heading:
+    """Where a section starts. Level 0 stands outside the hierarchy (preamble, front matter)."""
+
+    line: int
+    level: int
+    title: str
+
+
+# --- Markdown (CommonMark block rules, as far as headings need them) -------------------------
+
+# Every pattern sees a line with tabs expanded and the open list items' indentation removed.
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+$")
+_SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
+_THEMATIC = re.compile(r" {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
+_BLOCK_TAGS = (
+    "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details"
+    "|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head"
+    "|header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p"
+    "|param|search|section|summary|table|tbody|td|tfoot|th|thead|title|tr|track|ul"
+)
+_ATTR = r"""(?:\s+[a-zA-Z_:][\w:.-]*(?:\s*=\s*(?:[^"'=<>`\x00-\x20]+|'[^']*'|"[^"]*"))?)"""
+_TO_BLANK = re.compile(r"^\s*$")
+# CommonMark's seven kinds of raw HTML block ("# x" inside one is no heading): how each
+# starts, what ends it, and whether it may interrupt a paragraph.
+_HTML_BLOCKS: tuple[tuple[re.Pattern[str], re.Pattern[str], bool], ...] = (
+    (
+        re.compile(r" {0,3}<(?:script|pre|style|textarea)(?=\s|>|$)", re.IGNORECASE),
+        re.compile(r"</(?:script|pre|style|textarea)>", re.IGNORECASE),
+        True,
+    ),
+    (re.compile(r" {0,3}<!--"), re.compile(r"-->"), True),
+    (re.compile(r" {0,3}<\?"), re.compile(r"\?>"), True),
+    (re.compile(r" {0,3}<![A-Za-z]"), re.compile(r">"), True),
+    (re.compile(r" {0,3}<!\[CDATA\["), re.compile(r"\]\]>"), True),
+    (re.compile(rf" {{0,3}}</?(?:{_BLOCK_TAGS})(?=\s|/?>|$)", re.IGNORECASE), _TO_BLANK, True),
+    (
+        re.compile(rf" {{0,3}}(?:<[A-Za-z][\w-]*{_ATTR}*\s*/?>|</[A-Za-z][\w-]*\s*>)\s*$"),
+        _TO_BLANK,
+        False,
+    ),
+)
+_QUOTE = re.compile(r" {0,3}>")
+_ITEM = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?= |$)")
+_INTERRUPTING_ITEM = re.compile(r" {0,3}(?:[-+*]|1[.)]) +\S")  # not empty; ordered from 1
+_FRONT_MATTER_CLOSE = {"---": ("---", "..."), "+++": ("+++",)}
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
+
+
+def _front_matter_end(lines: Sequence[str]) -> int:
+    """The 1-based closing line of a leading front-matter block, or 0 when there is none."""
+    closers = _FRONT_MATTER_CLOSE.get(lines[0].rstrip()) if lines else None
+    if closers is None:
+        return 0
+    for number in range(2, len(lines) + 1):
+        if lines[number - 1].rstrip() in closers:
+            return number
+    return 0  # unclosed: line 1 is a thematic break (or text) after all
+
+
+def _item_width(text: str) -> int:
+    """Columns from ``text``'s start to the content of the list item it opens (0: none)."""
+    m = _ITEM.match(text)
+    if m is None:
+        return 0
+    rest = text[m.end() :]
+    spaces = _indent(rest)
+    # 1-4 spaces after the marker set the content column; more start indented code in it.
+    return m.end() + (spaces if rest.strip() and spaces <= 4 else 1)
+
+
+def _starts_block(text: str) -> bool:
+    """Whether ``text``, outside the container of the open paragraph, ends that container.
+
+    Any list item does, even one that could not interrupt a paragraph inside it.
+    """
+    return any(p.match(text) for p in (_ATX, _FENCE, _THEMATIC, _QUOTE, _ITEM)) or any(
+        start.match(text) for start, _, interrupts in _HTML_BLOCKS if interrupts
+    )
+
+
+def _html_end(text: str, *, in_paragraph: bool) -> re.Pattern[str] | None:
+    """What ends the raw-HTML block that ``text`` opens; None when it opens none."""
+    for start, end, interrupts in _HTML_BLOCKS:
+        if start.match(text) and (interrupts or not in_paragraph):
+            return end
+    return None
+
+
+def _quote_paragraph(text: str, *, continuing: bool) -> bool:
+    """Whether a block-quote line leaves a paragraph open for later lines to continue lazily.
+
+    Quotes are not tracked as containers (a fence in one is not followed); this only sees
+    whether the line's content is paragraph text or opens some other block.
+    """
+    rest = text
+    while m := _QUOTE.match(rest):
+        rest = rest[m.end() + (rest[m.end() : m.end() + 1] == " ") :]
+        while width := _item_width(rest):
+            rest = rest[width:]
+    if not rest.strip():
+        return False
+    if _indent(rest) >= 4:
+        return continuing  # indented code, or the paragraph's continuation
+    if continuing and _SETEXT.match(rest):
+        return False  # a heading inside the quote closes its paragraph
+    blocks = (_ATX, _FENCE, _THEMATIC)
+    return not (any(p.match(rest) for p in blocks) or _html_end(rest, in_paragraph=continuing))
+
+
+def _closes_fence(text: str, char: str, length: int) -> bool:
+    body = text.strip(" ")
+    return _indent(text) <= 3 and len(body) >= length and body == char * len(body)
+
+
+class _MarkdownScan:
+    """One pass over the lines, tracking what decides headings: fences, raw HTML, list items
+    (a line inside one is never a top-level heading) and the open paragraph (setext)."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self.fenced = [False] * (len(lines) + 1)  # per 1-based line: inside a code fence
+        self.heads: list[_Heading] = []
+        self.items: list[int] = []  # content columns of the open list items, innermost last
+        self.fence: tuple[str, int] | None = None  # (char, length) of the open fence
+        self.raw_end: re.Pattern[str] | None = None  # what ends the open raw-HTML block
+        self.inner = 0  # the column the open fence or HTML block sits at
+        self.para_start = 0  # first line of the open paragraph, 0 when none is open
+        self.para_plain = False  # the open paragraph is no block quote: setext may end it
+
+    def run(self) -> tuple[list[_Heading], list[bool]]:
+        first = _front_matter_end(self.lines)
+        if first:
+            self.heads.append(_Heading(1, 0, FRONT_MATTER))
+        self.heads.append(_Heading(first + 1, 0, PREAMBLE))
+        for number in range(first + 1, len(self.lines) + 1):
+            self._line(number)
+        return self.heads, self.fenced
+
+    def _line(self, number: int) -> None:
+        line = self.lines[number - 1].expandtabs(4)
+        blank, indent = not line.strip(), _indent(line)
+        if (self.fence or self.raw_end) and not blank and indent < self.inner:
+            self.fence = self.raw_end = None  # the list item holding the block has ended
+        if self.fence is not None:
+            self.fenced[number] = True
+            if _closes_fence(line[self.inner :], *self.fence):
+                self.fence = None
+        elif self.raw_end:
+            if self.raw_end.search(line):
+                self.raw_end = None
+        elif blank:
+            self.para_start = 0
+        else:
+            if self.items and indent < self.items[-1]:
+                if self.para_start and not _starts_block(line.lstrip(" ")):
+                    return  # a lazy continuation line of the item's paragraph
+                while self.items and indent < self.items[-1]:
+                    self.items.pop()
+                self.para_start = 0
+            base = self.items[-1] if self.items else 0
+            self._block(line[base:], base, number)
+
+    def _block(self, text: str, base: int, number: int) -> None:
+        """Read one line's text inside the container at column ``base``."""
+        while _indent(text) < 4:  # deeper: paragraph continuation or indented code
+            m = _FENCE.match(text)
+            if m and not (m[1][0] == "`" and "`" in m[2]):  # "```a`b" is inline code
+                self.fence, self.inner = (m[1][0], len(m[1])), base
+                self.fenced[number], self.para_start = True, 0
+            elif end := _html_end(text, in_paragraph=self.para_start > 0):
+                if not end.search(text):
+                    self.raw_end, self.inner = end, base
+                self.para_start = 0
+            elif m := _ATX.match(text):
+                if not base:
+                    title = _ATX_CLOSE.sub("", m[2] or "").strip()
+                    self.heads.append(_Heading(number, len(m[1]), title))
+                self.para_start = 0
+            elif self.para_start and self.para_plain and _SETEXT.match(text):
+                if not base:
+                    start = self.para_start
+                    title = " ".join(self.lines[k - 1].strip() for k in range(start, number))
+                    self.heads.append(_Heading(start, 1 if "=" in text else 2, title))
+                self.para_start = 0
+            elif _THEMATIC.match(text):
+                self.para_start = 0
+            elif (width := _item_width(text)) and (
+                # A quote's paragraph continues lazily here, so any item ends the quote.
+                not (self.para_start and self.para_plain) or _INTERRUPTING_ITEM.match(text)
+            ):
+                base += width
+                self.items.append(base)
+                text, self.para_start = text[width:], 0
+                if text.strip():
+                    continue  # the item's first line may itself open a block
+            elif _QUOTE.match(text):
+                quote_para = _quote_paragraph(text, continuing=self.para_start > 0)
+                self.para_start, self.para_plain = number if quote_para else 0, False
+            elif not self.para_start:
+                self.para_start, self.para_plain = number, True
+            return
+
+
+# --- reStructuredText ------------------------------------------------------------------------
+
+# Any 7-bit punctuation, as docutils accepts (Sphinx's own docs underline with "."), not
+# only the recommended ``= - ` : ' " ~ ^ _ * + # < >``.
+_ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1*[ \t]*$")
+_NOT_TITLE = re.compile(r"(?:\.\.(?:[ \t]|$)|[-*+\u2022][ \t])")  # markup, bullet item
+
+
+def _width(text: str) -> int:
+    """Display columns, as docutils measures a title against its underline."""
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
+    )
+
+
+def _rst_headings(lines: Sequence[str]) -> list[_Heading]:
+    """Section starts, levels given to adornment styles in the order first seen (docutils).
+
+    Literal blocks (after ``::``) and directive bodies (after ``.. ``) are indented, and a
+    title needs an unindented title or overline line that starts its block, so nothing in
+    them can be taken for a title.
+    """
+    n = len(lines)
+    heads = [_Heading(1, 0, PREAMBLE)]
+    styles: list[tuple[str, bool]] = []
+    i = 0
+    block_start = True  # line i follows a blank line, a title, or the start of the file
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            block_start, i = True, i + 1
+            continue
+        found: tuple[int, str, str, bool] | None = None  # (lines used, title, char, overlined)
+        over = _ADORNMENT.match(line) if block_start else None
+        if over and i + 2 < n and lines[i + 2].rstrip() == line.rstrip():
+            title = lines[i + 1].strip()
+            if title and _width(title) <= len(line.rstrip()):
+                found = (3, title, line[0], True)
+        if found is None and block_start and i + 1 < n and not line[0].isspace():
+            under = _ADORNMENT.match(lines[i + 1])
+            title = line.rstrip()
+            if (
+                under
+                and not over
+                and not _NOT_TITLE.match(title)
+                and _width(title) <= len(lines[i + 1].rstrip())
+            ):
+                found = (2, title, lines[i + 1][0], False)
+        if found is None:
+            block_start, i = False, i + 1
+            continue
+        used, title, char, overlined = found
+        if (char, overlined) not in styles:
+            styles.append((char, overlined))
+        heads.append(_Heading(i + 1, styles.index((char, overlined)) + 1, title))
+        block_start, i = True, i + used
+    return heads
+
+
+# --- Sections to drafts ----------------------------------------------------------------------
+
+
+def _check(max_tokens: int, overlap_lines: int) -> None:
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    if overlap_lines < 0:
+        raise ValueError(f"overlap_lines must not be negative, got {overlap_lines}")
+
+
+def _paragraphs(
+    blank: Sequence[bool], start: int, end: int, fenced: Sequence[bool] | None
+) -> list[tuple[int, int]]:
+    """Runs of non-blank lines in ``start..end``; a blank line inside a fence splits nothing."""
+    out: list[tuple[int, int]] = []
+    first = last = 0  # the open run, 0 when none is open
+    for number in range(start, end + 1):
+        if not blank[number]:
+            first, last = first or number, number
+        elif first and not (fenced is not None and fenced[number]):
+            out.append((first, last))
+            first = 0
+    if first:
+        out.append((first, last))  # ``last`` skips the blank tail of an unclosed fence
+    return out
+
+
+def _pieces(
+    src: SourceText,
+    paragraphs: Sequence[tuple[int, int]],
+    max_tokens: int,
+    overlap_lines: int,
+    counter: TokenCounter,
+) -> list[tuple[int, int, int | None]]:
+    """Pack paragraphs under the budget; line windows for one that alone is too large.
+
+    Each piece is ``(start, end, tokens)``; tokens is known only for a lone paragraph (a
+    merged piece's count is not the sum: the joining blank lines tokenize with their
+    neighbours).
+    """
+    counts = counter.count_many([src.span_text(a, b) for a, b in paragraphs])
+    # +1 per paragraph: the blank line that joins it to the next costs about a token.
+    packed = pack_ranges(paragraphs, [c + 1 for c in counts], max_tokens)
+    lone = {(a, b): c for (a, b), c in zip(paragraphs, counts, strict=True)}
+    out: list[tuple[int, int, int | None]] = []
+    for a, b in packed:
+        tokens = lone.get((a, b))
+        if tokens is not None and tokens > max_tokens:
+            windows = line_windows(src, a, b, max_tokens, overlap_lines, counter)
+            out.extend((lo, hi, None) for lo, hi in windows)
+        else:
+            out.append((a, b, tokens))
+    return out
+
+
+def _section_drafts(
+    src: SourceText,
+    heads: Sequence[_Heading],
+    fenced: Sequence[bool] | None,
+    max_tokens: int,
+    overlap_lines: int,
+    counter: TokenCounter,
+) -> list[Draft]:
+    n = src.line_count
+    blank = [True] + [not line.strip() for line in src.lines[:n]]
+    sections: list[tuple[int, int, str, int]] = []  # (start, end, symbol, depth)
+    path: list[tuple[int, str]] = []  # the open headings: (level, title)
+    for index, head in enumerate(heads):
+        end = heads[index + 1].line - 1 if index + 1 < len(heads) else n
+        start = head.line
+        while start <= end and blank[start]:
+            start += 1
+        while end >= start and blank[end]:
+            end -= 1
+        if head.level == 0:
+            symbol, depth = head.title, 0
+        else:
+            while path and path[-1][0] >= head.level:
+                path.pop()
+            path.append((head.level, head.title))
+            symbol, depth = _PATH_SEP.join(title for _, title in path), head.level - 1
+        if start <= end:
+            sections.append((start, end, symbol, depth))
+    counts = counter.count_many([src.span_text(a, b) for a, b, _, _ in sections])
+    drafts: list[Draft] = []
+    for (start, end, symbol, depth), count in zip(sections, counts, strict=True):
+        if count <= max_tokens:
+            drafts.append(Draft(start, end, _SECTION, symbol=symbol, depth=depth, tokens=count))
+            continue
+        pieces = _pieces(
+            src, _paragraphs(blank, start, end, fenced), max_tokens, overlap_lines, counter
+        )
+        drafts.extend(
+            Draft(a, b, _SECTION, symbol=symbol, depth=depth, part=i, parts=len(pieces), tokens=t)
+            for i, (a, b, t) in enumerate(pieces, start=1)
+        )
+    return drafts
+
+
+def markdown_drafts(
+    src: SourceText, *, max_tokens: int, overlap_lines: int, counter: TokenCounter
+) -> list[Draft]:
+    """Markdown sections by ATX and setext headings, code fences and raw HTML respected.
+
+    A leading ``---`` … ``---``/``...`` block (or ``+++`` … ``+++``) is its own section,
+    ``"front matter"``; non-blank text before the first heading is ``"(preamble)"``.
+    Sections over ``max_tokens`` are split into parts at blank lines outside fences.
+    """
+    _check(max_tokens, overlap_lines)
+    if not src.line_count:
+        return []
+    heads, fenced = _MarkdownScan(src.lines).run()
+    return _section_drafts(src, heads, fenced, max_tokens, overlap_lines, counter)
+
+
+def rst_drafts(
+    src: SourceText, *, max_tokens: int, overlap_lines: int, counter: TokenCounter
+) -> list[Draft]:
+    """reStructuredText sections by underlined (optionally overlined) titles.
+
+    Levels follow the order adornment styles first appear, as in docutils; transitions,
+    literal blocks and directive bodies are never titles. Oversized sections split as for
+    Markdown, at blank lines.
+    """
+    _check(max_tokens, overlap_lines)
+    if not src.line_count:
+        return []
+    heads = _rst_headings(src.lines)
+    return _section_drafts(src, heads, None, max_tokens, overlap_lines, counter)
+
+
+def text_drafts(
+    src: SourceText, *, max_tokens: int, overlap_lines: int, counter: TokenCounter
+) -> list[Draft]:
+    """Plain text as paragraphs packed greedily up to ``max_tokens``, with no symbol."""
+    _check(max_tokens, overlap_lines)
+    n = src.line_count
+    if not n:
+        return []
+    blank = [True] + [not line.strip() for line in src.lines]
+    paragraphs = _paragraphs(blank, 1, n, None)
+    pieces = _pieces(src, paragraphs, max_tokens, overlap_lines, counter)
+    return [Draft(a, b, ChunkKind.PARAGRAPH, tokens=t) for a, b, t in pieces]

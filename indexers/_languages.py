@@ -1,0 +1,140 @@
+"""The language registry: which chunker reads a file, and which grammar it parses with.
+
+Grammars come from the official per-language wheels (``tree-sitter-python`` …), imported on
+first use, never downloaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import posixpath
+import threading
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tree_sitter
+
+__all__ = ["Family", "GrammarNotInstalledError", "Language", "language_for_path", "languages"]
+
+
+class Family(StrEnum):
+    """Which chunker a language goes to."""
+
+    CODE = "code"  # tree-sitter sections
+    DOC = "doc"  # heading sections
+    TEXT = "text"  # paragraphs
+    OTHER = "other"  # line windows
+
+
+class GrammarNotInstalledError(LookupError):
+    """The grammar wheel for a language is not installed (the file falls back to windows)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Language:
+    """A language the indexers know by file name."""
+
+    name: str
+    family: Family
+    extensions: tuple[str, ...] = ()
+    filenames: tuple[str, ...] = ()
+    grammar: str = ""  # "module:function" returning the tree-sitter language pointer
+
+
+_LANGUAGES: tuple[Language, ...] = (
+    Language("python", Family.CODE, (".py", ".pyi", ".pyw"), grammar="tree_sitter_python:language"),
+    Language(
+        "javascript",
+        Family.CODE,
+        (".js", ".mjs", ".cjs", ".jsx"),
+        grammar="tree_sitter_javascript:language",
+    ),
+    Language(
+        "typescript",
+        Family.CODE,
+        (".ts", ".mts", ".cts"),
+        grammar="tree_sitter_typescript:language_typescript",
+    ),
+    Language("tsx", Family.CODE, (".tsx",), grammar="tree_sitter_typescript:language_tsx"),
+    Language("go", Family.CODE, (".go",), grammar="tree_sitter_go:language"),
+    Language("rust", Family.CODE, (".rs",), grammar="tree_sitter_rust:language"),
+    Language("java", Family.CODE, (".java",), grammar="tree_sitter_java:language"),
+    Language("c", Family.CODE, (".c", ".h"), grammar="tree_sitter_c:language"),
+    Language(
+        "cpp",
+        Family.CODE,
+        (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".ipp", ".inl", ".tpp"),
+        grammar="tree_sitter_cpp:language",
+    ),
+    Language("markdown", Family.DOC, (".md", ".markdown", ".mdx", ".mkd")),
+    Language("rst", Family.DOC, (".rst", ".rest")),
+    Language(
+        "text",
+        Family.TEXT,
+        (".txt", ".text"),
+        filenames=("README", "CHANGES", "CHANGELOG", "NEWS", "AUTHORS", "CONTRIBUTING", "HISTORY"),
+    ),
+    Language("shell", Family.OTHER, (".sh", ".bash", ".zsh")),
+    Language("json", Family.OTHER, (".json", ".jsonl")),
+    Language("yaml", Family.OTHER, (".yml", ".yaml")),
+    Language("toml", Family.OTHER, (".toml",)),
+    Language("ini", Family.OTHER, (".ini", ".cfg", ".conf")),
+    Language("html", Family.OTHER, (".html", ".htm", ".xhtml")),
+    Language("css", Family.OTHER, (".css", ".scss", ".less")),
+    Language("xml", Family.OTHER, (".xml", ".xsd", ".xsl", ".svg")),
+    Language("sql", Family.OTHER, (".sql",)),
+    Language("make", Family.OTHER, (".mk",), filenames=("Makefile", "GNUmakefile")),
+    Language("docker", Family.OTHER, filenames=("Dockerfile",)),
+)
+
+_PLAIN = Language("plain", Family.OTHER)
+_BY_EXT = {ext: lang for lang in _LANGUAGES for ext in lang.extensions}
+_BY_NAME = {name: lang for lang in _LANGUAGES for name in lang.filenames}
+_grammar_lock = threading.Lock()
+_grammars: dict[str, tree_sitter.Language] = {}
+
+
+def languages() -> tuple[Language, ...]:
+    """Every registered language (for docs and ``--help``)."""
+    return _LANGUAGES
+
+
+def language_for_path(path: str) -> Language:
+    """The language of a workspace-relative path; ``plain`` when nothing matches."""
+    base = posixpath.basename(path)
+    if base in _BY_NAME:
+        return _BY_NAME[base]
+    stem, ext = posixpath.splitext(base)
+    if ext.lower() in _BY_EXT:
+        return _BY_EXT[ext.lower()]
+    if stem.upper() in _BY_NAME and not ext:
+        return _BY_NAME[stem.upper()]
+    return _PLAIN
+
+
+def grammar(lang: Language) -> tree_sitter.Language:
+    """The tree-sitter grammar of ``lang``, loaded once per process.
+
+    Raises ``GrammarNotInstalledError`` when the language has no grammar or its wheel is missing.
+    """
+    cached = _grammars.get(lang.name)
+    if cached is not None:
+        return cached
+    if not lang.grammar:
+        raise GrammarNotInstalledError(f"no tree-sitter grammar registered for {lang.name}")
+    module_name, _, func = lang.grammar.partition(":")
+    with _grammar_lock:
+        if lang.name not in _grammars:
+            import tree_sitter
+
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError as exc:
+                raise GrammarNotInstalledError(
+                    f"grammar for {lang.name} is not installed "
+                    f"(pip install {module_name.replace('_', '-')})"
+                ) from exc
+            _grammars[lang.name] = tree_sitter.Language(getattr(module, func)())
+    return _grammars[lang.name]

@@ -1,0 +1,155 @@
+"""Workspace → pages and chunks: walk, pick a chunker per language, finish the chunks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexers._chunk import Chunk, DocType, Page, page_id
+from indexers._code import code_drafts, is_header_file, window_drafts
+from indexers._docs import markdown_drafts, rst_drafts, text_drafts
+from indexers._doctype import doc_type_for
+from indexers._draft import Draft, finish
+from indexers._languages import Family, Language, language_for_path
+from indexers._license import NOASSERTION, LicenseResolver
+from indexers._text import SourceText, sha256_text
+from indexers._tokens import TiktokenCounter, TokenCounter
+from indexers._walk import Skipped, SourceFile, WalkOptions, walk
+
+__all__ = ["ChunkOptions", "ChunkedFile", "chunk_file", "scan"]
+
+DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
+DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkOptions:
+    """How files are cut into chunks."""
+
+    max_section_tokens: int = DEFAULT_MAX_SECTION_TOKENS
+    window_overlap_lines: int = DEFAULT_WINDOW_OVERLAP_LINES
+
+    def __post_init__(self) -> None:
+        if self.max_section_tokens < 16:
+            raise ValueError(f"max_section_tokens must be >= 16, got {self.max_section_tokens}")
+        if self.window_overlap_lines < 0:
+            raise ValueError("window_overlap_lines must be >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkedFile:
+    """One indexed file: its page and its chunks in line order."""
+
+    page: Page
+    chunks: tuple[Chunk, ...]
+
+
+_Chunker = Callable[..., list[Draft]]
+_DOC_CHUNKERS: dict[str, _Chunker] = {"markdown": markdown_drafts, "rst": rst_drafts}
+
+
+def _drafts(
+    src: SourceText,
+    path: str,
+    language: Language,
+    doc_type: DocType | None,
+    options: ChunkOptions,
+    counter: TokenCounter,
+) -> list[Draft]:
+    max_tokens = options.max_section_tokens
+    overlap = options.window_overlap_lines
+    if language.family is Family.CODE:
+        if doc_type is None and is_header_file(path, language):
+            doc_type = DocType.DEFINITION
+        return code_drafts(
+            src,
+            language,
+            max_tokens=max_tokens,
+            overlap_lines=overlap,
+            counter=counter,
+            doc_type=doc_type,
+        )
+    chunker = _DOC_CHUNKERS.get(language.name) if language.family is Family.DOC else None
+    if chunker is None:
+        chunker = text_drafts if language.family is Family.TEXT else window_drafts
+    return chunker(src, max_tokens=max_tokens, overlap_lines=overlap, counter=counter)
+
+
+def chunk_file(
+    path: str,
+    data: bytes,
+    *,
+    options: ChunkOptions | None = None,
+    counter: TokenCounter | None = None,
+    license: str = NOASSERTION,
+    size: int | None = None,
+) -> ChunkedFile:
+    """Chunk one file's bytes; ``path`` is its workspace-relative, '/'-separated path.
+
+    >>> cf = chunk_file("a.py", b"def f():\\n    return 1\\n")
+    >>> [(c.symbol, str(c.span)) for c in cf.chunks]
+    [('f', '1-2')]
+    """
+    options = options or ChunkOptions()
+    counter = counter or TiktokenCounter()
+    src = SourceText(data)
+    language = language_for_path(path)
+    doc_type = doc_type_for(path, language)
+    page = Page(
+        id=page_id(path, sha256_text(src.text)),
+        path=path,
+        sha256=sha256_text(src.text),
+        language=language.name,
+        doc_type=doc_type or DocType.IMPLEMENTATION,
+        license=license,
+        size_bytes=len(data) if size is None else size,
+        line_count=src.line_count,
+    )
+    drafts = _drafts(src, path, language, doc_type, options, counter)
+    chunks = finish(
+        drafts,
+        src,
+        path=path,
+        page=page.id,
+        language=language.name,
+        doc_type=doc_type or DocType.IMPLEMENTATION,
+        license=license,
+        counter=counter,
+        code=language.family is not Family.DOC and language.family is not Family.TEXT,
+    )
+    return ChunkedFile(page, tuple(chunks))
+
+
+def scan(
+    root: str | os.PathLike[str],
+    *,
+    walk_options: WalkOptions | None = None,
+    options: ChunkOptions | None = None,
+    counter: TokenCounter | None = None,
+) -> Iterator[ChunkedFile | Skipped]:
+    """Walk ``root`` and chunk every file that is not skipped, in path order.
+
+    Skipped files come through as ``Skipped`` records so callers can count and show them.
+    """
+    counter = counter or TiktokenCounter()
+    licenses = LicenseResolver(Path(root))
+    for item in walk(root, walk_options or WalkOptions()):
+        if isinstance(item, Skipped):
+            yield item
+            continue
+        yield _chunk_source(item, options, counter, licenses)
+
+
+def _chunk_source(
+    item: SourceFile,
+    options: ChunkOptions | None,
+    counter: TokenCounter,
+    licenses: LicenseResolver,
+) -> ChunkedFile:
+    text_head = item.data[:4096].decode("utf-8", errors="replace")
+    license = licenses.for_file(item.path, text_head)
+    return chunk_file(
+        item.path, item.data, options=options, counter=counter, license=license, size=item.size
+    )

@@ -1,0 +1,95 @@
+"""The ``cortex`` CLI on real temporary git repositories."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+
+
+def _repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
+    (root / "app.py").write_text("def handler(event):\n    return event\n")
+    (root / "README.md").write_text("# App\n\nIntro.\n\n## Usage\n\nRun it.\n")
+    (root / ".env").write_text("TOKEN=secret\n")
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0")
+    (root / ".gitignore").write_text("ignored.py\n")
+    (root / "ignored.py").write_text("x = 1\n")
+    return root
+
+
+def _run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue()
+
+
+def test_chunks_lists_files_chunks_and_skips(tmp_path: Path) -> None:
+    """The listing shows each file's chunks and each skip with its reason."""
+    code, text = _run("chunks", str(_repo(tmp_path)))
+    assert code == EXIT_OK
+    assert "app.py  [python" in text and "function  handler" in text
+    assert "Usage" in text  # a README heading section
+    assert "skip  .env  secret" in text and "skip  logo.png  binary" in text
+    assert "ignored.py" not in text
+    assert "skipped:   2 files" in text
+
+
+def test_chunks_json_lines(tmp_path: Path) -> None:
+    """--json prints one JSON object per chunk and skip, then a summary."""
+    code, text = _run("chunks", str(_repo(tmp_path)), "--json", "--text")
+    assert code == EXIT_OK
+    rows = [json.loads(line) for line in text.splitlines()]
+    chunks = [r for r in rows if r["type"] == "chunk"]
+    handler = next(r for r in chunks if r["symbol"] == "handler")
+    assert handler["source_uri"] == "app.py#L1-L2"
+    assert handler["text"] == "def handler(event):\n    return event"
+    assert {r["reason"] for r in rows if r["type"] == "skip"} == {"secret", "binary"}
+    summary = rows[-1]
+    assert summary["type"] == "summary" and summary["files"] == 3
+    assert summary["chunks"] == len(chunks)
+
+
+def test_chunks_summary_only(tmp_path: Path) -> None:
+    """--summary prints totals without per-chunk rows."""
+    code, text = _run("chunks", str(_repo(tmp_path)), "--summary")
+    assert code == EXIT_OK
+    assert "handler" not in text and "3 files" in text
+
+
+def test_chunks_exclude_and_max_tokens(tmp_path: Path) -> None:
+    """--exclude skips matching files with a reason; --max-tokens is validated."""
+    root = _repo(tmp_path)
+    code, text = _run("chunks", str(root), "--exclude", "*.md")
+    assert code == EXIT_OK and "skip  README.md  excluded" in text
+    code, _ = _run("chunks", str(root), "--max-tokens", "3")
+    assert code == EXIT_USAGE
+
+
+def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A path that does not exist gives a message and exit code 1, not a traceback."""
+    code, _ = _run("chunks", str(tmp_path / "nope"))
+    assert code == EXIT_ERROR
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_console_script_runs(tmp_path: Path) -> None:
+    """`python -m engine.cli` works as a process (what the console script calls)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "chunks", str(_repo(tmp_path)), "--summary"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "chunks" in proc.stdout

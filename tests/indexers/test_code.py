@@ -1,0 +1,226 @@
+"""The tree-sitter chunker: goldens per language, coverage and exactness properties."""
+
+from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexers import Chunk, ChunkKind, DocType, TiktokenCounter, WordCounter, chunk_file
+from indexers._code import code_drafts
+from indexers._languages import language_for_path
+from indexers._text import SourceText
+
+FIXTURES = Path(__file__).parent / "fixtures" / "code"
+GOLDENS = Path(__file__).parent / "goldens" / "code"
+COUNTER = TiktokenCounter()
+
+
+def _listing(chunks: tuple[Chunk, ...]) -> str:
+    rows = []
+    for c in chunks:
+        part = f" part={c.part}/{c.parts}" if c.parts > 1 else ""
+        rows.append(
+            f"{c.span} {c.kind.value} {c.symbol or '-'}{part} doc_type={c.doc_type.value} "
+            f"tokens={c.tokens} depth={c.depth} defines={','.join(c.defines) or '-'}"
+        )
+        if c.context:
+            rows.append("    context: " + c.context.replace("\n", " | "))
+        rows.append(f"    id={c.id} sha256={c.sha256[:16]}")
+    return "\n".join(rows) + "\n"
+
+
+def _assert_covered(data: bytes, chunks: tuple[Chunk, ...] | list[Chunk]) -> None:
+    src = SourceText(data)
+    covered = set()
+    for c in chunks:
+        assert c.text == src.span_text(c.span.start_line, c.span.end_line)
+        covered.update(range(c.span.start_line, c.span.end_line + 1))
+    missing = [n for n in range(1, src.line_count + 1) if not src.is_blank(n) and n not in covered]
+    assert not missing, f"non-blank lines in no chunk: {missing[:10]}"
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.iterdir()))
+def test_golden(fixture: str, update_goldens: bool) -> None:
+    """Each language's fixture chunks exactly as its golden listing says."""
+    data = (FIXTURES / fixture).read_bytes()
+    listing = _listing(chunk_file(fixture, data, counter=COUNTER).chunks)
+    golden = GOLDENS / f"{fixture}.chunks"
+    if update_goldens or not golden.exists():
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(listing)
+    assert listing == golden.read_text()
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.iterdir()))
+@pytest.mark.parametrize("max_tokens", [16, 40, 512])
+def test_fixtures_covered_at_any_size(fixture: str, max_tokens: int) -> None:
+    """Every non-blank line is in a chunk and chunk text is exact, however small the budget."""
+    data = (FIXTURES / fixture).read_bytes()
+    from indexers import ChunkOptions
+
+    cf = chunk_file(fixture, data, counter=COUNTER, options=ChunkOptions(max_tokens))
+    _assert_covered(data, cf.chunks)
+    assert all(c.language != "plain" for c in cf.chunks)
+
+
+def test_method_carries_class_header() -> None:
+    """A method is its own section, named Class.method, with the class line as context."""
+    data = (FIXTURES / "sample.py").read_bytes()
+    chunks = {c.symbol: c for c in chunk_file("requests/models.py", data, counter=COUNTER).chunks}
+    hook = chunks["Request.register_hook"]
+    assert hook.kind is ChunkKind.METHOD
+    assert hook.context == "class Request(Base):"
+    assert hook.title == "requests/models.py:Request.register_hook"
+    assert hook.text.startswith("    # Hooks are called in order.")  # the comment above it
+    assert "register_hook" in hook.defines and "hooks" in hook.references
+
+
+def test_oversized_function_split_at_statements_never_dropped() -> None:
+    """A function far over the budget becomes parts that cut between statements only."""
+    body = "".join(f"    value_{i} = compute(value_{i - 1}, {i})\n" for i in range(1, 400))
+    data = f"def huge():\n    value_0 = 0\n{body}    return value_399\n".encode()
+    cf = chunk_file("big.py", data, counter=COUNTER)
+    parts = [c for c in cf.chunks if c.symbol == "huge"]
+    assert len(parts) > 5
+    assert [c.part for c in parts] == list(range(1, len(parts) + 1))
+    assert all(c.parts == len(parts) for c in parts)
+    assert all(c.tokens <= 512 for c in parts)
+    assert parts[1].context == "def huge():"
+    _assert_covered(data, cf.chunks)
+
+
+def test_oversized_single_line_kept_whole() -> None:
+    """One line longer than the budget is one chunk: lines are never cut."""
+    line = "x = [" + ", ".join(str(i) for i in range(3000)) + "]"
+    cf = chunk_file("table.py", (line + "\n").encode(), counter=COUNTER)
+    assert len(cf.chunks) == 1 and cf.chunks[0].text == line and cf.chunks[0].tokens > 512
+
+
+def test_syntax_error_keeps_neighbours() -> None:
+    """A broken function does not lose the functions around it."""
+    data = (
+        b"def before():\n    return 1\n\ndef broken(:\n    x = = 2\n\ndef after():\n    return 3\n"
+    )
+    cf = chunk_file("broken.py", data, counter=COUNTER)
+    _assert_covered(data, cf.chunks)
+    assert any(c.symbol == "before" for c in cf.chunks)
+    assert any("return 3" in c.text for c in cf.chunks)
+
+
+def test_crlf_same_spans_as_lf() -> None:
+    """CRLF line endings give the same spans, symbols and text as LF."""
+    lf = (FIXTURES / "sample.py").read_bytes()
+    a = chunk_file("s.py", lf, counter=COUNTER).chunks
+    b = chunk_file("s.py", lf.replace(b"\n", b"\r\n"), counter=COUNTER).chunks
+    assert [(c.span, c.symbol, c.text, c.id) for c in a] == [
+        (c.span, c.symbol, c.text, c.id) for c in b
+    ]
+
+
+def test_invalid_utf8_keeps_line_numbers() -> None:
+    """Invalid UTF-8 is replaced, not fatal, and later lines keep their numbers."""
+    data = b"# caf\xe9 \xff\xfe\n\ndef f():\n    return '\xc3'\n\ndef g():\n    pass\n"
+    chunks = chunk_file("bad.py", data, counter=COUNTER).chunks
+    g = next(c for c in chunks if c.symbol == "g")
+    assert (g.span.start_line, g.span.end_line) == (6, 7)
+    assert "\ufffd" in chunks[0].text or "\ufffd" in "".join(c.text for c in chunks)
+
+
+def test_empty_file_has_no_chunks() -> None:
+    """An empty source file yields a page and no chunks."""
+    cf = chunk_file("empty.py", b"", counter=COUNTER)
+    assert cf.chunks == () and cf.page.line_count == 0
+
+
+def test_ids_stable_and_content_addressed() -> None:
+    """Ids repeat across runs, and change with the path or the text."""
+    data = (FIXTURES / "sample.go").read_bytes()
+    first = [c.id for c in chunk_file("x/sample.go", data, counter=COUNTER).chunks]
+    again = [c.id for c in chunk_file("x/sample.go", data, counter=COUNTER).chunks]
+    moved = [c.id for c in chunk_file("y/sample.go", data, counter=COUNTER).chunks]
+    assert first == again and not set(first) & set(moved)
+    # Pinned: the same bytes give the same id on any machine (golden files pin the rest).
+    assert first[0] == chunk_file("x/sample.go", data, counter=WordCounter()).chunks[0].id
+
+
+def test_doc_types() -> None:
+    """Tests, headers and class sections get their doc types."""
+    src = (FIXTURES / "sample.py").read_bytes()
+    assert {c.doc_type for c in chunk_file("tests/test_x.py", src, counter=COUNTER).chunks} == {
+        DocType.TEST
+    }
+    by_symbol = {c.symbol: c for c in chunk_file("pkg/mod.py", src, counter=COUNTER).chunks}
+    assert by_symbol["Request"].doc_type is DocType.DEFINITION
+    assert by_symbol["top_level"].doc_type is DocType.IMPLEMENTATION
+    header = chunk_file("point.h", (FIXTURES / "sample.c").read_bytes(), counter=COUNTER)
+    assert {c.doc_type for c in header.chunks} == {DocType.DEFINITION}
+
+
+def test_no_grammar_falls_back_to_overlapping_windows() -> None:
+    """A file with no grammar is covered by line windows that overlap."""
+    data = "".join(f"key_{i} = value {i} and some more words\n" for i in range(300)).encode()
+    cf = chunk_file("settings.conf", data, counter=COUNTER)
+    assert all(c.kind is ChunkKind.WINDOW for c in cf.chunks) and len(cf.chunks) > 1
+    assert cf.chunks[1].span.start_line <= cf.chunks[0].span.end_line  # overlap
+    _assert_covered(data, cf.chunks)
+
+
+_PY_PIECES = st.sampled_from(
+    [
+        "import os\n",
+        "X = 1\n",
+        "\n",
+        "# a comment\n",
+        "def f(a):\n    return a\n",
+        "@dec\ndef g():\n    pass\n",
+        "class C(B):\n    '''doc'''\n    y = 2\n\n    def m(self):\n        return self.y\n",
+        "class D:\n    def n(self):\n        if x:\n            return 1\n        return 2\n",
+        "def broken(:\n    = =\n",
+        "if __name__ == '__main__':\n    main()\n",
+        "async def h():\n    await thing()\n",
+        "    stray_indent = 1\n",
+        "x = [\n    1,\n    2,\n]\n",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_PY_PIECES, max_size=25), st.sampled_from([16, 64, 512]))
+def test_property_python_coverage(pieces: list[str], max_tokens: int) -> None:
+    """Any mix of Python pieces, even broken: every non-blank line covered, text exact."""
+    data = "".join(pieces).encode()
+    src = SourceText(data)
+    drafts = code_drafts(
+        src,
+        language_for_path("m.py"),
+        max_tokens=max_tokens,
+        overlap_lines=2,
+        counter=WordCounter(),
+    )
+    assert all(1 <= d.start_line <= d.end_line <= max(src.line_count, 1) for d in drafts)
+    from indexers import ChunkOptions
+
+    cf = chunk_file("m.py", data, counter=WordCounter(), options=ChunkOptions(max(16, max_tokens)))
+    _assert_covered(data, cf.chunks)
+
+
+def _stdlib_sample(n: int) -> list[Path]:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in root.glob("*.py") if p.is_file())
+    step = max(1, len(files) // n)
+    return files[::step][:n]
+
+
+@pytest.mark.parametrize("path", _stdlib_sample(25), ids=lambda p: p.name)
+def test_stdlib_files_covered(path: Path) -> None:
+    """Real standard-library modules: full coverage and exact text at a small budget."""
+    from indexers import ChunkOptions
+
+    data = path.read_bytes()
+    cf = chunk_file(path.name, data, counter=COUNTER, options=ChunkOptions(128))
+    _assert_covered(data, cf.chunks)
+    assert len({c.id for c in cf.chunks}) == len(cf.chunks)
