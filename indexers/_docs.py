@@ -85,6 +85,7 @@ _FRONT_MATTER_CLOSE = {"---": ("---", "..."), "+++": ("+++",)}
 
 
 def _indent(text: str) -> int:
+    """Leading spaces (tabs are expanded before lines get here)."""
     return len(text) - len(text.lstrip(" "))
 
 
@@ -150,13 +151,18 @@ def _quote_paragraph(text: str, *, continuing: bool) -> bool:
 
 
 def _closes_fence(text: str, char: str, length: int) -> bool:
+    """CommonMark: the same character, at least as many, nothing else on the line."""
     body = text.strip(" ")
     return _indent(text) <= 3 and len(body) >= length and body == char * len(body)
 
 
 class _MarkdownScan:
-    """One pass over the lines, tracking what decides headings: fences, raw HTML, list items
-    (a line inside one is never a top-level heading) and the open paragraph (setext)."""
+    """One pass over Markdown lines, keeping the state that decides which lines are headings.
+
+    That is: the open code fence or raw-HTML block, the open list items (a heading inside
+    one is no section) and the open paragraph (a setext underline turns it into a heading,
+    and whether a line continues it lazily decides whether a list item or quote goes on).
+    """
 
     def __init__(self, lines: Sequence[str]) -> None:
         self.lines = lines
@@ -170,6 +176,7 @@ class _MarkdownScan:
         self.para_plain = False  # the open paragraph is no block quote: setext may end it
 
     def run(self) -> tuple[list[_Heading], list[bool]]:
+        """Section starts, and per 1-based line whether it lies in a code fence."""
         first = _front_matter_end(self.lines)
         if first:
             self.heads.append(_Heading(1, 0, FRONT_MATTER))

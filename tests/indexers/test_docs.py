@@ -148,6 +148,26 @@ def test_html_blocks_hide_headings() -> None:
     assert _sections(markdown_drafts, text) == [(1, 8, "A"), (9, 9, "B")]
 
 
+def test_html_blocks_ending_at_blank_line() -> None:
+    """Block-level tags and lone unknown tags run to a blank line; the latter never interrupt."""
+    text = "<div>\n# not\n\n# A\n\n<custom-tag>\n# not\n\npara\n<custom-tag>\n# B\n"
+    assert _sections(markdown_drafts, text) == [(1, 2, PREAMBLE), (4, 10, "A"), (11, 11, "B")]
+
+
+def test_headings_inside_list_items_and_quotes_are_not_sections() -> None:
+    """A heading nested in a list item or a block quote starts no section."""
+    text = "# A\n- item\n  # nested\n-   x\n\n    # nested too\n> # quoted\n"
+    assert _sections(markdown_drafts, text) == [(1, 7, "A")]
+
+
+def test_nested_block_ends_lazy_continuation() -> None:
+    """After a block nested in a list item, an unindented line starts a top-level paragraph."""
+    lazy = "- item\nword\n===\n"  # 'word' and '===' continue the item's paragraph
+    assert _sections(markdown_drafts, lazy) == [(1, 3, PREAMBLE)]
+    nested = "- item\n    # nested\nword\n===\n"
+    assert _sections(markdown_drafts, nested) == [(1, 2, PREAMBLE), (3, 4, "word")]
+
+
 @pytest.mark.parametrize("closer", ["---", "..."])
 def test_yaml_front_matter_is_its_own_section(closer: str) -> None:
     """A leading '---' block closed by '---' or '...' is the 'front matter' section."""
