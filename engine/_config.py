@@ -20,6 +20,12 @@ __all__ = ["ENV_PREFIX", "Config"]
 
 ENV_PREFIX = "CORTEX_"
 DEFAULT_MAX_FILE_BYTES = 1 << 20  # 1 MiB: larger files are data or generated, not code to read
+DEFAULT_STATE_DIR = ".cortex"  # under the workspace root unless an absolute path is given
+# The dense index's model. "static" (distilled locally from the bundled MiniLM) embeds the
+# standard library in about a minute on 2 cores; MiniLM itself takes over an hour there.
+DEFAULT_DENSE_MODEL = "static"
+DEFAULT_EMBED_BATCH = 256  # texts per embedder call: progress and cache writes per batch
+DEFAULT_SEED = 0  # faiss k-means and anything else random: fixed, so builds repeat exactly
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +42,23 @@ class Config:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     encoding: str = DEFAULT_ENCODING  # tiktoken encoding used for every token count
+    state_dir: str = DEFAULT_STATE_DIR
+    # "static", "minilm", "none", "hash" (tests), or any sentence-transformers name or path.
+    dense_model: str = DEFAULT_DENSE_MODEL
+    embedding_cache: str = ""  # path of the vector cache; "" = <state_dir>/embeddings.sqlite
+    model_cache_dir: str = ""  # where distilled models live; "" = ~/.cache/cortex/models
+    embed_batch_size: int = DEFAULT_EMBED_BATCH
+    seed: int = DEFAULT_SEED
 
     def __post_init__(self) -> None:
         if self.max_section_tokens < 16:
             raise ConfigError(f"max_section_tokens must be >= 16, got {self.max_section_tokens}")
         if self.window_overlap_lines < 0:
             raise ConfigError(f"window_overlap_lines must be >= 0, got {self.window_overlap_lines}")
+        if self.embed_batch_size < 1:
+            raise ConfigError(f"embed_batch_size must be >= 1, got {self.embed_batch_size}")
+        if not self.state_dir:
+            raise ConfigError("state_dir must not be empty")
         if self.max_file_bytes < 1:
             raise ConfigError(f"max_file_bytes must be >= 1, got {self.max_file_bytes}")
 
@@ -63,9 +80,7 @@ class Config:
         )
 
     @classmethod
-    def from_env(
-        cls, environ: Mapping[str, str] | None = None, /, **overrides: Any
-    ) -> Config:
+    def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: Any) -> Config:
         """Defaults, then ``CORTEX_*`` environment variables, then ``overrides``.
 
         ``CORTEX_MAX_SECTION_TOKENS=256``; tuples are comma-separated

@@ -10,12 +10,15 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import TextIO
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, TextIO
 
 from engine._config import Config
 from engine._errors import ConfigError, CortexError
 from engine._survey import Survey, survey
-from indexers import ChunkedFile, Skipped
+from engine._workspace import SearchMode, Workspace
+from indexers import Chunk, ChunkedFile, Skipped
 
 __all__ = ["main"]
 
@@ -42,32 +45,36 @@ def _progress(
 
 def _chunk_json(cf: ChunkedFile, with_text: bool) -> Iterator[dict[str, object]]:
     for c in cf.chunks:
-        row: dict[str, object] = {
-            "type": "chunk",
-            "id": c.id,
-            "page_id": c.page_id,
-            "path": c.path,
-            "start_line": c.span.start_line,
-            "end_line": c.span.end_line,
-            "source_uri": c.source_uri,
-            "title": c.title,
-            "kind": c.kind.value,
-            "symbol": c.symbol,
-            "language": c.language,
-            "doc_type": c.doc_type.value,
-            "tokens": c.tokens,
-            "sha256": c.sha256,
-            "license": c.license,
-            "depth": c.depth,
-            "part": c.part,
-            "parts": c.parts,
-            "context": c.context,
-            "defines": list(c.defines),
-            "references": list(c.references),
-        }
-        if with_text:
-            row["text"] = c.text
-        yield row
+        yield _chunk_row(c, with_text)
+
+
+def _chunk_row(c: Chunk, with_text: bool) -> dict[str, object]:
+    row: dict[str, object] = {
+        "type": "chunk",
+        "id": c.id,
+        "page_id": c.page_id,
+        "path": c.path,
+        "start_line": c.span.start_line,
+        "end_line": c.span.end_line,
+        "source_uri": c.source_uri,
+        "title": c.title,
+        "kind": c.kind.value,
+        "symbol": c.symbol,
+        "language": c.language,
+        "doc_type": c.doc_type.value,
+        "tokens": c.tokens,
+        "sha256": c.sha256,
+        "license": c.license,
+        "depth": c.depth,
+        "part": c.part,
+        "parts": c.parts,
+        "context": c.context,
+        "defines": list(c.defines),
+        "references": list(c.references),
+    }
+    if with_text:
+        row["text"] = c.text
+    return row
 
 
 def _summary_json(totals: Survey) -> dict[str, object]:
@@ -145,6 +152,140 @@ def cmd_chunks(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
+class _Bars:
+    """tqdm bars on stderr, one per indexing stage (files, chunks, embeddings) with ETA."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+
+    def stage(self, name: str, total: int | None, unit: str) -> None:
+        self.end()
+        if self.enabled:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=name, unit=f" {unit}", file=sys.stderr, leave=False)
+
+    def advance(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def end(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def cmd_index(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Index a folder (incremental: only changed files are re-chunked and re-embedded)."""
+    with Workspace.open(args.path, config) as ws:
+        bars = _Bars(enabled=sys.stderr.isatty() and not args.quiet)
+        try:
+            report = ws.index(progress=bars, rebuild=args.rebuild)
+        finally:
+            bars.end()
+        if args.json:
+            out.write(json.dumps(_jsonable(report)) + "\n")
+            return EXIT_OK
+        skipped = sum(report.skipped.values())
+        reasons = ", ".join(f"{k} {v:,}" for k, v in sorted(report.skipped.items()))
+        out.write(
+            f"indexed {ws.root}: {report.files:,} files, {report.chunks:,} chunks "
+            f"in {report.total_seconds:.1f} s\n"
+            f"  files:      {report.added:,} added, {report.changed:,} changed, "
+            f"{report.removed:,} removed, {report.unchanged:,} unchanged\n"
+            f"  chunks:     {report.chunks_added:,} added, {report.chunks_removed:,} removed\n"
+            f"  skipped:    {skipped:,} files" + (f" ({reasons})" if reasons else "") + "\n"
+        )
+        if report.dense_model:
+            out.write(
+                f"  embeddings: {report.embeddings_computed:,} computed, "
+                f"{report.embeddings_reused:,} reused ({report.dense_model})\n"
+            )
+        else:
+            out.write("  embeddings: off (dense_model = none)\n")
+        stages = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
+        out.write(f"  time:       {stages}\n")
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Search the index: ranked sections with path:lines, symbol and score."""
+    with Workspace.open(args.path, config) as ws:
+        hits = ws.search(args.query, mode=args.mode, k=args.k)
+    if args.json:
+        for rank, hit in enumerate(hits, start=1):
+            row = {"rank": rank, **_jsonable(hit), "chunk": _chunk_row(hit.chunk, args.text)}
+            out.write(json.dumps(row) + "\n")
+        return EXIT_OK
+    if not hits:
+        out.write("no results\n")
+    for rank, hit in enumerate(hits, start=1):
+        c = hit.chunk
+        out.write(
+            f"{rank:>3}. {c.path}:{c.span.start_line}-{c.span.end_line}  "
+            f"{c.symbol or c.kind.value}  {hit.score:.4f}\n"
+        )
+        if args.text:
+            for line in c.text.split("\n"):
+                out.write(f"       | {line}\n")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Say what is indexed (commit, files, chunks, model) and how stale it is."""
+    with Workspace.open(args.path, config) as ws:
+        st = ws.status(check_files=not args.fast)
+    if args.json:
+        out.write(json.dumps(_jsonable(st)) + "\n")
+        return EXIT_OK
+    if not st.indexed:
+        out.write(f"{st.root}: not indexed yet (run `cortex index`)\n")
+        return EXIT_OK
+    commit = (st.indexed_commit or "-")[:12]
+    moved = "" if st.commit == st.indexed_commit else f" (HEAD is now {(st.commit or '-')[:12]})"
+    out.write(
+        f"{st.root}\n"
+        f"  indexed:    {st.indexed_at} at commit {commit}{moved}\n"
+        f"  contents:   {st.files:,} files, {st.chunks:,} chunks, {st.tokens:,} tokens "
+        f"({st.encoding})\n"
+    )
+    if st.dense_model:
+        current = "current" if st.dense_current else "behind the metadata: run `cortex index`"
+        recall = f", recall@10 {st.dense_recall:.3f}" if st.dense_recall is not None else ""
+        out.write(
+            f"  vectors:    {st.dense_vectors:,} {st.dense_kind} ({st.dense_model}{recall}); "
+            f"{current}\n"
+        )
+    else:
+        out.write("  vectors:    none (lexical only)\n")
+    if st.skipped:
+        out.write(f"  skipped:    {', '.join(f'{k} {v:,}' for k, v in st.skipped.items())}\n")
+    if not args.fast:
+        fresh = (
+            "up to date"
+            if not st.stale_files
+            else (
+                f"{st.stale_files:,} files differ ({st.changed} changed, {st.added} added, "
+                f"{st.removed} removed): run `cortex index`"
+            )
+        )
+        out.write(f"  freshness:  {fresh}\n")
+    out.write(f"  disk:       {st.disk_bytes / 1e6:.1f} MB in {st.state_dir}\n")
+    return EXIT_OK
+
+
+def _jsonable(obj: object) -> dict[str, object]:
+    """A dataclass as JSON-ready dict (paths as strings, chunks left to ``_chunk_row``)."""
+    out: dict[str, object] = {}
+    for f in fields(obj):  # type: ignore[arg-type]
+        value = getattr(obj, f.name)
+        if isinstance(value, Chunk):
+            continue
+        out[f.name] = str(value) if isinstance(value, Path) else value
+    return out
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cortex",
@@ -176,12 +317,41 @@ def _parser() -> argparse.ArgumentParser:
         "--exclude", action="append", metavar="GLOB", help="skip matching paths (repeatable)"
     )
     chunks.set_defaults(func=cmd_chunks)
+
+    index = sub.add_parser("index", help=cmd_index.__doc__, description=cmd_index.__doc__)
+    index.add_argument("path", nargs="?", default=".", help="the workspace folder (default: .)")
+    index.add_argument("--rebuild", action="store_true", help="drop the index and start over")
+    index.add_argument(
+        "--dense",
+        dest="dense_model",
+        metavar="MODEL",
+        help="dense model: static (default), minilm, none, or a model name/path",
+    )
+    index.add_argument("--json", action="store_true", help="print the report as JSON")
+    index.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    index.set_defaults(func=cmd_index)
+
+    search = sub.add_parser("search", help=cmd_search.__doc__, description=cmd_search.__doc__)
+    search.add_argument("query")
+    search.add_argument("--path", default=".", help="the workspace folder (default: .)")
+    search.add_argument("--mode", choices=[m.value for m in SearchMode], default="hybrid")
+    search.add_argument("-k", type=int, default=10, help="how many results (default 10)")
+    search.add_argument("--json", action="store_true", help="JSON lines, one per result")
+    search.add_argument("--text", action="store_true", help="show each section's text")
+    search.add_argument("--dense", dest="dense_model", metavar="MODEL", help=argparse.SUPPRESS)
+    search.set_defaults(func=cmd_search)
+
+    status = sub.add_parser("status", help=cmd_status.__doc__, description=cmd_status.__doc__)
+    status.add_argument("path", nargs="?", default=".", help="the workspace folder (default: .)")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+    status.add_argument("--fast", action="store_true", help="skip the walk that counts changes")
+    status.set_defaults(func=cmd_status)
     return parser
 
 
 def _config_from(args: argparse.Namespace) -> Config:
     overrides: dict[str, object] = {}
-    for name in ("max_section_tokens",):
+    for name in ("max_section_tokens", "dense_model"):
         if getattr(args, name, None) is not None:
             overrides[name] = getattr(args, name)
     for name in ("include", "exclude"):

@@ -18,10 +18,11 @@ from indexers._text import SourceText, sha256_text
 from indexers._tokens import TiktokenCounter, TokenCounter
 from indexers._walk import Skipped, SourceFile, WalkOptions, walk
 
-__all__ = ["ChunkOptions", "ChunkedFile", "chunk_file", "scan"]
+__all__ = ["ChunkOptions", "ChunkedFile", "Chunker", "chunk_file", "scan"]
 
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
+_LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +41,11 @@ class ChunkOptions:
 
 @dataclass(frozen=True, slots=True)
 class ChunkedFile:
-    """One indexed file: its page and its chunks in line order."""
+    """One indexed file: its page, its chunks in line order, and its decoded text."""
 
     page: Page
     chunks: tuple[Chunk, ...]
+    text: str
 
 
 _Chunker = Callable[..., list[Draft]]
@@ -119,7 +121,38 @@ def chunk_file(
         counter=counter,
         code=language.family is not Family.DOC and language.family is not Family.TEXT,
     )
-    return ChunkedFile(page, tuple(chunks))
+    return ChunkedFile(page, tuple(chunks), src.text)
+
+
+class Chunker:
+    """Chunks the files of one workspace, with licence lookups cached per folder.
+
+    ``scan`` is walk + ``Chunker.chunk``; an incremental indexer walks, compares, and calls
+    ``chunk`` only for the files that changed.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        options: ChunkOptions | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        self.options = options or ChunkOptions()
+        self.counter = counter or TiktokenCounter()
+        self._licenses = LicenseResolver(Path(root))
+
+    def chunk(self, item: SourceFile) -> ChunkedFile:
+        """Chunk one walked file."""
+        head = item.data[:_LICENSE_HEAD_BYTES].decode("utf-8", errors="replace")
+        return chunk_file(
+            item.path,
+            item.data,
+            options=self.options,
+            counter=self.counter,
+            license=self._licenses.for_file(item.path, head),
+            size=item.size,
+        )
 
 
 def scan(
@@ -133,23 +166,6 @@ def scan(
 
     Skipped files come through as ``Skipped`` records so callers can count and show them.
     """
-    counter = counter or TiktokenCounter()
-    licenses = LicenseResolver(Path(root))
+    chunker = Chunker(root, options=options, counter=counter)
     for item in walk(root, walk_options or WalkOptions()):
-        if isinstance(item, Skipped):
-            yield item
-            continue
-        yield _chunk_source(item, options, counter, licenses)
-
-
-def _chunk_source(
-    item: SourceFile,
-    options: ChunkOptions | None,
-    counter: TokenCounter,
-    licenses: LicenseResolver,
-) -> ChunkedFile:
-    text_head = item.data[:4096].decode("utf-8", errors="replace")
-    license = licenses.for_file(item.path, text_head)
-    return chunk_file(
-        item.path, item.data, options=options, counter=counter, license=license, size=item.size
-    )
+        yield item if isinstance(item, Skipped) else chunker.chunk(item)

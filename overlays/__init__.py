@@ -1,3 +1,9 @@
-"""Per-branch copy-on-write overlays over a shared base index (not built yet)."""
+"""Per-branch copy-on-write overlays over a shared base index.
 
-__all__: list[str] = []
+So far: the git facts the engine records with an index (``head_commit``). The diff against
+a base commit and the View composition come with the overlays work.
+"""
+
+from overlays._git import head_commit
+
+__all__ = ["head_commit"]

@@ -1,0 +1,216 @@
+"""The content-addressed vector cache: (model id, sha256 of the text) → float32 vector.
+
+One SQLite file (WAL, so readers never wait for the writer). A vector is stored as its
+little-endian float32 bytes and read back with ``numpy.frombuffer``: exact, and never
+pickle. The file is marked with SQLite's ``application_id`` and a schema number, so a
+foreign or newer file is refused with a clear message instead of failing deep in a query.
+
+>>> import tempfile, numpy as np
+>>> with EmbeddingCache(Path(tempfile.mkdtemp()) / "e.sqlite") as cache:
+...     cache.put_many("hash:2", [("ab12", np.array([0.6, 0.8], np.float32))])
+...     cache.get_many("hash:2", ["ab12", "missing"])["ab12"].tolist()
+[0.6000000238418579, 0.800000011920929]
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+import numpy.typing as npt
+
+from engine._errors import CortexError
+
+__all__ = ["CacheError", "EmbeddingCache"]
+
+# "crtx": SQLite reserves the header's application_id for exactly this, so `file` and
+# sqlite3 tooling can tell the format, and we can tell a foreign database from ours.
+_APPLICATION_ID = 0x63727478
+_SCHEMA = 1  # bump when the table layout changes; older files get a rebuild message
+_MAX_PARAMS = 500  # bound on bound parameters per statement (old SQLite builds cap at 999)
+_BUSY_TIMEOUT_S = 30.0  # another process may hold the write lock while it indexes
+_DTYPE = np.dtype("<f4")  # explicit byte order: the file may move between machines
+
+_CREATE = """
+CREATE TABLE IF NOT EXISTS vectors (
+    model_id TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model_id, sha256)
+) WITHOUT ROWID
+"""
+
+
+class CacheError(CortexError, ValueError):
+    """A cache file is corrupt, foreign, from another schema, or closed; the message says
+    which file, and deleting it is always safe (it is rebuilt on the next index)."""
+
+
+class EmbeddingCache:
+    """Vectors by ``(model_id, sha256)`` in one SQLite file; safe to share between threads.
+
+    Opening creates the file (and its parent directory) if missing. Use it as a context
+    manager, or call ``close``.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = sqlite3.connect(
+                self.path,
+                timeout=_BUSY_TIMEOUT_S,
+                isolation_level=None,  # autocommit; put_many opens its own transaction
+                check_same_thread=False,  # every use goes through self._lock
+            )
+        except sqlite3.Error as exc:
+            raise CacheError(f"cannot open embedding cache {self.path}: {exc}") from exc
+        try:
+            self._prepare(db)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise CacheError(
+                f"{self.path} is not a cortex embedding cache ({exc}); delete it to rebuild"
+            ) from exc
+        except CacheError:
+            db.close()
+            raise
+        self._db = db
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        # Reading the header first is what turns a random file into "file is not a database".
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if app_id == 0 and version == 0:
+            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if tables:
+                raise CacheError(
+                    f"{self.path} is a SQLite database but not a cortex embedding cache; "
+                    "point the cache elsewhere or delete the file"
+                )
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("BEGIN IMMEDIATE")
+            db.execute(_CREATE)
+            db.execute(f"PRAGMA application_id={_APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version={_SCHEMA}")
+            db.execute("COMMIT")
+        elif app_id != _APPLICATION_ID:
+            raise CacheError(
+                f"{self.path} belongs to another application (application_id {app_id:#x}); "
+                "point the cache elsewhere or delete the file"
+            )
+        elif version != _SCHEMA:
+            raise CacheError(
+                f"{self.path} has cache schema {version}, this cortex reads {_SCHEMA}; "
+                "delete the file and it is rebuilt on the next index"
+            )
+        else:
+            db.execute("PRAGMA journal_mode=WAL")
+        # A cache may lose its last transaction on power loss; it must never be corrupt,
+        # which WAL with synchronous=NORMAL guarantees, at a fraction of FULL's fsyncs.
+        db.execute("PRAGMA synchronous=NORMAL")
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise CacheError(f"embedding cache {self.path} is closed")
+        return self._db
+
+    def get_many(self, model_id: str, shas: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """The cached vectors of ``shas`` under ``model_id``; missing ones are left out.
+
+        The arrays are read-only views of the stored bytes (float32, shape ``(dim,)``).
+        """
+        wanted = list(dict.fromkeys(shas))
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        step = _MAX_PARAMS - 1  # one parameter is the model id
+        with self._lock:
+            db = self._conn()
+            try:
+                for start in range(0, len(wanted), step):
+                    part = wanted[start : start + step]
+                    marks = ",".join("?" * len(part))
+                    rows = db.execute(
+                        "SELECT sha256, dim, vector FROM vectors "
+                        f"WHERE model_id = ? AND sha256 IN ({marks})",
+                        (model_id, *part),
+                    ).fetchall()
+                    for sha, dim, blob in rows:
+                        found[sha] = self._decode(sha, dim, blob)
+            except sqlite3.DatabaseError as exc:
+                raise CacheError(f"embedding cache {self.path} is unreadable: {exc}") from exc
+        return found
+
+    def _decode(self, sha: str, dim: int, blob: bytes) -> npt.NDArray[np.float32]:
+        if len(blob) != dim * _DTYPE.itemsize:
+            raise CacheError(
+                f"embedding cache {self.path}: vector {sha[:12]} has {len(blob)} bytes, "
+                f"expected {dim} float32; delete the file to rebuild"
+            )
+        return np.frombuffer(blob, dtype=_DTYPE).astype(np.float32, copy=False)
+
+    def put_many(self, model_id: str, items: Iterable[tuple[str, npt.NDArray[np.float32]]]) -> None:
+        """Store vectors in one transaction; a key already present keeps its first vector."""
+        rows = []
+        for sha, vector in items:
+            array = np.asarray(vector, dtype=_DTYPE)
+            if array.ndim != 1:
+                raise ValueError(f"vector for {sha[:12]} must be 1-D, got shape {array.shape}")
+            rows.append((model_id, sha, int(array.shape[0]), array.tobytes()))
+        if not rows:
+            return
+        with self._lock:
+            db = self._conn()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.executemany(
+                        "INSERT OR IGNORE INTO vectors (model_id, sha256, dim, vector) "
+                        "VALUES (?, ?, ?, ?)",
+                        rows,
+                    )
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise CacheError(f"cannot write embedding cache {self.path}: {exc}") from exc
+
+    def count(self, model_id: str) -> int:
+        """How many vectors are stored under ``model_id``."""
+        with self._lock:
+            db = self._conn()
+            try:
+                row = db.execute(
+                    "SELECT count(*) FROM vectors WHERE model_id = ?", (model_id,)
+                ).fetchone()
+            except sqlite3.DatabaseError as exc:
+                raise CacheError(f"embedding cache {self.path} is unreadable: {exc}") from exc
+        return int(row[0])
+
+    def close(self) -> None:
+        """Close the file; later calls raise ``CacheError``. Closing twice is harmless."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EmbeddingCache({str(self.path)!r})"

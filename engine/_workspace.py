@@ -1,0 +1,367 @@
+"""``Workspace``: the public entry point over one folder and its ``.cortex`` state."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from engine._config import Config
+from engine._errors import (
+    ConfigError,
+    IndexNotBuiltError,
+    IndexSchemaError,
+    WorkspaceError,
+    WorkspaceNotFoundError,
+)
+from engine._indexer import IndexReport, Progress, update_segment
+from engine._lock import WriterLock
+from engine._segment import Hit, Segment
+from indexers import Chunk, Skipped, TiktokenCounter, TokenCounter, walk
+from overlays import head_commit
+
+if TYPE_CHECKING:
+    from engine._embed import Embedder, EmbeddingCache
+
+__all__ = ["SearchHit", "SearchMode", "Status", "Workspace"]
+
+MANIFEST_SCHEMA = 1
+RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al.); damps the head of each list
+FUSION_DEPTH = 5  # hybrid search reads this many times k from each retriever
+_SEGMENT = "main"
+
+
+class SearchMode(StrEnum):
+    """Which retriever answers ``search``."""
+
+    BM25 = "bm25"
+    DENSE = "dense"
+    HYBRID = "hybrid"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A ranked section with each retriever's rank and score (None where it did not find it)."""
+
+    chunk: Chunk
+    score: float
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    dense_rank: int | None = None
+    dense_score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What is indexed, with which models, and how far the working tree has moved since."""
+
+    root: Path
+    state_dir: Path
+    indexed: bool
+    commit: str | None = None  # checked out now
+    indexed_commit: str | None = None
+    indexed_at: str | None = None
+    files: int = 0
+    chunks: int = 0
+    tokens: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    encoding: str | None = None
+    dense_model: str | None = None
+    dense_vectors: int = 0
+    dense_kind: str | None = None
+    dense_recall: float | None = None
+    dense_current: bool = False
+    changed: int = 0  # files whose content differs from the index
+    added: int = 0
+    removed: int = 0
+    disk_bytes: int = 0
+
+    @property
+    def stale_files(self) -> int:
+        """Files the index does not reflect."""
+        return self.changed + self.added + self.removed
+
+
+class Workspace:
+    """One folder, indexed under ``<root>/.cortex`` (configurable).
+
+    Opening is cheap: no model, index or tokenizer is loaded until used.
+
+    >>> ws = Workspace.open(".")  # doctest: +SKIP
+    >>> ws.index()                # doctest: +SKIP
+    >>> ws.search("register a hook", k=5)  # doctest: +SKIP
+    """
+
+    def __init__(self, root: Path, config: Config) -> None:
+        self.root = root
+        self.config = config
+        state = Path(config.state_dir).expanduser()
+        self.state_dir = state if state.is_absolute() else root / state
+        self._lock = threading.Lock()
+        self._segment: Segment | None = None
+        self._counter: TokenCounter | None = None
+        self._embedder: Embedder | None = None
+        self._embedder_loaded = False
+        self._cache: EmbeddingCache | None = None
+
+    @classmethod
+    def open(cls, path: str | Path, config: Config | None = None) -> Workspace:
+        """Open the workspace at ``path`` (a folder); checks the state layout if present."""
+        root = Path(path).expanduser().resolve()
+        if not root.exists():
+            raise WorkspaceNotFoundError(f"no such folder: {root}")
+        if not root.is_dir():
+            raise WorkspaceError(f"not a folder: {root}")
+        ws = cls(root, config or Config.from_env())
+        ws._check_manifest()
+        return ws
+
+    def close(self) -> None:
+        """Release indexes, models and files."""
+        with self._lock:
+            if self._segment is not None:
+                self._segment.close()
+                self._segment = None
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- state ----------------------------------------------------------------------
+
+    @property
+    def _manifest(self) -> Path:
+        return self.state_dir / "manifest.json"
+
+    def _check_manifest(self) -> None:
+        if not self._manifest.exists():
+            if self.state_dir.exists() and any(self.state_dir.iterdir()):
+                raise IndexSchemaError(
+                    f"{self.state_dir} exists but is not a cortex index (no manifest.json); "
+                    "move it away or set CORTEX_STATE_DIR"
+                )
+            return
+        try:
+            manifest = json.loads(self._manifest.read_text("utf-8"))
+            schema = int(manifest["schema"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexSchemaError(
+                f"{self._manifest} is unreadable ({exc}); rebuild with `cortex index --rebuild`"
+            ) from exc
+        if schema != MANIFEST_SCHEMA:
+            raise IndexSchemaError(
+                f"{self.state_dir} was written with layout {schema}, this cortex uses "
+                f"{MANIFEST_SCHEMA}; rebuild with `cortex index --rebuild`"
+            )
+
+    def _write_manifest(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        body = {"schema": MANIFEST_SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        tmp = self._manifest.with_suffix(".tmp")
+        tmp.write_text(json.dumps(body, indent=2) + "\n", "utf-8")
+        tmp.replace(self._manifest)
+
+    def _segment_dir(self) -> Path:
+        return self.state_dir / "segments" / _SEGMENT
+
+    def segment(self, *, create: bool = False) -> Segment:
+        """The workspace's segment (raises ``IndexNotBuiltError`` before the first index)."""
+        with self._lock:
+            if self._segment is None:
+                self._segment = Segment(self._segment_dir(), create=create)
+            return self._segment
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter of the configured encoding."""
+        if self._counter is None:
+            self._counter = TiktokenCounter(self.config.encoding)
+        return self._counter
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The dense model (loaded on first embed), or None when dense search is off."""
+        if not self._embedder_loaded:
+            from engine._models import make_embedder
+
+            self._embedder = make_embedder(self.config.dense_model, self.config)
+            self._embedder_loaded = True
+        return self._embedder
+
+    @property
+    def cache(self) -> EmbeddingCache:
+        """The content-addressed vector cache."""
+        if self._cache is None:
+            from engine._embed import EmbeddingCache
+
+            path = self.config.embedding_cache or str(self.state_dir / "embeddings.sqlite")
+            self._cache = EmbeddingCache(Path(path).expanduser())
+        return self._cache
+
+    # -- index ----------------------------------------------------------------------
+
+    def index(self, *, progress: Progress | None = None, rebuild: bool = False) -> IndexReport:
+        """Bring the index up to date with the folder; only changed files are re-done.
+
+        One writer at a time: a second one gets ``IndexBusyError`` naming the holder.
+        """
+        with WriterLock(self.state_dir / "lock"):
+            if rebuild:
+                self.close()
+                _remove_tree(self._segment_dir())
+            if not self._manifest.exists():
+                self._write_manifest()
+            segment = self.segment(create=True)
+            embedder = self.embedder
+            report = update_segment(
+                segment,
+                self.root,
+                self.config,
+                counter=self.counter,
+                embedder=embedder,
+                cache=self.cache if embedder is not None else None,
+                progress=progress,
+            )
+            segment.meta.set_info("commit", head_commit(self.root) or "")
+            return report
+
+    # -- search ---------------------------------------------------------------------
+
+    def search(
+        self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID, k: int = 10
+    ) -> list[SearchHit]:
+        """Ranked sections for ``query``: BM25, dense (cosine), or both fused by RRF."""
+        try:
+            mode = SearchMode(mode)
+        except ValueError as exc:
+            raise ConfigError(f"unknown search mode {mode!r}; use bm25, dense or hybrid") from exc
+        if k < 1:
+            raise ConfigError(f"k must be >= 1, got {k}")
+        segment = self.segment()
+        depth = k if mode is not SearchMode.HYBRID else max(k * FUSION_DEPTH, 50)
+        bm25: list[Hit] = []
+        dense: list[Hit] = []
+        if mode is not SearchMode.DENSE:
+            bm25 = segment.search_bm25(query, depth)
+        if mode is not SearchMode.BM25:
+            embedder = self.embedder
+            if embedder is None:
+                if mode is SearchMode.DENSE:
+                    raise ConfigError("dense search is off (dense_model = none)")
+            else:
+                dense = segment.search_dense(embedder.embed_query(query), embedder.model_id, depth)
+        return _fuse(bm25, dense, k)
+
+    # -- status ---------------------------------------------------------------------
+
+    def status(self, *, check_files: bool = True) -> Status:
+        """What is indexed; with ``check_files``, also how many files changed since."""
+        commit = head_commit(self.root)
+        try:
+            segment = self.segment()
+        except IndexNotBuiltError:
+            return Status(self.root, self.state_dir, indexed=False, commit=commit)
+        meta = segment.meta
+        files, chunks, tokens = meta.counts()
+        model = meta.get_info("dense_model") or None
+        dense = segment.dense(model) if model else None
+        changed = added = removed = 0
+        if check_files:
+            changed, added, removed = self._staleness(segment)
+        return Status(
+            root=self.root,
+            state_dir=self.state_dir,
+            indexed=True,
+            commit=commit,
+            indexed_commit=meta.get_info("commit") or None,
+            indexed_at=meta.get_info("indexed_at"),
+            files=files,
+            chunks=chunks,
+            tokens=tokens,
+            skipped=meta.skipped_counts(),
+            encoding=meta.get_info("encoding"),
+            dense_model=model,
+            dense_vectors=dense.ntotal if dense is not None else 0,
+            dense_kind=dense.kind if dense is not None else None,
+            dense_recall=dense.measured_recall if dense is not None else None,
+            dense_current=model is not None and segment.dense_generation(model) == meta.generation,
+            changed=changed,
+            added=added,
+            removed=removed,
+            disk_bytes=_tree_size(self.state_dir),
+        )
+
+    def _staleness(self, segment: Segment) -> tuple[int, int, int]:
+        known = segment.meta.files()
+        seen: set[str] = set()
+        changed = added = 0
+        for item in walk(self.root, self.config.walk_options()):
+            if isinstance(item, Skipped):
+                continue
+            seen.add(item.path)
+            old = known.get(item.path)
+            if old is None:
+                added += 1
+            elif old.content_sha256 != hashlib.sha256(item.data).hexdigest():
+                changed += 1
+        return changed, added, len(set(known) - seen)
+
+
+def _fuse(bm25: list[Hit], dense: list[Hit], k: int) -> list[SearchHit]:
+    """Reciprocal-rank fusion; a single list passes through with its own scores."""
+    if not dense or not bm25:
+        only = bm25 or dense
+        is_bm25 = bool(bm25)
+        ranked = sorted(only, key=lambda h: (-h.score, h.chunk.id))[:k]
+        return [
+            SearchHit(
+                h.chunk,
+                h.score,
+                bm25_rank=i if is_bm25 else None,
+                bm25_score=h.score if is_bm25 else None,
+                dense_rank=None if is_bm25 else i,
+                dense_score=None if is_bm25 else h.score,
+            )
+            for i, h in enumerate(ranked, start=1)
+        ]
+    fused: dict[str, SearchHit] = {}
+    for rank, hit in enumerate(sorted(bm25, key=lambda h: (-h.score, h.chunk.id)), start=1):
+        fused[hit.chunk.id] = SearchHit(
+            hit.chunk, 1.0 / (RRF_K + rank), bm25_rank=rank, bm25_score=hit.score
+        )
+    for rank, hit in enumerate(sorted(dense, key=lambda h: (-h.score, h.chunk.id)), start=1):
+        prior = fused.get(hit.chunk.id) or SearchHit(hit.chunk, 0.0)
+        fused[hit.chunk.id] = replace(
+            prior,
+            score=prior.score + 1.0 / (RRF_K + rank),
+            dense_rank=rank,
+            dense_score=hit.score,
+        )
+    return sorted(fused.values(), key=lambda h: (-h.score, h.chunk.id))[:k]
+
+
+def _tree_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    if path.exists():
+        shutil.rmtree(path)

@@ -1,0 +1,237 @@
+"""Workspace indexing and search on real temporary git repositories (tantivy, faiss, SQLite)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from engine import (
+    Config,
+    IndexBusyError,
+    IndexNotBuiltError,
+    IndexSchemaError,
+    Workspace,
+)
+from engine._embed import HashEmbedder
+from engine._lock import WriterLock
+
+GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+CONFIG = Config(dense_model="hash")
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env=GIT_ENV)
+
+
+def make_repo(root: Path, files: int = 6) -> Path:
+    """A committed repository with a few Python modules and a README."""
+    root.mkdir(parents=True, exist_ok=True)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "T")
+    (root / "hooks.py").write_text(
+        "class Session:\n"
+        "    def register_hook(self, event, hook):\n"
+        '        """Register a hook for an event."""\n'
+        "        self.hooks.setdefault(event, []).append(hook)\n"
+    )
+    (root / "README.md").write_text("# Demo\n\nA demo project.\n\n## Hooks\n\nUse hooks.\n")
+    for i in range(files):
+        (root / f"mod{i}.py").write_text(
+            f"def compute_{i}(value):\n    return value * {i} + offset_{i}(value)\n\n"
+            f"def offset_{i}(value):\n    return value - {i}\n"
+        )
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "init")
+    return root
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A small committed repository."""
+    return make_repo(tmp_path / "repo")
+
+
+def _embedder(ws: Workspace) -> HashEmbedder:
+    emb = ws.embedder
+    assert isinstance(emb, HashEmbedder)
+    return emb
+
+
+def test_index_then_search_all_modes(repo: Path) -> None:
+    """After indexing, each mode finds the section that defines the queried name."""
+    with Workspace.open(repo, CONFIG) as ws:
+        report = ws.index()
+        assert report.files == 8 and report.added == 8 and report.embeddings_computed > 0
+        for mode in ("bm25", "dense", "hybrid"):
+            hits = ws.search("register_hook", mode=mode, k=3)
+            assert hits, mode
+            assert hits[0].chunk.symbol == "Session.register_hook", mode
+        hybrid = ws.search("register hook", k=3)[0]
+        assert hybrid.bm25_rank == 1 and hybrid.dense_rank is not None
+
+
+def test_unchanged_reindex_embeds_nothing(repo: Path) -> None:
+    """A second run over an unchanged tree re-chunks and embeds nothing."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        calls = _embedder(ws).calls
+        again = ws.index()
+        assert (again.added, again.changed, again.removed, again.chunks_added) == (0, 0, 0, 0)
+        assert again.embeddings_computed == 0
+        assert _embedder(ws).calls == calls
+
+
+def test_edit_reindexes_only_that_file(repo: Path) -> None:
+    """Editing one file re-chunks that file only and embeds only its new chunks."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        (repo / "mod1.py").write_text("def brand_new_name(x):\n    return x + 42\n")
+        assert ws.status().changed == 1
+        report = ws.index()
+        assert (report.changed, report.unchanged) == (1, 7)
+        assert report.embeddings_computed == 1
+        assert ws.search("brand_new_name", mode="bm25")[0].chunk.path == "mod1.py"
+        assert not any(h.chunk.symbol == "compute_1" for h in ws.search("compute_1", k=20))
+        assert ws.status().stale_files == 0
+
+
+def test_deleted_file_leaves_every_index(repo: Path) -> None:
+    """A deleted file is gone from BM25 and dense results."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        (repo / "hooks.py").unlink()
+        assert ws.status().removed == 1
+        report = ws.index()
+        assert report.removed == 1
+        for mode in ("bm25", "dense", "hybrid"):
+            assert all(h.chunk.path != "hooks.py" for h in ws.search("register hook", mode=mode))
+
+
+def test_same_content_embedded_once_across_files(repo: Path) -> None:
+    """A copy of a file reuses the cached vectors of the original."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        (repo / "copy.py").write_bytes((repo / "mod2.py").read_bytes())
+        report = ws.index()
+        # The title (path) is part of the embedded text, so only identical titles share.
+        assert report.added == 1 and report.embeddings_computed == 2
+
+
+def test_second_writer_is_told_who_holds_the_lock(repo: Path) -> None:
+    """A second writer gets IndexBusyError naming the pid; readers keep working."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        with WriterLock(ws.state_dir / "lock"):
+            with pytest.raises(IndexBusyError, match=f"pid {os.getpid()}"):
+                Workspace.open(repo, CONFIG).index()
+            assert ws.search("register_hook", mode="bm25")  # reader unaffected
+
+
+def test_search_before_index_is_a_clear_error(repo: Path) -> None:
+    """Searching an unindexed workspace says to run `cortex index`."""
+    with Workspace.open(repo, CONFIG) as ws:
+        with pytest.raises(IndexNotBuiltError, match="cortex index"):
+            ws.search("anything")
+        assert ws.status().indexed is False
+
+
+def test_foreign_layout_is_refused(repo: Path) -> None:
+    """An index written with another layout version names the rebuild command."""
+    (repo / ".cortex").mkdir()
+    (repo / ".cortex" / "manifest.json").write_text(json.dumps({"schema": 99}))
+    with pytest.raises(IndexSchemaError, match="--rebuild"):
+        Workspace.open(repo, CONFIG)
+
+
+def test_status_reports_commit_and_vectors(repo: Path) -> None:
+    """Status names the indexed commit, counts, the dense model and freshness."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        st = ws.status()
+        assert st.indexed and st.indexed_commit == st.commit and st.commit
+        assert st.files == 8 and st.chunks > 8
+        assert st.dense_model == "hash:64" and st.dense_current and st.dense_vectors > 0
+        assert st.stale_files == 0
+
+
+_CRASH = textwrap.dedent(
+    """
+    import os, sys
+    from pathlib import Path
+    from engine import Config, Workspace
+    import engine._meta, engine._lexical, engine._dense
+    where = sys.argv[2]
+    if where == "lexical":  # killed while the lexical writer is open, before its commit
+        real = engine._lexical.LexicalIndex.writer
+        def writer(self):
+            ctx = real(self)
+            w = ctx.__enter__()
+            w.delete_path("mod0.py")
+            os._exit(9)
+        engine._lexical.LexicalIndex.writer = writer
+    elif where == "metadata":  # killed after the lexical commit, inside the metadata write
+        def put_file(self, record, chunks):
+            os._exit(9)
+        engine._meta.MetaStore.put_file = put_file
+    elif where == "dense":  # killed while saving the dense index
+        def save(self, directory):
+            os._exit(9)
+        engine._dense.DenseIndex.save = save
+    Workspace.open(Path(sys.argv[1]), Config(dense_model="hash")).index()
+    """
+)
+
+
+@pytest.mark.parametrize("where", ["lexical", "metadata", "dense"])
+def test_killed_index_run_leaves_usable_index(repo: Path, where: str) -> None:
+    """A run killed at any stage leaves the previous index answering; the next run completes."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+    (repo / "mod0.py").write_text("def replacement_function(y):\n    return y\n")
+    (repo / "hooks.py").unlink()
+    proc = subprocess.run(
+        [sys.executable, "-c", _CRASH, str(repo), where], capture_output=True, text=True
+    )
+    assert proc.returncode == 9, proc.stderr
+    with Workspace.open(repo, CONFIG) as ws:
+        # Still answers: the old content (metadata is the source of truth).
+        assert ws.search("compute_3", mode="bm25")[0].chunk.symbol == "compute_3"
+        assert ws.search("compute_3", mode="dense")
+        report = ws.index()
+        assert report.files == 7
+        assert ws.search("replacement_function", mode="bm25")[0].chunk.path == "mod0.py"
+        assert all(h.chunk.path != "hooks.py" for h in ws.search("register hook", k=20))
+        assert ws.search("replacement_function", mode="dense")[0].chunk.path == "mod0.py"
+        st = ws.status()
+        assert st.stale_files == 0 and st.dense_current
+
+
+def test_sigkill_mid_index_then_recover(tmp_path: Path) -> None:
+    """A real SIGKILL during a larger index run leaves an index that opens and answers."""
+    repo = make_repo(tmp_path / "big", files=400)
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+    for i in range(0, 400, 2):
+        (repo / f"mod{i}.py").write_text(f"def changed_{i}(v):\n    return v\n")
+    script = (
+        "import sys; from engine import Config, Workspace; "
+        "Workspace.open(sys.argv[1], Config(dense_model='hash')).index()"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, str(repo)])
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with Workspace.open(repo, CONFIG) as ws:
+        assert ws.search("compute_3", mode="bm25")  # old or new, it answers
+        ws.index()
+        assert ws.search("changed_10", mode="bm25")[0].chunk.symbol == "changed_10"
+        assert ws.status().stale_files == 0
