@@ -19,9 +19,11 @@ from engine._errors import (
 from engine._indexer import IndexReport, NullProgress, Progress
 from engine._survey import Survey, survey
 from engine._workspace import SearchHit, SearchMode, Status, Workspace
+from indexers import Chunk, Span, TiktokenCounter, TokenCounter
 
 __all__ = [
     "CacheError",
+    "Chunk",
     "Config",
     "ConfigError",
     "CortexError",
@@ -35,8 +37,11 @@ __all__ = [
     "Progress",
     "SearchHit",
     "SearchMode",
+    "Span",
     "Status",
     "Survey",
+    "TiktokenCounter",
+    "TokenCounter",
     "Workspace",
     "WorkspaceError",
     "WorkspaceNotFoundError",

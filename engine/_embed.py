@@ -402,7 +402,9 @@ def embed_with_cache(
                 f"expected ({len(batch)}, {embedder.dim})"
             )
         cache.put_many(model_id, zip(batch, vectors, strict=True))
-        found.update(zip(batch, vectors, strict=True))
+        # Fresh vectors take the cache's rounding, so a first run and a cached re-run
+        # build byte-identical indexes and rank identically.
+        found.update(zip(batch, cache.round_trip(vectors), strict=True))
         if on_progress is not None:
             on_progress(start + len(batch), len(missing))
     dims = {v.shape[0] for v in found.values()}

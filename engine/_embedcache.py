@@ -30,19 +30,24 @@ __all__ = ["CacheError", "EmbeddingCache"]
 # "crtx": SQLite reserves the header's application_id for exactly this, so `file` and
 # sqlite3 tooling can tell the format, and we can tell a foreign database from ours.
 _APPLICATION_ID = 0x63727478
-_SCHEMA = 1  # bump when the table layout changes; older files get a rebuild message
+_SCHEMA = 2  # bump when the table layout changes; older files get a rebuild message
 _MAX_PARAMS = 500  # bound on bound parameters per statement (old SQLite builds cap at 999)
 _BUSY_TIMEOUT_S = 30.0  # another process may hold the write lock while it indexes
-_DTYPE = np.dtype("<f4")  # explicit byte order: the file may move between machines
+# Stored as float16 with an explicit byte order (the file may move between machines): half
+# of float32's bytes, and ~1e-3 relative error, far below what changes a cosine ranking.
+# Callers get float32 back; ``round_trip`` gives fresh vectors the same rounding.
+_DTYPE = np.dtype("<f2")
+_JOURNAL_LIMIT = 8 << 20  # WAL is truncated back to this after checkpoints, not left at peak
 
 _CREATE = """
+CREATE TABLE IF NOT EXISTS models (id INTEGER PRIMARY KEY, model_id TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS vectors (
-    model_id TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
+    model INTEGER NOT NULL,
+    sha256 BLOB NOT NULL,
     dim INTEGER NOT NULL,
     vector BLOB NOT NULL,
-    PRIMARY KEY (model_id, sha256)
-) WITHOUT ROWID
+    PRIMARY KEY (model, sha256)
+) WITHOUT ROWID;
 """
 
 
@@ -97,7 +102,9 @@ class EmbeddingCache:
                 )
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("BEGIN IMMEDIATE")
-            db.execute(_CREATE)
+            for statement in _CREATE.split(";"):
+                if statement.strip():
+                    db.execute(statement)
             db.execute(f"PRAGMA application_id={_APPLICATION_ID}")
             db.execute(f"PRAGMA user_version={_SCHEMA}")
             db.execute("COMMIT")
@@ -113,6 +120,7 @@ class EmbeddingCache:
             )
         else:
             db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA journal_size_limit={_JOURNAL_LIMIT}")
         # A cache may lose its last transaction on power loss; it must never be corrupt,
         # which WAL with synchronous=NORMAL guarantees, at a fraction of FULL's fsyncs.
         db.execute("PRAGMA synchronous=NORMAL")
@@ -133,25 +141,46 @@ class EmbeddingCache:
         with self._lock:
             db = self._conn()
             try:
+                model = self._model_key(db, model_id, create=False)
+                if model is None:
+                    return found
                 for start in range(0, len(wanted), step):
                     part = wanted[start : start + step]
                     marks = ",".join("?" * len(part))
                     rows = db.execute(
                         "SELECT sha256, dim, vector FROM vectors "
-                        f"WHERE model_id = ? AND sha256 IN ({marks})",
-                        (model_id, *part),
+                        f"WHERE model = ? AND sha256 IN ({marks})",
+                        (model, *(bytes.fromhex(sha) for sha in part)),
                     ).fetchall()
-                    for sha, dim, blob in rows:
+                    for raw, dim, blob in rows:
+                        sha = raw.hex()
                         found[sha] = self._decode(sha, dim, blob)
             except sqlite3.DatabaseError as exc:
                 raise CacheError(f"embedding cache {self.path} is unreadable: {exc}") from exc
         return found
 
+    @staticmethod
+    def _model_key(db: sqlite3.Connection, model_id: str, *, create: bool) -> int | None:
+        """The small integer standing for ``model_id`` in ``vectors`` (not repeated per row)."""
+        row = db.execute("SELECT id FROM models WHERE model_id = ?", (model_id,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        if not create:
+            return None
+        cursor = db.execute("INSERT INTO models (model_id) VALUES (?)", (model_id,))
+        assert cursor.lastrowid is not None  # an INSERT into a rowid table always sets it
+        return cursor.lastrowid
+
+    @staticmethod
+    def round_trip(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """``vectors`` as a later ``get_many`` would return them (rounded through storage)."""
+        return np.asarray(vectors, dtype=_DTYPE).astype(np.float32)
+
     def _decode(self, sha: str, dim: int, blob: bytes) -> npt.NDArray[np.float32]:
         if len(blob) != dim * _DTYPE.itemsize:
             raise CacheError(
                 f"embedding cache {self.path}: vector {sha[:12]} has {len(blob)} bytes, "
-                f"expected {dim} float32; delete the file to rebuild"
+                f"expected {dim} float16; delete the file to rebuild"
             )
         return np.frombuffer(blob, dtype=_DTYPE).astype(np.float32, copy=False)
 
@@ -162,7 +191,7 @@ class EmbeddingCache:
             array = np.asarray(vector, dtype=_DTYPE)
             if array.ndim != 1:
                 raise ValueError(f"vector for {sha[:12]} must be 1-D, got shape {array.shape}")
-            rows.append((model_id, sha, int(array.shape[0]), array.tobytes()))
+            rows.append((bytes.fromhex(sha), int(array.shape[0]), array.tobytes()))
         if not rows:
             return
         with self._lock:
@@ -170,10 +199,11 @@ class EmbeddingCache:
             try:
                 db.execute("BEGIN IMMEDIATE")
                 try:
+                    model = self._model_key(db, model_id, create=True)
                     db.executemany(
-                        "INSERT OR IGNORE INTO vectors (model_id, sha256, dim, vector) "
+                        "INSERT OR IGNORE INTO vectors (model, sha256, dim, vector) "
                         "VALUES (?, ?, ?, ?)",
-                        rows,
+                        [(model, *row) for row in rows],
                     )
                 except BaseException:
                     db.execute("ROLLBACK")
@@ -188,7 +218,9 @@ class EmbeddingCache:
             db = self._conn()
             try:
                 row = db.execute(
-                    "SELECT count(*) FROM vectors WHERE model_id = ?", (model_id,)
+                    "SELECT count(*) FROM vectors v JOIN models m ON m.id = v.model "
+                    "WHERE m.model_id = ?",
+                    (model_id,),
                 ).fetchone()
             except sqlite3.DatabaseError as exc:
                 raise CacheError(f"embedding cache {self.path} is unreadable: {exc}") from exc

@@ -179,6 +179,8 @@ def update_segment(
         meta.set_info("pending", "[]")
         meta.set_info("indexed_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         meta.set_info("encoding", counter.name)
+    if chunked:
+        meta.checkpoint()
     timings["metadata"] = time.perf_counter() - start
 
     computed = reused = 0

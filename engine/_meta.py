@@ -2,13 +2,15 @@
 
 It is the segment's source of truth. The lexical and dense indexes are derived from it, and
 a search hit that this store does not know is dropped, so an interrupted write never
-surfaces half-indexed content. Chunk text is stored once per sha256 (content-addressed).
+surfaces half-indexed content. A chunk's text, context and references are stored together
+as one zlib blob in its row: one read per hit, no join, ~3x smaller than plain text.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +23,10 @@ from indexers import Chunk, ChunkKind, DocType, Skipped, Span
 
 __all__ = ["SCHEMA_VERSION", "FileRecord", "MetaStore", "int_id"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_JOURNAL_LIMIT = 8 << 20  # truncate the WAL back to this after checkpoints (not left at peak)
+_ZLIB_LEVEL = 1  # fastest level: most of the gain (short texts), decompression ~10 µs a hit
+
 _IN_BATCH = 500  # SQLite's default limit on host parameters is 999 (older builds)
 _SEP = " "  # identifiers never contain spaces, so a space-joined list round-trips
 
@@ -37,17 +42,16 @@ CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL,
 CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY, int_id INTEGER NOT NULL, page_id TEXT NOT NULL, path TEXT NOT NULL,
     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, kind TEXT NOT NULL,
-    symbol TEXT NOT NULL, context TEXT NOT NULL, defines TEXT NOT NULL, refs TEXT NOT NULL,
+    symbol TEXT NOT NULL, defines TEXT NOT NULL, body BLOB NOT NULL,
     tokens INTEGER NOT NULL, sha256 TEXT NOT NULL, language TEXT NOT NULL,
     doc_type TEXT NOT NULL, license TEXT NOT NULL, depth INTEGER NOT NULL,
     part INTEGER NOT NULL, parts INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks (path);
 CREATE UNIQUE INDEX IF NOT EXISTS chunks_int_id ON chunks (int_id);
-CREATE TABLE IF NOT EXISTS texts (sha256 TEXT PRIMARY KEY, text TEXT NOT NULL);
 """
 _CHUNK_COLUMNS = (
-    "id, int_id, page_id, path, start_line, end_line, kind, symbol, context, defines, refs, "
+    "id, int_id, page_id, path, start_line, end_line, kind, symbol, defines, body, "
     "tokens, sha256, language, doc_type, license, depth, part, parts"
 )
 
@@ -84,6 +88,7 @@ class MetaStore:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoint
+            self._db.execute(f"PRAGMA journal_size_limit={_JOURNAL_LIMIT}")
             self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise IndexSchemaError(
@@ -102,6 +107,11 @@ class MetaStore:
         """Close the connection."""
         with self._lock:
             self._db.close()
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database file and truncate it (after a large write)."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # -- info -----------------------------------------------------------------------
 
@@ -142,12 +152,12 @@ class MetaStore:
         return gen
 
     def remove_paths(self, paths: Iterable[str]) -> None:
-        """Forget files and their chunks (texts are kept: other chunks may share them)."""
+        """Forget files and their chunks."""
         with self._lock:
             for batch in _batches(list(paths)):
                 marks = ",".join("?" * len(batch))
-                self._db.execute(f"DELETE FROM chunks WHERE path IN ({marks})", batch)
-                self._db.execute(f"DELETE FROM files WHERE path IN ({marks})", batch)
+                for table in ("chunks", "files"):
+                    self._db.execute(f"DELETE FROM {table} WHERE path IN ({marks})", batch)
 
     def put_file(self, record: FileRecord, chunks: Sequence[Chunk]) -> None:
         """Store a file's record and chunks, replacing what was there."""
@@ -170,12 +180,8 @@ class MetaStore:
                 ),
             )
             self._db.executemany(
-                f"INSERT OR REPLACE INTO chunks ({_CHUNK_COLUMNS}) VALUES ({','.join('?' * 19)})",
+                f"INSERT OR REPLACE INTO chunks ({_CHUNK_COLUMNS}) VALUES ({','.join('?' * 18)})",
                 [_chunk_row(c) for c in chunks],
-            )
-            self._db.executemany(
-                "INSERT OR IGNORE INTO texts (sha256, text) VALUES (?, ?)",
-                [(c.sha256, c.text) for c in chunks],
             )
 
     def replace_skipped(self, skipped: Iterable[Skipped]) -> None:
@@ -244,15 +250,10 @@ class MetaStore:
         with self._lock:
             for batch in _batches(keys):
                 marks = ",".join("?" * len(batch))
-                rows = self._db.execute(
-                    f"SELECT {', '.join('c.' + c.strip() for c in _CHUNK_COLUMNS.split(','))}, "
-                    f"t.text FROM chunks c JOIN texts t ON t.sha256 = c.sha256 "
-                    f"WHERE {column} IN ({marks})",
-                    batch,
-                ).fetchall()
-                for row in rows:
-                    chunk = _row_chunk(row)
-                    out[chunk.id] = chunk
+                for row in self._db.execute(
+                    f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE {column} IN ({marks})", batch
+                ):
+                    out[str(row[0])] = _row_chunk(row)
         return out
 
 
@@ -262,22 +263,26 @@ def _batches(items: list[object] | list[str]) -> Iterator[list[object]]:
 
 
 def _chunk_row(c: Chunk) -> tuple[object, ...]:
+    # Length-prefixed, not separated: a text may contain any character, NUL included.
+    body = f"{len(c.text)}:{len(c.context)}:{c.text}{c.context}{_SEP.join(c.references)}"
     return (
         c.id, int_id(c.id), c.page_id, c.path, c.span.start_line, c.span.end_line,
-        c.kind.value, c.symbol, c.context, _SEP.join(c.defines), _SEP.join(c.references),
+        c.kind.value, c.symbol, _SEP.join(c.defines),
+        zlib.compress(body.encode("utf-8"), _ZLIB_LEVEL),
         c.tokens, c.sha256, c.language, c.doc_type.value, c.license, c.depth, c.part, c.parts,
     )  # fmt: skip
 
 
 def _row_chunk(row: Sequence[Any]) -> Chunk:
-    (cid, _int, page, path, start, end, kind, symbol, context, defines, refs, tokens, sha,
-     language, doc_type, license, depth, part, parts, text) = row  # fmt: skip
+    (cid, _int, page, path, start, end, kind, symbol, defines, body, tokens, sha,
+     language, doc_type, license, depth, part, parts) = row  # fmt: skip
+    text, context, refs = _unpack_body(zlib.decompress(body).decode("utf-8"))
     return Chunk(
         id=str(cid),
         page_id=str(page),
         path=str(path),
         span=Span(int(start), int(end)),
-        text=str(text),
+        text=text,
         sha256=str(sha),
         language=str(language),
         kind=ChunkKind(kind),
@@ -292,3 +297,10 @@ def _row_chunk(row: Sequence[Any]) -> Chunk:
         part=int(part),
         parts=int(parts),
     )
+
+
+def _unpack_body(body: str) -> tuple[str, str, str]:
+    text_len, _, rest = body.partition(":")
+    context_len, _, rest = rest.partition(":")
+    a, b = int(text_len), int(text_len) + int(context_len)
+    return rest[:a], rest[a:b], rest[b:]

@@ -161,7 +161,8 @@ def test_add_replaces_an_existing_id(data: Data, kind: DenseKind) -> None:
     assert index.ntotal == len(ids) + 1
     found, scores = index.search(vectors[[0, 100, 200]], 3)
     assert ids[0] not in found[0]
-    assert set(found[1][:2]) == {ids[0], ids[100]} and scores[1][1] == pytest.approx(1.0)
+    assert set(found[1][:2]) == {ids[0], ids[100]}
+    assert scores[1][1] == pytest.approx(1.0, abs=1e-3)  # IVF stores float16
     assert set(found[2][:2]) == {10**9, ids[200]}
 
 

@@ -1,0 +1,157 @@
+"""Aggregate per-instance rows into tables, a plot, and deltas against an earlier run."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eval.metrics import FILE_KS, FUNCTION_KS, mean
+
+__all__ = ["aggregate", "compare_runs", "write_report"]
+
+_SIDES = ("ours", "baseline")
+
+
+def _metric_names(budgets: Sequence[int]) -> list[str]:
+    names = [f"acc@{k}" for k in FILE_KS] + ["mrr"] + [f"func@{k}" for k in FUNCTION_KS]
+    for b in budgets:
+        names += [f"hit@{b}", f"fcov@{b}", f"tokens@{b}"]
+    return names
+
+
+def aggregate(rows: Sequence[dict[str, Any]], budgets: Sequence[int]) -> dict[str, Any]:
+    """Means of every metric for each side, over ``rows``."""
+    out: dict[str, Any] = {"n": len(rows)}
+    for side in _SIDES:
+        present = [r[side] for r in rows if side in r]
+        if present:
+            out[side] = {m: mean(p.get(m) for p in present) for m in _metric_names(budgets)}
+    return out
+
+
+def _groups(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    by: dict[str, dict[str, list[dict[str, Any]]]] = {"repo": {}}
+    for row in rows:
+        by["repo"].setdefault(row["repo"], []).append(row)
+        for key, value in sorted((row.get("agentless_class") or {}).items()):
+            by.setdefault(f"agentless: {key}", {}).setdefault(str(value), []).append(row)
+    return by
+
+
+def _fmt(value: float | None, metric: str) -> str:
+    if value is None:
+        return "-"
+    if metric.startswith("tokens"):
+        return f"{value:,.0f}"
+    return f"{value:.3f}" if metric == "mrr" else f"{100 * value:.1f}"
+
+
+def _table(title: str, groups: dict[str, list[dict[str, Any]]], columns: list[str],
+           budgets: Sequence[int]) -> list[str]:  # fmt: skip
+    lines = [f"### {title}", "", "| group | n | side | " + " | ".join(columns) + " |",
+             "|---|---|---|" + "---|" * len(columns)]  # fmt: skip
+    for name, members in sorted(groups.items()):
+        agg = aggregate(members, budgets)
+        for side in _SIDES:
+            if side in agg:
+                cells = " | ".join(_fmt(agg[side][c], c) for c in columns)
+                lines.append(f"| {name} | {agg['n']} | {side} | {cells} |")
+    return [*lines, ""]
+
+
+def write_report(
+    out: Path,
+    rows: Sequence[dict[str, Any]],
+    budgets: Sequence[int],
+    settings: dict[str, Any],
+    wall_s: float,
+) -> dict[str, Any]:
+    """Write ``summary.json``, ``report.md`` and the recall-vs-budget plot; return the summary."""
+    summary = {"settings": settings, "overall": aggregate(rows, budgets), "groups": {}}
+    for group, members in _groups(rows).items():
+        summary["groups"][group] = {k: aggregate(v, budgets) for k, v in members.items()}
+    index_s = [r["index_s"] for r in rows if "index_s" in r]
+    query_ms = sorted(r["query_ms"] for r in rows if "query_ms" in r)
+    summary["timing"] = {
+        "instances": len(rows),
+        "wall_s_this_session": round(wall_s, 1),
+        "wall_s_sum_of_instances": round(sum(r.get("wall_s", 0.0) for r in rows), 1),
+        "index_s_median": round(statistics.median(index_s), 2) if index_s else None,
+        "query_ms_p50": round(statistics.median(query_ms), 1) if query_ms else None,
+        "query_ms_p95": round(query_ms[round(0.95 * (len(query_ms) - 1))], 1) if query_ms else None,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+    file_cols = [f"acc@{k}" for k in FILE_KS] + ["mrr"] + [f"func@{k}" for k in FUNCTION_KS]
+    budget_cols = [f"{m}@{b}" for b in budgets for m in ("hit", "fcov", "tokens")]
+    lines = [
+        "# SWE-bench localisation report",
+        "",
+        f"Settings: `{json.dumps(settings, sort_keys=True)}`. Percentages except MRR; "
+        "acc@k = every gold file in the top k files; func@k = gold functions among the top k "
+        "sections; hit@B = every gold file has a section in the B-token context; fcov@B = "
+        "share of gold functions in it. The baseline is file-level BM25 packing whole files.",
+        "",
+        f"Timing: `{json.dumps(summary['timing'], sort_keys=True)}`",
+        "",
+    ]
+    everyone = {"all": list(rows)}
+    lines += _table("Localisation, overall", everyone, file_cols, budgets)
+    lines += _table("Budgeted context, overall", everyone, budget_cols, budgets)
+    for group, members in _groups(rows).items():
+        lines += _table(f"Localisation by {group}", members, file_cols, budgets)
+        lines += _table(f"Budgeted context by {group}", members, budget_cols, budgets)
+    (out / "report.md").write_text("\n".join(lines) + "\n", "utf-8")
+    _plot(out / "recall_vs_budget.png", summary["overall"], budgets)
+    return summary
+
+
+def _plot(path: Path, overall: dict[str, Any], budgets: Sequence[int]) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        path.with_suffix(".txt").write_text("matplotlib is not installed: no plot\n")
+        return
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    for side, style in (("ours", "o-"), ("baseline", "s--")):
+        if side not in overall:
+            continue
+        for metric, label in (("hit", "gold-file hit"), ("fcov", "gold-function coverage")):
+            ys = [100 * (overall[side].get(f"{metric}@{b}") or 0.0) for b in budgets]
+            ax.plot(budgets, ys, style, label=f"{side}: {label}")
+    ax.set_xlabel("context budget (tokens)")
+    ax.set_ylabel("% of instances / functions")
+    ax.set_ylim(0, 100)
+    ax.set_xticks(list(budgets))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(f"Recall against budget (n = {overall['n']})")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def compare_runs(previous: Path, summary: dict[str, Any]) -> str:
+    """Overall deltas of this run against ``previous`` (a result folder), as text."""
+    old = json.loads((previous / "summary.json").read_text("utf-8"))["overall"]
+    new = summary["overall"]
+    lines = [f"Compared with {previous} (n {old['n']} -> {new['n']}):"]
+    for side in _SIDES:
+        if side not in old or side not in new:
+            continue
+        for metric, value in new[side].items():
+            before = old[side].get(metric)
+            if value is None or before is None:
+                continue
+            scale = 1.0 if metric.startswith("tokens") or metric == "mrr" else 100.0
+            delta = (value - before) * scale
+            flag = "  <-- worse" if delta < 0 and not metric.startswith("tokens") else ""
+            lines.append(f"  {side:<8} {metric:<12} {before * scale:9.2f} -> "
+                         f"{value * scale:9.2f}  ({delta:+.2f}){flag}")  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,323 @@
+"""SWE-bench localisation and budgeted context recall, with a BM25 baseline beside it.
+
+    python -m eval.swebench --data ../shared/eval/swebench_dev.jsonl --repos DIR --out DIR \\
+        [--instances ID,ID|GLOB] [--limit N] [--retriever hybrid|bm25|dense] \\
+        [--budgets 4000,8000,16000] [--compare PREVIOUS_OUT] [--no-baseline]
+
+For each instance the tree at ``base_commit`` is materialised with ``git archive`` into a
+temporary folder (the repositories are never written to), indexed with cortex's own
+pipeline (the vector cache is shared by every instance: ``OUT/cache``), and asked with the
+problem statement. Results go to ``OUT/results.jsonl`` one row per instance, appended as
+each finishes, so an interrupted run continues where it stopped; ``OUT/report.md`` and
+``OUT/recall_vs_budget.png`` are written at the end.
+
+Repository naming rule (``--repos DIR``): for ``owner/name`` the first that exists of
+``DIR/owner+name/repo`` (what the workplace's fetch tool makes), ``DIR/owner+name``,
+``DIR/owner__name.git``, ``DIR/owner__name``, ``DIR/name.git``, ``DIR/name``; each a bare
+git directory or a clone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine import Config, SearchHit, Workspace
+from eval import metrics
+from eval.baseline_bm25 import Bm25Files
+from eval.metrics import Section
+
+__all__ = ["Instance", "evaluate_instance", "find_git_dir", "load_instances", "main"]
+
+DEFAULT_BUDGETS = (4000, 8000, 16000)
+RANK_DEPTH = 100  # sections retrieved per query: enough for file Acc@10 and recall@20
+SNIPPET_OVERHEAD = 24  # tokens a packed section's header costs ([n] title, source, lines)
+RESULTS = "results.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One SWE-bench task, reduced to what the harness uses."""
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    problem_statement: str
+    gold_files: tuple[str, ...]
+    gold_functions: tuple[str, ...]
+    agentless_class: dict[str, str] | None
+
+
+def load_instances(
+    path: Path, select: Sequence[str] = (), limit: int | None = None
+) -> list[Instance]:
+    """Instances from a JSONL file, filtered by ids or globs, in (repo, id) order."""
+    rows = []
+    for line in path.read_text("utf-8").splitlines():
+        if not line.strip():
+            continue
+        raw = json.loads(line)
+        if select and not any(fnmatch.fnmatchcase(raw["instance_id"], s) for s in select):
+            continue
+        rows.append(
+            Instance(
+                instance_id=raw["instance_id"],
+                repo=raw["repo"],
+                base_commit=raw["base_commit"],
+                problem_statement=raw["problem_statement"],
+                gold_files=tuple(raw.get("gold_files") or ()),
+                gold_functions=tuple(raw.get("gold_functions") or ()),
+                agentless_class=raw.get("agentless_class"),
+            )
+        )
+    rows.sort(key=lambda r: (r.repo, r.instance_id))
+    return rows[:limit] if limit else rows
+
+
+def find_git_dir(repos: Path, repo: str) -> Path:
+    """The git directory for ``owner/name`` under ``repos`` (naming rule in the module doc)."""
+    owner, _, name = repo.partition("/")
+    candidates = [
+        repos / f"{owner}+{name}" / "repo",
+        repos / f"{owner}+{name}",
+        repos / f"{owner}__{name}.git",
+        repos / f"{owner}__{name}",
+        repos / f"{name}.git",
+        repos / name,
+    ]
+    for candidate in candidates:
+        if (candidate / "HEAD").exists() or (candidate / ".git").exists():
+            return candidate
+    tried = ", ".join(str(c) for c in candidates)
+    raise FileNotFoundError(f"no git directory for {repo} under {repos} (tried {tried})")
+
+
+def materialise(git_dir: Path, commit: str, dest: Path) -> None:
+    """Write the tree of ``commit`` into ``dest`` without touching ``git_dir``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.Popen(
+        ["git", f"--git-dir={_git_dir_of(git_dir)}", "archive", "--format=tar", commit],
+        stdout=subprocess.PIPE,
+    )
+    assert archive.stdout is not None
+    extract = subprocess.run(["tar", "-x", "-C", str(dest)], stdin=archive.stdout, check=False)
+    archive.stdout.close()
+    if archive.wait() != 0 or extract.returncode != 0:
+        raise RuntimeError(f"git archive {commit} from {git_dir} failed")
+
+
+def _git_dir_of(path: Path) -> Path:
+    return path / ".git" if (path / ".git").exists() else path
+
+
+def _section(hit_chunk: Any) -> Section:
+    return Section(
+        hit_chunk.path,
+        hit_chunk.symbol,
+        hit_chunk.span.start_line,
+        hit_chunk.span.end_line,
+        hit_chunk.tokens,
+    )
+
+
+def _pack_sections(sections: Sequence[Section], budget: int) -> list[Section]:
+    """Greedy packing of ranked sections (stands in until build_context packs for us)."""
+    packed, used = [], 0
+    for s in sections:
+        cost = s.tokens + SNIPPET_OVERHEAD
+        if used + cost <= budget:
+            packed.append(s)
+            used += cost
+    return packed
+
+
+def _files_in_order(sections: Sequence[Section]) -> list[str]:
+    return list(dict.fromkeys(s.path for s in sections))
+
+
+def _score(
+    inst: Instance,
+    files: Sequence[str],
+    sections: Sequence[Section],
+    packs: dict[int, tuple[list[str], list[Section], int]],
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        f"acc@{k}": metrics.file_accuracy(files, inst.gold_files, k) for k in metrics.FILE_KS
+    }
+    out["mrr"] = metrics.reciprocal_rank(files, inst.gold_files)
+    for k in metrics.FUNCTION_KS:
+        out[f"func@{k}"] = metrics.function_recall(sections, inst.gold_functions, k)
+    for budget, (packed_files, packed_sections, used) in packs.items():
+        present = set(packed_files)
+        out[f"hit@{budget}"] = all(g in present for g in inst.gold_files)
+        out[f"fcov@{budget}"] = metrics.gold_function_coverage(packed_sections, inst.gold_functions)
+        out[f"tokens@{budget}"] = used
+    return out
+
+
+def evaluate_instance(
+    inst: Instance,
+    git_dir: Path,
+    *,
+    config: Config,
+    mode: str,
+    budgets: Sequence[int],
+    baseline: bool,
+) -> dict[str, Any]:
+    """Index the instance's tree, ask, and score ours (and the baseline)."""
+    row: dict[str, Any] = {
+        "instance_id": inst.instance_id,
+        "repo": inst.repo,
+        "gold_files": list(inst.gold_files),
+        "gold_functions": list(inst.gold_functions),
+        "agentless_class": inst.agentless_class,
+    }
+    with tempfile.TemporaryDirectory(prefix="cortex-swe-") as tmp:
+        tree = Path(tmp) / "tree"
+        materialise(git_dir, inst.base_commit, tree)
+        cfg = config.with_(state_dir=str(Path(tmp) / "state"))
+        with Workspace.open(tree, cfg) as ws:
+            start = time.perf_counter()
+            report = ws.index()
+            row["index_s"] = round(time.perf_counter() - start, 3)
+            row["chunks"] = report.chunks
+            start = time.perf_counter()
+            hits: list[SearchHit] = ws.search(inst.problem_statement, mode=mode, k=RANK_DEPTH)
+            row["query_ms"] = round((time.perf_counter() - start) * 1000, 2)
+        sections = [_section(h.chunk) for h in hits]
+        files = _files_in_order(sections)
+        packs: dict[int, tuple[list[str], list[Section], int]] = {}
+        for budget in budgets:
+            packed = _pack_sections(sections, budget)
+            used = sum(s.tokens + SNIPPET_OVERHEAD for s in packed)
+            packs[budget] = (_files_in_order(packed), packed, used)
+        row["ours"] = _score(inst, files, sections, packs)
+        row["ours"]["top_files"] = files[:10]
+        if baseline:
+            start = time.perf_counter()
+            bm25 = Bm25Files(tree)
+            ranked = bm25.rank(inst.problem_statement)
+            base_packs: dict[int, tuple[list[str], list[Section], int]] = {}
+            for budget in budgets:
+                whole = bm25.pack(ranked, budget)
+                # A whole file holds every function in it: one pseudo-section per gold one.
+                covered = [
+                    Section(g.partition(":")[0], g.partition(":")[2], 0, 0, 0)
+                    for g in inst.gold_functions
+                    if g.partition(":")[0] in {f.path for f in whole}
+                ]
+                base_packs[budget] = (
+                    [f.path for f in whole],
+                    covered,
+                    sum(f.tokens for f in whole),
+                )
+            row["baseline"] = _score(inst, ranked, [], base_packs)
+            for k in metrics.FUNCTION_KS:
+                row["baseline"][f"func@{k}"] = None  # files, not sections: not comparable
+            row["baseline"]["top_files"] = ranked[:10]
+            row["baseline_s"] = round(time.perf_counter() - start, 3)
+    return row
+
+
+def _done(out: Path) -> dict[str, dict[str, Any]]:
+    path = out / RESULTS
+    if not path.exists():
+        return {}
+    rows = {}
+    for line in path.read_text("utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[row["instance_id"]] = row
+    return rows
+
+
+def _check_run(out: Path, settings: dict[str, Any]) -> None:
+    """Refuse to resume a run made with other settings (its rows would not compare)."""
+    path = out / "run.json"
+    if path.exists():
+        previous = json.loads(path.read_text("utf-8"))
+        if previous != settings:
+            raise SystemExit(
+                f"{out} holds a run with other settings ({previous}); use another --out"
+            )
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(settings, indent=2) + "\n", "utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/eval/swebench_dev.jsonl"))
+    parser.add_argument("--repos", type=Path, required=True, help="where the git dirs are")
+    parser.add_argument("--out", type=Path, required=True, help="results folder")
+    parser.add_argument("--instances", default="", help="comma-separated ids or globs")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--retriever", default="hybrid", choices=["hybrid", "bm25", "dense"])
+    parser.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)))
+    parser.add_argument("--dense", default=None, help="dense model (default: the config's)")
+    parser.add_argument("--compare", type=Path, default=None, help="a previous --out folder")
+    parser.add_argument("--no-baseline", action="store_true")
+    args = parser.parse_args(argv)
+
+    from eval.report import compare_runs, write_report
+
+    budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
+    select = [s.strip() for s in args.instances.split(",") if s.strip()]
+    instances = load_instances(args.data, select, args.limit)
+    cache = args.out / "cache" / "embeddings.sqlite"
+    config = Config.from_env(embedding_cache=str(cache.resolve()), dense_model=args.dense)
+    settings = {
+        "retriever": args.retriever,
+        "budgets": budgets,
+        "dense_model": config.dense_model,
+        "max_section_tokens": config.max_section_tokens,
+        "baseline": not args.no_baseline,
+    }
+    _check_run(args.out, settings)
+    done = _done(args.out)
+    started = time.perf_counter()
+    with (args.out / RESULTS).open("a", encoding="utf-8") as results:
+        for n, inst in enumerate(instances, start=1):
+            if inst.instance_id in done:
+                continue
+            t0 = time.perf_counter()
+            row = evaluate_instance(
+                inst,
+                find_git_dir(args.repos, inst.repo),
+                config=config,
+                mode=args.retriever,
+                budgets=budgets,
+                baseline=not args.no_baseline,
+            )
+            row["wall_s"] = round(time.perf_counter() - t0, 2)
+            results.write(json.dumps(row, sort_keys=True) + "\n")
+            results.flush()
+            os.fsync(results.fileno())
+            done[inst.instance_id] = row
+            ours = row["ours"]
+            print(
+                f"[{n}/{len(instances)}] {inst.instance_id}: acc@1 {int(ours['acc@1'])} "
+                f"acc@5 {int(ours['acc@5'])} hit@{budgets[0]} {int(ours[f'hit@{budgets[0]}'])} "
+                f"({row['wall_s']:.0f} s)",
+                flush=True,
+            )
+    rows = [done[i.instance_id] for i in instances if i.instance_id in done]
+    summary = write_report(args.out, rows, budgets, settings, time.perf_counter() - started)
+    print((args.out / "report.md").read_text("utf-8"))
+    if args.compare is not None:
+        print(compare_runs(args.compare, summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
