@@ -3,7 +3,19 @@
 Importing it is free: no model, index, tree-sitter or tiktoken is loaded until used.
 """
 
+from engine._build import rank_files
 from engine._config import Config
+from engine._context import (
+    Block,
+    ContextPack,
+    Contribution,
+    FeedbackResult,
+    Lane,
+    Pointer,
+    SessionState,
+    Snippet,
+    Turn,
+)
 from engine._embed import EmbeddingModelError
 from engine._embedcache import CacheError
 from engine._errors import (
@@ -17,33 +29,46 @@ from engine._errors import (
     WorkspaceNotFoundError,
 )
 from engine._indexer import IndexReport, NullProgress, Progress
+from engine._query import SignalKind, ToolSignal
 from engine._survey import Survey, survey
 from engine._workspace import SearchHit, SearchMode, Status, Workspace
 from indexers import Chunk, Span, TiktokenCounter, TokenCounter
 
 __all__ = [
+    "Block",
     "CacheError",
     "Chunk",
     "Config",
     "ConfigError",
+    "ContextPack",
+    "Contribution",
     "CortexError",
     "EmbeddingModelError",
+    "FeedbackResult",
     "IndexBusyError",
     "IndexNotBuiltError",
     "IndexReport",
     "IndexSchemaError",
     "IndexStateError",
+    "Lane",
     "NullProgress",
+    "Pointer",
     "Progress",
     "SearchHit",
     "SearchMode",
+    "SessionState",
+    "SignalKind",
+    "Snippet",
     "Span",
     "Status",
     "Survey",
     "TiktokenCounter",
     "TokenCounter",
+    "ToolSignal",
+    "Turn",
     "Workspace",
     "WorkspaceError",
     "WorkspaceNotFoundError",
+    "rank_files",
     "survey",
 ]

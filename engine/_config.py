@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine._errors import ConfigError
 from indexers import (
@@ -15,6 +15,9 @@ from indexers import (
     ChunkOptions,
     WalkOptions,
 )
+
+if TYPE_CHECKING:
+    from engine._build import ContextSettings
 
 __all__ = ["ENV_PREFIX", "Config"]
 
@@ -26,6 +29,7 @@ DEFAULT_STATE_DIR = ".cortex"  # under the workspace root unless an absolute pat
 DEFAULT_DENSE_MODEL = "static"
 DEFAULT_EMBED_BATCH = 256  # texts per embedder call: progress and cache writes per batch
 DEFAULT_SEED = 0  # faiss k-means and anything else random: fixed, so builds repeat exactly
+DEFAULT_BUDGET = 8000  # tokens of context per turn: room for ~15-25 functions with headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,9 @@ class Config:
     model_cache_dir: str = ""  # where distilled models live; "" = ~/.cache/cortex/models
     embed_batch_size: int = DEFAULT_EMBED_BATCH
     seed: int = DEFAULT_SEED
+    budget_tokens: int = DEFAULT_BUDGET
+    fusion: str = "rrf"  # how recall lists combine: "rrf" or "score"
+    mmr_lambda: float = 0.75  # evidence selection: relevance (1.0) vs novelty (0.0)
 
     def __post_init__(self) -> None:
         if self.max_section_tokens < 16:
@@ -57,6 +64,12 @@ class Config:
             raise ConfigError(f"window_overlap_lines must be >= 0, got {self.window_overlap_lines}")
         if self.embed_batch_size < 1:
             raise ConfigError(f"embed_batch_size must be >= 1, got {self.embed_batch_size}")
+        if self.budget_tokens < 64:
+            raise ConfigError(f"budget_tokens must be >= 64, got {self.budget_tokens}")
+        if self.fusion not in ("rrf", "score"):
+            raise ConfigError(f"fusion must be 'rrf' or 'score', got {self.fusion!r}")
+        if not 0.0 <= self.mmr_lambda <= 1.0:
+            raise ConfigError(f"mmr_lambda must be within [0, 1], got {self.mmr_lambda}")
         if not self.state_dir:
             raise ConfigError("state_dir must not be empty")
         if self.max_file_bytes < 1:
@@ -72,6 +85,17 @@ class Config:
     def chunk_options(self) -> ChunkOptions:
         """The indexers' chunking options."""
         return ChunkOptions(self.max_section_tokens, self.window_overlap_lines)
+
+    def context_settings(self) -> ContextSettings:
+        """The retrieval and packing settings of ``build_context``."""
+        from engine._build import ContextSettings
+        from engine._pack import PackSettings
+        from engine._recall import Fusion, RecallSettings
+
+        return ContextSettings(
+            recall=RecallSettings(fusion=Fusion(self.fusion)),
+            pack=PackSettings(mmr_lambda=self.mmr_lambda),
+        )
 
     def walk_options(self) -> WalkOptions:
         """The indexers' file-selection options."""
@@ -103,6 +127,11 @@ class Config:
 def _parse(name: str, raw: str, default: object) -> object:
     if isinstance(default, bool):
         return raw.strip().lower() in ("1", "true", "yes", "on")
+    if isinstance(default, float):
+        try:
+            return float(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be a number, got {raw!r}") from exc
     if isinstance(default, int):
         try:
             return int(raw)

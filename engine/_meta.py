@@ -23,7 +23,7 @@ from indexers import Chunk, ChunkKind, DocType, Skipped, Span
 
 __all__ = ["SCHEMA_VERSION", "FileRecord", "MetaStore", "int_id"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _JOURNAL_LIMIT = 8 << 20  # truncate the WAL back to this after checkpoints (not left at peak)
 _ZLIB_LEVEL = 1  # fastest level: most of the gain (short texts), decompression ~10 µs a hit
 
@@ -48,6 +48,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     part INTEGER NOT NULL, parts INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks (path);
+CREATE TABLE IF NOT EXISTS defs (name TEXT NOT NULL, chunk_id TEXT NOT NULL, path TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS defs_name ON defs (name);
+CREATE INDEX IF NOT EXISTS defs_path ON defs (path);
 CREATE UNIQUE INDEX IF NOT EXISTS chunks_int_id ON chunks (int_id);
 """
 _CHUNK_COLUMNS = (
@@ -156,13 +159,14 @@ class MetaStore:
         with self._lock:
             for batch in _batches(list(paths)):
                 marks = ",".join("?" * len(batch))
-                for table in ("chunks", "files"):
+                for table in ("chunks", "files", "defs"):
                     self._db.execute(f"DELETE FROM {table} WHERE path IN ({marks})", batch)
 
     def put_file(self, record: FileRecord, chunks: Sequence[Chunk]) -> None:
         """Store a file's record and chunks, replacing what was there."""
         with self._lock:
             self._db.execute("DELETE FROM chunks WHERE path = ?", (record.path,))
+            self._db.execute("DELETE FROM defs WHERE path = ?", (record.path,))
             self._db.execute(
                 "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
@@ -182,6 +186,10 @@ class MetaStore:
             self._db.executemany(
                 f"INSERT OR REPLACE INTO chunks ({_CHUNK_COLUMNS}) VALUES ({','.join('?' * 18)})",
                 [_chunk_row(c) for c in chunks],
+            )
+            self._db.executemany(
+                "INSERT INTO defs (name, chunk_id, path) VALUES (?, ?, ?)",
+                [(name, c.id, c.path) for c in chunks for name in dict.fromkeys(c.defines)],
             )
 
     def replace_skipped(self, skipped: Iterable[Skipped]) -> None:
@@ -227,6 +235,41 @@ class MetaStore:
         found = self._select_chunks("c.int_id", list(ids))
         return {int_id(c.id): c for c in found.values()}
 
+    def defining(self, names: Sequence[str], limit: int = 50) -> dict[str, list[str]]:
+        """Chunk ids that define each of ``names`` (at most ``limit`` per name, id order)."""
+        out: dict[str, list[str]] = {}
+        with self._lock:
+            for name in dict.fromkeys(names):
+                rows = self._db.execute(
+                    "SELECT chunk_id FROM defs WHERE name = ? ORDER BY chunk_id LIMIT ?",
+                    (name, limit),
+                ).fetchall()
+                if rows:
+                    out[name] = [str(r[0]) for r in rows]
+        return out
+
+    def paths_like(self, suffix: str, limit: int = 20) -> list[str]:
+        """Indexed paths equal to ``suffix`` or ending with ``/suffix`` (for tool signals)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\' "
+                "ORDER BY length(path), path LIMIT ?",
+                (suffix, "%/" + _like_escape(suffix), limit),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def chunk_ids_by_int_id(self, ids: Sequence[int]) -> dict[int, str]:
+        """Chunk ids for faiss int64 ids (unknown ones absent)."""
+        out: dict[int, str] = {}
+        with self._lock:
+            for batch in _batches(list(ids)):
+                marks = ",".join("?" * len(batch))
+                for int_key, cid in self._db.execute(
+                    f"SELECT int_id, id FROM chunks WHERE int_id IN ({marks})", batch
+                ):
+                    out[int(int_key)] = str(cid)
+        return out
+
     def chunks_of(self, path: str) -> list[Chunk]:
         """A file's chunks in line order."""
         got = self._select_chunks("c.path", [path])
@@ -257,7 +300,7 @@ class MetaStore:
         return out
 
 
-def _batches(items: list[object] | list[str]) -> Iterator[list[object]]:
+def _batches(items: Sequence[object]) -> Iterator[list[object]]:
     for start in range(0, len(items), _IN_BATCH):
         yield list(items[start : start + _IN_BATCH])
 
@@ -304,3 +347,7 @@ def _unpack_body(body: str) -> tuple[str, str, str]:
     context_len, _, rest = rest.partition(":")
     a, b = int(text_len), int(text_len) + int(context_len)
     return rest[:a], rest[a:b], rest[b:]
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

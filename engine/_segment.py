@@ -76,7 +76,7 @@ class Segment:
                 self._lexical = LexicalIndex.open(self.dir / "lexical", create=True)
             return self._lexical
 
-    def _fresh_lexical(self) -> LexicalIndex:
+    def fresh_lexical(self) -> LexicalIndex:
         """The lexical index, reloaded if another writer committed since we last looked."""
         lexical = self.lexical
         generation = self.meta.generation
@@ -87,7 +87,7 @@ class Segment:
 
     def search_bm25(self, query: str, k: int) -> list[Hit]:
         """Top ``k`` sections by BM25, resolved to chunks."""
-        hits = self._fresh_lexical().search_sections(query, k)
+        hits = self.fresh_lexical().search_sections(query, k)
         chunks = self.meta.chunks([h.id for h in hits])
         return [Hit(chunks[h.id], h.score) for h in hits if h.id in chunks]
 

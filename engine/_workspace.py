@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from engine._build import build_pack
 from engine._config import Config
+from engine._context import ContextPack, FeedbackResult, SessionState, Snippet
 from engine._errors import (
     ConfigError,
     IndexNotBuiltError,
@@ -22,9 +26,11 @@ from engine._errors import (
 )
 from engine._indexer import IndexReport, Progress, update_segment
 from engine._lock import WriterLock
+from engine._query import ToolSignal
+from engine._rerank import Scored
 from engine._segment import Hit, Segment
-from indexers import Chunk, Skipped, TiktokenCounter, TokenCounter, walk
-from overlays import head_commit
+from indexers import Chunk, Skipped, TiktokenCounter, TokenCounter, sha256_text, span_text, walk
+from overlays import head_commit, working_diff
 
 if TYPE_CHECKING:
     from engine._embed import Embedder, EmbeddingCache
@@ -35,6 +41,8 @@ MANIFEST_SCHEMA = 1
 RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al.); damps the head of each list
 FUSION_DEPTH = 5  # hybrid search reads this many times k from each retriever
 _SEGMENT = "main"
+_RECENT_PACKS = 256  # packs kept in memory for ``feedback`` (the ledger keeps them all)
+_CITATION = re.compile(r"^\s*\[?\s*(\d{1,6})\s*\]?\s*$")
 
 
 class SearchMode(StrEnum):
@@ -109,6 +117,7 @@ class Workspace:
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self._cache: EmbeddingCache | None = None
+        self._packs: dict[str, ContextPack] = {}
 
     @classmethod
     def open(cls, path: str | Path, config: Config | None = None) -> Workspace:
@@ -268,6 +277,96 @@ class Workspace:
                 dense = segment.search_dense(embedder.embed_query(query), embedder.model_id, depth)
         return _fuse(bm25, dense, k)
 
+    # -- context --------------------------------------------------------------------
+
+    def build_context(
+        self,
+        goal: str,
+        query: str = "",
+        tool_signals: Sequence[ToolSignal | str] | None = None,
+        state: SessionState | None = None,
+        *,
+        budget_tokens: int | None = None,
+        explain: list[Scored] | None = None,
+    ) -> ContextPack:
+        """The context for the planner's next step (see ``engine._build``).
+
+        ``query`` defaults to the goal; ``tool_signals`` are tool outputs (tracebacks,
+        failing tests, compiler errors) as ``ToolSignal`` or plain strings. The result's
+        ``render()`` never exceeds ``budget_tokens`` (default: the config's).
+        """
+        budget = budget_tokens or self.config.budget_tokens
+        if budget < 64:
+            raise ConfigError(f"budget_tokens must be >= 64, got {budget}")
+        if not goal.strip() and not query.strip():
+            raise ConfigError("build_context needs a goal or a query")
+        signals = tuple(
+            s if isinstance(s, ToolSignal) else ToolSignal(str(s)) for s in tool_signals or ()
+        )
+        segment = self.segment()
+        embedder = self.embedder
+        dense_ready = embedder is not None and segment.dense(embedder.model_id) is not None
+        pack = build_pack(
+            segment,
+            goal=goal,
+            query=query,
+            tool_signals=signals,
+            state=state or SessionState(),
+            budget=budget,
+            counter=self.counter,
+            embedder=embedder if dense_ready else None,
+            cache=self.cache if dense_ready else None,
+            diff=working_diff(self.root),
+            view=self._view_id(segment),
+            settings=self.config.context_settings(),
+            scored_out=explain,
+        )
+        with self._lock:
+            self._packs[pack.replay_key] = pack
+            while len(self._packs) > _RECENT_PACKS:
+                self._packs.pop(next(iter(self._packs)))
+        return pack
+
+    def _view_id(self, segment: Segment) -> str:
+        meta = segment.meta
+        return f"{meta.generation}:{meta.get_info('commit') or ''}:{meta.get_info('dense_model')}"
+
+    def feedback(
+        self,
+        replay_key: str,
+        model_citations: Sequence[int | str],
+        tool_results: Sequence[object] = (),
+        outcome: str | None = None,
+    ) -> FeedbackResult:
+        """Check the model's citations against the turn's evidence.
+
+        Ids outside the turn's set (and malformed markers) are dropped and counted; a cited
+        snippet whose source no longer matches its sha256 is flagged stale.
+        """
+        pack = self._packs.get(replay_key)
+        if pack is None:
+            raise ConfigError(f"unknown replay key {replay_key!r} (not built in this process)")
+        by_id = {s.id: s for s in pack.citations}
+        valid: list[int] = []
+        dropped: list[str] = []
+        for raw in model_citations:
+            n = _citation_number(raw)
+            if n is None or n not in by_id:
+                dropped.append(str(raw))
+            elif n not in valid:
+                valid.append(n)
+        stale = [n for n in valid if not self._still_matches(by_id[n])]
+        return FeedbackResult(replay_key, tuple(valid), tuple(dropped), tuple(stale))
+
+    def _still_matches(self, snippet: Snippet) -> bool:
+        path = self.root / snippet.source_uri.split("#", 1)[0]
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return False
+        text = span_text(data, snippet.span.start_line, snippet.span.end_line)
+        return text is not None and sha256_text(text) == snippet.sha256
+
     # -- status ---------------------------------------------------------------------
 
     def status(self, *, check_files: bool = True) -> Status:
@@ -321,6 +420,16 @@ class Workspace:
             elif old.content_sha256 != hashlib.sha256(item.data).hexdigest():
                 changed += 1
         return changed, added, len(set(known) - seen)
+
+
+def _citation_number(raw: int | str) -> int | None:
+    """``3``, ``"3"`` and ``"[3]"`` are citation 3; anything else is malformed."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    match = _CITATION.match(str(raw))
+    return int(match.group(1)) if match else None
 
 
 def _fuse(bm25: list[Hit], dense: list[Hit], k: int) -> list[SearchHit]:

@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine._config import Config
+from engine._context import Snippet
 from engine._errors import ConfigError, CortexError
+from engine._query import ToolSignal
+from engine._rerank import Scored
 from engine._survey import Survey, survey
 from engine._workspace import SearchMode, Workspace
 from indexers import Chunk, ChunkedFile, Skipped
@@ -275,6 +278,64 @@ def cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_context(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Build the packed context for a request and print it (what a model would get)."""
+    with Workspace.open(args.path, config) as ws:
+        if args.index:
+            ws.index()
+        explain: list[Scored] = []
+        pack = ws.build_context(
+            args.goal or args.query,
+            args.query,
+            tool_signals=[ToolSignal(s) for s in args.signal or ()],
+            budget_tokens=args.budget,
+            explain=explain if args.explain else None,
+        )
+    if args.json:
+        body = {
+            "replay_key": pack.replay_key,
+            "tokens_used": pack.tokens_used,
+            "budget_tokens": pack.budget_tokens,
+            "advisory": list(pack.advisory),
+            "citations": [_snippet_row(s, args.explain) for s in pack.citations],
+            "reachable": [_jsonable(p) for p in pack.reachable],
+            "render": pack.render(),
+        }
+        out.write(json.dumps(body) + "\n")
+        return EXIT_OK
+    out.write(pack.render())
+    note = f"-- {pack.tokens_used:,}/{pack.budget_tokens:,} tokens, {len(pack.citations)} " \
+        f"snippets, {len(pack.reachable)} left out (~{pack.omitted_tokens:,} tokens); " \
+        f"replay key {pack.replay_key}\n"  # fmt: skip
+    sys.stderr.write(note)
+    for line in pack.advisory:
+        sys.stderr.write(f"-- advisory: {line}\n")
+    if args.explain:
+        out.write("\n## Why these\n")
+        for s in pack.citations:
+            parts = ", ".join(f"{c.feature} {c.points:+.2f}" for c in s.contributions if c.points)
+            out.write(f"[{s.id}] {s.title}  score {s.fused_score:.3f} ({s.reason_tag}): {parts}\n")
+    return EXIT_OK
+
+
+def _snippet_row(s: Snippet, explain: bool) -> dict[str, object]:
+    row: dict[str, object] = {
+        "id": s.id,
+        "title": s.title,
+        "source_uri": s.source_uri,
+        "start_line": s.span.start_line,
+        "end_line": s.span.end_line,
+        "sha256": s.sha256,
+        "license": s.license,
+        "approx_tokens": s.approx_tokens,
+        "fused_score": s.fused_score,
+        "reason_tag": s.reason_tag,
+    }
+    if explain:
+        row["contributions"] = {c.feature: round(c.points, 4) for c in s.contributions}
+    return row
+
+
 def _jsonable(obj: object) -> dict[str, object]:
     """A dataclass as JSON-ready dict (paths as strings, chunks left to ``_chunk_row``)."""
     out: dict[str, object] = {}
@@ -340,6 +401,22 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--text", action="store_true", help="show each section's text")
     search.add_argument("--dense", dest="dense_model", metavar="MODEL", help=argparse.SUPPRESS)
     search.set_defaults(func=cmd_search)
+
+    context = sub.add_parser("context", help=cmd_context.__doc__, description=cmd_context.__doc__)
+    context.add_argument("query", help="what the next step needs (also the goal by default)")
+    context.add_argument("--goal", help="the task's goal, pinned verbatim (default: the query)")
+    context.add_argument("--path", default=".", help="the workspace folder (default: .)")
+    context.add_argument("--budget", type=int, default=None, help="token budget (default 8000)")
+    context.add_argument(
+        "--signal",
+        action="append",
+        metavar="TEXT",
+        help="tool output to ground on (traceback, failing test); repeatable",
+    )
+    context.add_argument("--index", action="store_true", help="refresh the index first")
+    context.add_argument("--json", action="store_true", help="the pack as one JSON object")
+    context.add_argument("--explain", action="store_true", help="show why each snippet was chosen")
+    context.set_defaults(func=cmd_context)
 
     status = sub.add_parser("status", help=cmd_status.__doc__, description=cmd_status.__doc__)
     status.add_argument("path", nargs="?", default=".", help="the workspace folder (default: .)")

@@ -1,7 +1,7 @@
 """SWE-bench localisation and budgeted context recall, with a BM25 baseline beside it.
 
     python -m eval.swebench --data ../shared/eval/swebench_dev.jsonl --repos DIR --out DIR \\
-        [--instances ID,ID|GLOB] [--limit N] [--retriever hybrid|bm25|dense] \\
+        [--instances ID,ID|GLOB] [--limit N] [--retriever context|hybrid|bm25|dense] \\
         [--budgets 4000,8000,16000] [--compare PREVIOUS_OUT] [--no-baseline]
 
 For each instance the tree at ``base_commit`` is materialised with ``git archive`` into a
@@ -23,6 +23,7 @@ import argparse
 import fnmatch
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import Config, SearchHit, Workspace
+from engine import Config, SearchHit, Workspace, rank_files
 from eval import metrics
 from eval.baseline_bm25 import Bm25Files
 from eval.metrics import Section
@@ -102,18 +103,61 @@ def find_git_dir(repos: Path, repo: str) -> Path:
     raise FileNotFoundError(f"no git directory for {repo} under {repos} (tried {tried})")
 
 
-def materialise(git_dir: Path, commit: str, dest: Path) -> None:
-    """Write the tree of ``commit`` into ``dest`` without touching ``git_dir``."""
+def materialise(git_dir: Path, commit: str, dest: Path) -> int:
+    """Write the tree of ``commit`` into ``dest`` without touching ``git_dir``.
+
+    Returns how many blobs were missing from the git directory (a partial mirror may lack
+    its largest files): ``git archive`` refuses such a tree, so it is then written blob by
+    blob with ``git cat-file --batch``, leaving the missing ones out.
+    """
     dest.mkdir(parents=True, exist_ok=True)
+    gd = f"--git-dir={_git_dir_of(git_dir)}"
     archive = subprocess.Popen(
-        ["git", f"--git-dir={_git_dir_of(git_dir)}", "archive", "--format=tar", commit],
+        ["git", gd, "archive", "--format=tar", commit],
         stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     assert archive.stdout is not None
-    extract = subprocess.run(["tar", "-x", "-C", str(dest)], stdin=archive.stdout, check=False)
+    extract = subprocess.run(
+        ["tar", "-x", "-C", str(dest)],
+        stdin=archive.stdout,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
     archive.stdout.close()
-    if archive.wait() != 0 or extract.returncode != 0:
-        raise RuntimeError(f"git archive {commit} from {git_dir} failed")
+    if archive.wait() == 0 and extract.returncode == 0:
+        return 0
+    listing = subprocess.run(
+        ["git", gd, "ls-tree", "-r", "-z", commit], capture_output=True, check=True
+    ).stdout
+    entries = []
+    for record in listing.split(b"\0"):
+        if not record:
+            continue
+        info, _, path = record.partition(b"\t")
+        mode, kind, sha = info.split()
+        if kind == b"blob" and mode != b"120000":
+            entries.append((sha.decode(), os.fsdecode(path)))
+    batch = subprocess.run(
+        ["git", gd, "cat-file", "--batch"],
+        input="".join(f"{sha}\n" for sha, _ in entries).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
+    missing, pos = 0, 0
+    for _sha, path in entries:
+        end = batch.index(b"\n", pos)
+        header = batch[pos:end].split()
+        pos = end + 1
+        if len(header) < 3 or header[1] == b"missing":
+            missing += 1
+            continue
+        size = int(header[2])
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(batch[pos : pos + size])
+        pos += size + 1  # the blob, then a newline
+    return missing
 
 
 def _git_dir_of(path: Path) -> Path:
@@ -139,6 +183,34 @@ def _pack_sections(sections: Sequence[Section], budget: int) -> list[Section]:
             packed.append(s)
             used += cost
     return packed
+
+
+def _ask_context(
+    ws: Workspace,
+    inst: Instance,
+    budgets: Sequence[int],
+    packs: dict[int, tuple[list[str], list[Section], int]],
+) -> tuple[list[str], list[Section], float]:
+    """Rankings from build_context's reranked candidates; packs from its citations."""
+    times = []
+    ranked: list[Any] = []
+    for i, budget in enumerate(budgets):
+        explain: list[Any] = []
+        start = time.perf_counter()
+        pack = ws.build_context(
+            inst.problem_statement, inst.problem_statement, budget_tokens=budget, explain=explain
+        )
+        times.append((time.perf_counter() - start) * 1000)
+        if i == 0:
+            ranked = explain
+        packed = [
+            Section(s.source_uri.split("#")[0], s.symbol, s.span.start_line, s.span.end_line,
+                    s.approx_tokens)
+            for s in pack.citations
+        ]  # fmt: skip
+        packs[budget] = (_files_in_order(packed), packed, pack.tokens_used)
+    sections = [_section(s.chunk) for s in ranked[:RANK_DEPTH]]
+    return rank_files(ranked), sections, round(sorted(times)[len(times) // 2], 2)
 
 
 def _files_in_order(sections: Sequence[Section]) -> list[str]:
@@ -173,8 +245,14 @@ def evaluate_instance(
     mode: str,
     budgets: Sequence[int],
     baseline: bool,
+    workdir: Path | None = None,
 ) -> dict[str, Any]:
-    """Index the instance's tree, ask, and score ours (and the baseline)."""
+    """Index the instance's tree, ask, and score ours (and the baseline).
+
+    With ``workdir``, the tree and its index are kept in ``workdir/<instance_id>`` and
+    reused by later runs (re-indexing an unchanged tree is incremental: nothing is redone),
+    which makes tuning loops cheap; otherwise both live in a temporary folder.
+    """
     row: dict[str, Any] = {
         "instance_id": inst.instance_id,
         "repo": inst.repo,
@@ -182,25 +260,36 @@ def evaluate_instance(
         "gold_functions": list(inst.gold_functions),
         "agentless_class": inst.agentless_class,
     }
-    with tempfile.TemporaryDirectory(prefix="cortex-swe-") as tmp:
-        tree = Path(tmp) / "tree"
-        materialise(git_dir, inst.base_commit, tree)
-        cfg = config.with_(state_dir=str(Path(tmp) / "state"))
+    with tempfile.TemporaryDirectory(prefix="cortex-swe-") as scratch:
+        tmp = workdir / inst.instance_id if workdir is not None else Path(scratch)
+        tree = tmp / "tree"
+        done_marker = tmp / "materialised.json"
+        if done_marker.exists():
+            row["missing_blobs"] = json.loads(done_marker.read_text())["missing_blobs"]
+        else:
+            if tree.exists():
+                shutil.rmtree(tree)  # an interrupted materialisation: start over
+            row["missing_blobs"] = materialise(git_dir, inst.base_commit, tree)
+            done_marker.write_text(json.dumps({"missing_blobs": row["missing_blobs"]}))
+        cfg = config.with_(state_dir=str(tmp / "state"))
+        packs: dict[int, tuple[list[str], list[Section], int]] = {}
         with Workspace.open(tree, cfg) as ws:
             start = time.perf_counter()
             report = ws.index()
             row["index_s"] = round(time.perf_counter() - start, 3)
             row["chunks"] = report.chunks
-            start = time.perf_counter()
-            hits: list[SearchHit] = ws.search(inst.problem_statement, mode=mode, k=RANK_DEPTH)
-            row["query_ms"] = round((time.perf_counter() - start) * 1000, 2)
-        sections = [_section(h.chunk) for h in hits]
-        files = _files_in_order(sections)
-        packs: dict[int, tuple[list[str], list[Section], int]] = {}
-        for budget in budgets:
-            packed = _pack_sections(sections, budget)
-            used = sum(s.tokens + SNIPPET_OVERHEAD for s in packed)
-            packs[budget] = (_files_in_order(packed), packed, used)
+            if mode == "context":
+                files, sections, row["query_ms"] = _ask_context(ws, inst, budgets, packs)
+            else:
+                start = time.perf_counter()
+                hits: list[SearchHit] = ws.search(inst.problem_statement, mode=mode, k=RANK_DEPTH)
+                row["query_ms"] = round((time.perf_counter() - start) * 1000, 2)
+                sections = [_section(h.chunk) for h in hits]
+                files = _files_in_order(sections)
+                for budget in budgets:
+                    packed = _pack_sections(sections, budget)
+                    used = sum(s.tokens + SNIPPET_OVERHEAD for s in packed)
+                    packs[budget] = (_files_in_order(packed), packed, used)
         row["ours"] = _score(inst, files, sections, packs)
         row["ours"]["top_files"] = files[:10]
         if baseline:
@@ -262,11 +351,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="results folder")
     parser.add_argument("--instances", default="", help="comma-separated ids or globs")
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--retriever", default="hybrid", choices=["hybrid", "bm25", "dense"])
+    parser.add_argument(
+        "--retriever", default="context", choices=["context", "hybrid", "bm25", "dense"]
+    )
     parser.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)))
     parser.add_argument("--dense", default=None, help="dense model (default: the config's)")
     parser.add_argument("--compare", type=Path, default=None, help="a previous --out folder")
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="keep trees and indexes here for reuse"
+    )
     args = parser.parse_args(argv)
 
     from eval.report import compare_runs, write_report
@@ -291,14 +385,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             if inst.instance_id in done:
                 continue
             t0 = time.perf_counter()
-            row = evaluate_instance(
-                inst,
-                find_git_dir(args.repos, inst.repo),
-                config=config,
-                mode=args.retriever,
-                budgets=budgets,
-                baseline=not args.no_baseline,
-            )
+            try:
+                row = evaluate_instance(
+                    inst,
+                    find_git_dir(args.repos, inst.repo),
+                    config=config,
+                    mode=args.retriever,
+                    budgets=budgets,
+                    baseline=not args.no_baseline,
+                    workdir=args.workdir,
+                )
+            except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
+                # One broken checkout must not end a long run; it is reported, not scored.
+                print(f"[{n}/{len(instances)}] {inst.instance_id}: ERROR {exc}", flush=True)
+                continue
             row["wall_s"] = round(time.perf_counter() - t0, 2)
             results.write(json.dumps(row, sort_keys=True) + "\n")
             results.flush()

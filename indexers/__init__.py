@@ -22,7 +22,7 @@ from indexers._scan import (
     chunk_file,
     scan,
 )
-from indexers._text import sha256_text
+from indexers._text import sha256_text, span_text
 from indexers._tokens import DEFAULT_ENCODING, TiktokenCounter, TokenCounter, WordCounter
 from indexers._walk import Skipped, SkipReason, SourceFile, WalkOptions, walk
 
@@ -57,5 +57,6 @@ __all__ = [
     "page_id",
     "scan",
     "sha256_text",
+    "span_text",
     "walk",
 ]

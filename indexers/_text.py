@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["SourceText", "decode", "sha256_text"]
+__all__ = ["SourceText", "decode", "sha256_text", "span_text"]
 
 
 def decode(data: bytes) -> str:
@@ -53,3 +53,12 @@ class SourceText:
     def is_blank(self, line: int) -> bool:
         """Whether 1-based ``line`` holds only white space."""
         return not self.lines[line - 1].strip()
+
+
+def span_text(data: bytes, start_line: int, end_line: int) -> str | None:
+    """The exact text a chunk of lines ``start_line..end_line`` of ``data`` would have, or
+    None when the file no longer has those lines (for checking a citation's sha256)."""
+    src = SourceText(data)
+    if end_line > src.line_count:
+        return None
+    return src.span_text(start_line, end_line)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["head_commit"]
+__all__ = ["Hunk", "head_commit", "working_diff"]
 
 
 def head_commit(root: Path) -> str | None:
@@ -23,3 +25,54 @@ def head_commit(root: Path) -> str | None:
         return None  # an unborn branch has no commit yet
     finally:
         repo.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Hunk:
+    """One hunk of the working tree's diff against HEAD."""
+
+    path: str
+    text: str  # the ``@@`` line and the hunk's lines, as git prints them
+
+
+_HUNK_HEAD = re.compile(r"^@@ ")
+_FILE_HEAD = re.compile(r"^diff --git a/(.*) b/(.*)$")
+
+
+def working_diff(root: Path, *, max_bytes: int = 1 << 20) -> list[Hunk]:
+    """Hunks of tracked changes (staged and unstaged) against HEAD; [] outside git.
+
+    A diff larger than ``max_bytes`` is cut at a hunk boundary (the caller only shows the
+    most relevant hunks anyway).
+    """
+    try:
+        import git
+    except ImportError:
+        return []
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return []
+    try:
+        raw = repo.git.diff("HEAD", "--no-color", "--no-ext-diff", "-U3", "--", ".")
+    except git.GitCommandError:
+        return []  # no HEAD yet
+    finally:
+        repo.close()
+    hunks: list[Hunk] = []
+    path = ""
+    lines: list[str] = []
+    for line in raw[:max_bytes].split("\n"):
+        head = _FILE_HEAD.match(line)
+        if head or _HUNK_HEAD.match(line):
+            if lines:
+                hunks.append(Hunk(path, "\n".join(lines)))
+            lines = []
+            if head:
+                path = head.group(2)
+                continue
+        if lines or _HUNK_HEAD.match(line):
+            lines.append(line)
+    if lines:
+        hunks.append(Hunk(path, "\n".join(lines)))
+    return hunks

@@ -1,0 +1,170 @@
+"""Recall: gather candidate sections from every retriever, then fuse their ranks.
+
+Two stages: BM25 and dense hits on sections, plus BM25 on whole pages (files) whose best
+few sections are then pulled in; sections that define a name the request mentions; and
+sections a tool signal points at (a traceback frame, a failing test, a compiler error).
+Each list keeps its own ranks; fusion is reciprocal-rank (RRF) or max-normalised scores.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+from engine._query import Location
+from engine._segment import Segment
+from indexers import Chunk
+
+__all__ = ["Candidate", "Fusion", "RecallSettings", "file_scores", "recall"]
+
+
+class Fusion(StrEnum):
+    """How ranked lists are combined."""
+
+    RRF = "rrf"
+    SCORE = "score"
+
+
+@dataclass(frozen=True, slots=True)
+class RecallSettings:
+    """How wide recall casts its net (named so tuning can move them)."""
+
+    bm25_sections: int = 150  # direct BM25 section hits
+    dense_sections: int = 100  # direct dense section hits
+    pages: int = 25  # BM25 pages whose best sections are pulled in
+    sections_per_page: int = 3  # ... this many per page
+    symbol_hits: int = 8  # definitions per named identifier
+    fusion: Fusion = Fusion.RRF
+    rrf_k: int = 60  # Cormack et al.'s constant: flattens the head of each list
+    # Per-list weights: a definition the request names, or a place a tool points at, is
+    # stronger evidence than a bag-of-words hit.
+    weights: tuple[tuple[str, float], ...] = (
+        ("bm25", 1.0),
+        ("dense", 0.5),
+        ("page", 1.0),
+        ("symbol", 1.0),
+        ("signal", 2.0),
+    )
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A section some retriever found, with its rank and score in each list."""
+
+    chunk: Chunk
+    ranks: dict[str, int] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
+    fused: float = 0.0
+
+    @property
+    def sources(self) -> str:
+        """The lists it came from, strongest first (the snippet's reason tag)."""
+        return "+".join(sorted(self.ranks, key=lambda s: (self.ranks[s], s)))
+
+
+def recall(
+    segment: Segment,
+    query: str,
+    identifiers: Sequence[str],
+    signal_locations: Sequence[Location],
+    query_vector: np.ndarray | None,
+    dense_model: str | None,
+    settings: RecallSettings,
+) -> list[Candidate]:
+    """Candidates for ``query``, fused and sorted best first (ties by chunk id)."""
+    lists: dict[str, list[tuple[str, float]]] = {}
+    lexical = segment.fresh_lexical()
+    lists["bm25"] = [
+        (h.id, h.score) for h in lexical.search_sections(query, settings.bm25_sections)
+    ]
+    pages = lexical.search_pages(query, settings.pages)
+    if pages:
+        page_rank = {h.path: i for i, h in enumerate(pages)}
+        hits = lexical.search_sections(
+            query, settings.pages * settings.sections_per_page * 4, paths=list(page_rank)
+        )
+        per_page: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        for h in hits:
+            if len(per_page[h.path]) < settings.sections_per_page:
+                per_page[h.path].append((h.id, h.score))
+        lists["page"] = [
+            pair for path in sorted(per_page, key=page_rank.__getitem__) for pair in per_page[path]
+        ]
+    if query_vector is not None and dense_model is not None:
+        index = segment.dense(dense_model)
+        if index is not None and index.ntotal:
+            ids, scores = index.search(query_vector, settings.dense_sections)
+            by_int = segment.meta.chunk_ids_by_int_id([int(i) for i in ids[0] if i >= 0])
+            lists["dense"] = [
+                (by_int[int(i)], float(s))
+                for i, s in zip(ids[0], scores[0], strict=True)
+                if int(i) in by_int
+            ]
+    if identifiers:
+        defined = segment.meta.defining(identifiers, limit=settings.symbol_hits)
+        lists["symbol"] = [(cid, 1.0) for name in identifiers for cid in defined.get(name, [])]
+    if signal_locations:
+        lists["signal"] = _signal_hits(segment, signal_locations)
+    return _fuse(segment, lists, settings)
+
+
+def _signal_hits(segment: Segment, places: Sequence[Location]) -> list[tuple[str, float]]:
+    """Sections containing a signal's line, or defining its function, in matching paths."""
+    out: list[tuple[str, float]] = []
+    for place in places:
+        path = place.path.replace("\\", "/").lstrip("./")
+        candidates = segment.meta.paths_like(path) if path else []
+        if not candidates and "/" in path:  # an absolute path from another machine
+            parts = path.split("/")
+            for cut in range(1, len(parts)):
+                candidates = segment.meta.paths_like("/".join(parts[cut:]))
+                if candidates:
+                    break
+        for indexed in candidates[:3]:
+            for chunk in segment.meta.chunks_of(indexed):
+                inside = place.line is not None and (
+                    chunk.span.start_line <= place.line <= chunk.span.end_line
+                )
+                named = place.name is not None and chunk.symbol.split(".")[-1] == place.name
+                if inside or named:
+                    out.append((chunk.id, 1.0))
+    return list(dict.fromkeys(out))
+
+
+def _fuse(
+    segment: Segment, lists: dict[str, list[tuple[str, float]]], settings: RecallSettings
+) -> list[Candidate]:
+    weights = dict(settings.weights)
+    ids = list(dict.fromkeys(cid for pairs in lists.values() for cid, _ in pairs))
+    chunks = segment.meta.chunks(ids)
+    cands: dict[str, Candidate] = {}
+    for name, pairs in lists.items():
+        top = max((s for _, s in pairs), default=0.0) or 1.0
+        for rank, (cid, score) in enumerate(pairs, start=1):
+            chunk = chunks.get(cid)
+            if chunk is None:  # in an index but not in the metadata: half-written, skip
+                continue
+            cand = cands.setdefault(cid, Candidate(chunk))
+            if name in cand.ranks:
+                continue
+            cand.ranks[name] = rank
+            cand.scores[name] = score
+            weight = weights.get(name, 1.0)
+            if settings.fusion is Fusion.RRF:
+                cand.fused += weight / (settings.rrf_k + rank)
+            else:
+                cand.fused += weight * max(score, 0.0) / top
+    return sorted(cands.values(), key=lambda c: (-c.fused, c.chunk.id))
+
+
+def file_scores(cands: Sequence[Candidate], top: int = 3) -> dict[str, float]:
+    """A file's score: the sum of its ``top`` best section scores (large files do not win
+    by size, and one lucky section does not carry a file)."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for c in cands:
+        per[c.chunk.path].append(c.fused)
+    return {p: sum(sorted(v, reverse=True)[:top]) for p, v in per.items()}
