@@ -194,11 +194,14 @@ def _ask_context(
     """Rankings from build_context's reranked candidates; packs from its citations."""
     times = []
     ranked: list[Any] = []
+    # A planner passes a short goal (pinned verbatim in the prompt) and a query: here the
+    # issue's title and its whole text. The query steers retrieval but is not rendered.
+    title = next((ln.strip() for ln in inst.problem_statement.splitlines() if ln.strip()), "")
     for i, budget in enumerate(budgets):
         explain: list[Any] = []
         start = time.perf_counter()
         pack = ws.build_context(
-            inst.problem_statement, inst.problem_statement, budget_tokens=budget, explain=explain
+            title[:500], inst.problem_statement, budget_tokens=budget, explain=explain
         )
         times.append((time.perf_counter() - start) * 1000)
         if i == 0:

@@ -1,3 +1,59 @@
-"""The hash-chained evidence ledger of every turn (not built yet)."""
+"""The evidence ledger: every turn, and what followed it, in one hash-verified chain.
 
-__all__: list[str] = []
+Records (turns, feedback, and journal entries for weight updates, compaction checkpoints
+and salience) share one append-only chain in one SQLite file; each record's hash covers the
+previous one, so ``Ledger.verify`` names the first record that was edited, deleted,
+reordered or inserted. Snippet texts and rendered prompts are stored by sha256, so a turn
+can be replayed without the workspace it came from.
+
+Plain records in, plain records out: this package imports nothing else from cortex, and
+importing it opens no file.
+"""
+
+from ledger._codec import GENESIS_HASH
+from ledger._errors import (
+    BlobNotFoundError,
+    LedgerCorruptError,
+    LedgerError,
+    LedgerNotFoundError,
+    LedgerSchemaError,
+    LedgerWriteError,
+)
+from ledger._records import (
+    JSON,
+    FeedbackDraft,
+    FeedbackRecord,
+    JournalEntry,
+    Record,
+    RecordKind,
+    SnippetRef,
+    ToolResult,
+    TurnDraft,
+    TurnRecord,
+    VerifyReport,
+)
+from ledger._sqlite import SCHEMA_VERSION
+from ledger._store import Ledger
+
+__all__ = [
+    "GENESIS_HASH",
+    "JSON",
+    "SCHEMA_VERSION",
+    "BlobNotFoundError",
+    "FeedbackDraft",
+    "FeedbackRecord",
+    "JournalEntry",
+    "Ledger",
+    "LedgerCorruptError",
+    "LedgerError",
+    "LedgerNotFoundError",
+    "LedgerSchemaError",
+    "LedgerWriteError",
+    "Record",
+    "RecordKind",
+    "SnippetRef",
+    "ToolResult",
+    "TurnDraft",
+    "TurnRecord",
+    "VerifyReport",
+]

@@ -1,0 +1,191 @@
+"""The ledger's SQLite file: schema, opening it, and SQLite's errors in the ledger's terms.
+
+One table holds every record of the chain in ``seq`` order; a one-row ``head`` table holds
+the record count and the last hash, updated in the same transaction as each append, so a
+deleted last record is detectable. ``application_id`` marks the file as a cortex ledger and
+``user_version`` is its schema version, so a foreign or newer file is refused before any
+table is read.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ledger._codec import GENESIS_HASH
+from ledger._errors import (
+    LedgerCorruptError,
+    LedgerError,
+    LedgerNotFoundError,
+    LedgerSchemaError,
+    LedgerWriteError,
+)
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "connect", "translate_errors"]
+
+APPLICATION_ID = 0x43585447  # "CXTG": written in the file header, marks a cortex ledger
+SCHEMA_VERSION = 1
+_JOURNAL_LIMIT = 4 << 20  # truncate the WAL back to this after checkpoints (not left at peak)
+
+# Types are pinned with CHECKs: SQLite would otherwise let an edit store 5 where "5" was and
+# still hash the same, and verification reads these columns' bytes as the hashed text.
+_SCHEMA = (
+    """CREATE TABLE records (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (typeof(kind) = 'text'),
+    turn_id TEXT CHECK (turn_id IS NULL OR typeof(turn_id) = 'text'),
+    time TEXT NOT NULL CHECK (typeof(time) = 'text'),
+    payload BLOB NOT NULL CHECK (typeof(payload) = 'blob'),
+    prev_hash TEXT NOT NULL CHECK (typeof(prev_hash) = 'text'),
+    record_hash TEXT NOT NULL CHECK (typeof(record_hash) = 'text'),
+    replay_key TEXT  -- a copy of the turn payload's key, for lookup (reads cross-check it)
+    )""",
+    "CREATE INDEX records_turn ON records (turn_id, seq)",
+    "CREATE INDEX records_kind ON records (kind, seq)",
+    "CREATE UNIQUE INDEX records_turn_once ON records (turn_id) WHERE kind = 'turn'",
+    "CREATE INDEX records_replay ON records (replay_key, seq) WHERE replay_key IS NOT NULL",
+    """CREATE TABLE head (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    count INTEGER NOT NULL,
+    last_hash TEXT NOT NULL
+    )""",
+    """CREATE TABLE blobs (
+    sha256 TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,  -- bytes of UTF-8 before compression
+    data BLOB NOT NULL  -- zlib
+    )""",
+)
+
+_REFUSE_FOREIGN = "it is not a cortex ledger; point cortex at another path"
+_START_NEW = (
+    "To start a new ledger, move {path} aside (keep it if you need its history); a new "
+    "ledger is created there on next use"
+)
+
+
+def connect(
+    path: Path, *, create: bool, read_only: bool, busy_timeout: float, max_pages: int | None
+) -> sqlite3.Connection:
+    """Open (and on first use create) the ledger file, checking it is a ledger of our schema.
+
+    Raises ``LedgerNotFoundError``, ``LedgerCorruptError`` (not a ledger),
+    ``LedgerSchemaError`` (another version) or ``LedgerWriteError`` (cannot create it).
+    """
+    if not path.exists():
+        if read_only or not create:
+            raise LedgerNotFoundError(f"no ledger at {path}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LedgerWriteError(f"cannot create the ledger {path}: {exc}") from exc
+    with translate_errors(path, "open"):
+        conn = sqlite3.connect(
+            _uri(path, read_only=read_only),
+            uri=True,
+            timeout=busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+    try:
+        with translate_errors(path, "open", busy_timeout):
+            _check_or_init(conn, path, read_only=read_only)
+            # WAL + NORMAL: a commit survives a process crash (kill -9); only a power cut can
+            # lose the newest commits, and then whole ones, so the chain stays valid.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA journal_size_limit={_JOURNAL_LIMIT}")
+            if max_pages is not None:
+                conn.execute(f"PRAGMA max_page_count={int(max_pages)}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _uri(path: Path, *, read_only: bool) -> str:
+    """The SQLite URI for ``path`` (a URI, so ``mode=ro`` can be asked for)."""
+    return f"{path.absolute().as_uri()}?mode={'ro' if read_only else 'rwc'}"
+
+
+def _check_or_init(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> None:
+    app_id, version = _header(conn)
+    if app_id == 0 and version == 0:
+        if _has_tables(conn):
+            raise LedgerCorruptError(f"{path} is an SQLite database but {_REFUSE_FOREIGN}")
+        if read_only:
+            raise LedgerCorruptError(f"{path} is an empty file, not a ledger yet")
+        # journal_mode is persistent in the file and cannot change inside a transaction.
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have created it between our read and our lock.
+            app_id, version = _header(conn)
+            if app_id == 0 and version == 0 and not _has_tables(conn):
+                # Not executescript: it would COMMIT first and leave the lock.
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute("INSERT INTO head (id, count, last_hash) VALUES (1, 0, ?)",
+                             (GENESIS_HASH,))  # fmt: skip
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        app_id, version = _header(conn)
+    if app_id != APPLICATION_ID:
+        raise LedgerCorruptError(
+            f"{path} has SQLite application_id {app_id:#x}, not {APPLICATION_ID:#x}: "
+            + _REFUSE_FOREIGN
+        )
+    if version != SCHEMA_VERSION:
+        raise LedgerSchemaError(
+            f"{path} is a ledger of schema {version}; this cortex reads schema "
+            f"{SCHEMA_VERSION}. " + _START_NEW.format(path=path)
+        )
+
+
+def _header(conn: sqlite3.Connection) -> tuple[int, int]:
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    return int(app_id), int(version)
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None
+
+
+@contextmanager
+def translate_errors(path: Path, action: str, busy_timeout: float | None = None) -> Iterator[None]:
+    """Turn SQLite's errors inside the block into the ledger's, naming the file and cause."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise _translate(exc, path, action, busy_timeout) from exc
+
+
+def _translate(
+    exc: sqlite3.Error, path: Path, action: str, busy_timeout: float | None
+) -> LedgerError:
+    code = getattr(exc, "sqlite_errorcode", -1) & 0xFF
+    text = str(exc)
+    where = f"cannot {action} the ledger {path}"
+    if code == sqlite3.SQLITE_FULL or "is full" in text:
+        return LedgerWriteError(f"{where}: the disk is full, or the ledger hit its size limit")
+    if code == sqlite3.SQLITE_READONLY or "readonly" in text:
+        return LedgerWriteError(
+            f"{where}: it is read-only (opened read-only, or its file or file system does not "
+            "allow writing)"
+        )
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in text:
+        waited = "" if busy_timeout is None else f" for more than {busy_timeout:g} s"
+        return LedgerWriteError(f"{where}: another process held it locked{waited}")
+    if code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM):
+        return LedgerWriteError(f"{where}: {text}")
+    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or "not a database" in text:
+        return LedgerCorruptError(f"{where}: SQLite says {text!r}, so {_REFUSE_FOREIGN}")
+    if "decode" in text:  # TEXT bytes that are not UTF-8: only an edit of the file does that
+        return LedgerCorruptError(f"{where}: a stored text is not UTF-8 ({text}); run verify")
+    return LedgerError(f"{where}: {type(exc).__name__}: {text}")

@@ -1,0 +1,382 @@
+"""``Ledger``: append-only, hash-chained records and content-addressed texts in one SQLite file.
+
+Each append is one ``BEGIN IMMEDIATE`` transaction (read the head, hash, insert, move the
+head, commit), so a crash at any point leaves either the whole record or none of it, and two
+processes appending at once are serialised by SQLite's lock (``busy_timeout``), never
+interleaved inside a record.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from os import PathLike
+from pathlib import Path
+from types import TracebackType
+
+from ledger._blobs import load_text, store_text
+from ledger._codec import (
+    GENESIS_HASH,
+    canonical_json,
+    check_json,
+    decode_row,
+    feedback_payload,
+    now_utc,
+    record_hash,
+    turn_payload,
+)
+from ledger._errors import LedgerCorruptError
+from ledger._records import (
+    JSON,
+    FeedbackDraft,
+    FeedbackRecord,
+    JournalEntry,
+    Record,
+    RecordKind,
+    TurnDraft,
+    TurnRecord,
+    VerifyReport,
+    check_time,
+)
+from ledger._sqlite import connect, translate_errors
+from ledger._verify import verify_chain
+
+__all__ = ["BUSY_TIMEOUT_S", "Ledger"]
+
+BUSY_TIMEOUT_S = 10.0  # an append holds the lock ~1 ms; 10 s of waiting means a stuck writer
+_PAGE = 256  # records per read while iterating: bounded memory, few round trips
+_COLUMNS = "seq, kind, turn_id, time, payload, prev_hash, record_hash"
+
+
+class Ledger:
+    """The evidence ledger: every turn and what followed it, in one hash chain.
+
+    >>> with Ledger.open(tmp / "ledger.db") as ledger:  # doctest: +SKIP
+    ...     sha = ledger.put_text(prompt)
+    ...     record = ledger.append_turn(TurnDraft(turn_id="t1", render_sha256=sha, ...))
+    ...     assert ledger.verify().ok
+
+    Safe to share between threads of one process; any number of processes may append to
+    the same file. Open it with ``Ledger.open``.
+    """
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, busy_timeout: float) -> None:
+        """Wrap an open connection; use ``Ledger.open`` instead."""
+        self._path = path
+        self._conn: sqlite3.Connection | None = conn
+        self._busy_timeout = busy_timeout
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(
+        cls,
+        path: Path | str | PathLike[str],
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        busy_timeout: float = BUSY_TIMEOUT_S,
+        max_pages: int | None = None,
+    ) -> Ledger:
+        """Open the ledger at ``path``, creating it (and its folder) if absent and ``create``.
+
+        ``read_only`` opens it with SQLite's ``mode=ro``: reads and ``verify`` work, every
+        write raises ``LedgerWriteError``. ``busy_timeout`` is how many seconds a write waits
+        for another process's lock. ``max_pages`` caps the file at that many pages
+        (``PRAGMA max_page_count``), for tests of a full disk.
+
+        Raises ``LedgerNotFoundError``, ``LedgerCorruptError`` (not a ledger),
+        ``LedgerSchemaError`` (another schema version) or ``LedgerWriteError``.
+        """
+        where = Path(path)
+        conn = connect(
+            where, create=create, read_only=read_only, busy_timeout=busy_timeout,
+            max_pages=max_pages,
+        )  # fmt: skip
+        return cls(where, conn, busy_timeout)
+
+    @property
+    def path(self) -> Path:
+        """The ledger file."""
+        return self._path
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self._path)!r})"
+
+    # -- texts --------------------------------------------------------------------------
+
+    def put_text(self, text: str) -> str:
+        """Store ``text``'s exact UTF-8 bytes once under their sha256; return the sha256."""
+        with self._reading("store a text in") as conn:
+            return store_text(conn, text)
+
+    def get_text(self, sha256: str) -> str:
+        """The text stored under ``sha256``, re-hashed on read.
+
+        Raises ``BlobNotFoundError`` if absent, ``LedgerCorruptError`` naming the sha if the
+        stored bytes do not hash back to it.
+        """
+        with self._reading("read a text from") as conn:
+            return load_text(conn, sha256)
+
+    # -- appends ------------------------------------------------------------------------
+
+    def append_turn(self, turn: TurnDraft) -> TurnRecord:
+        """Append a turn; its texts must already be stored (``put_text``).
+
+        Raises ``ValueError`` for a turn id already recorded or a blob not stored, and
+        ``LedgerWriteError`` when the write cannot land.
+        """
+        shas = sorted({turn.render_sha256, turn.inputs_sha256, *(s.sha256 for s in turn.snippets)})
+
+        def check(conn: sqlite3.Connection) -> None:
+            if conn.execute(
+                "SELECT 1 FROM records WHERE kind = 'turn' AND turn_id = ?", (turn.turn_id,)
+            ).fetchone():
+                raise ValueError(f"turn {turn.turn_id!r} is already in the ledger")
+            marks = ",".join("?" * len(shas))
+            found = {
+                r[0]
+                for r in conn.execute(f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", shas)
+            }
+            if missing := [s for s in shas if s not in found]:
+                raise ValueError(
+                    f"turn {turn.turn_id!r} names texts not stored in the ledger "
+                    f"(put_text them first): {', '.join(missing)}"
+                )
+
+        time = turn.time or now_utc()
+        payload = canonical_json(turn_payload(turn))
+        seq, prev, rec_hash = self._append(
+            RecordKind.TURN, turn.turn_id, time, payload, turn.replay_key, check
+        )
+        return TurnRecord(
+            turn.turn_id, time, turn.goal_ref, turn.tokens_used, turn.budget, turn.snippets,
+            turn.replay_key, turn.render_sha256, turn.inputs_sha256, turn.model_citations,
+            seq=seq, prev_hash=prev, record_hash=rec_hash,
+        )  # fmt: skip
+
+    def append_feedback(self, draft: FeedbackDraft) -> FeedbackRecord:
+        """Append feedback for a stored turn.
+
+        Raises ``ValueError`` when the turn is not in the ledger or ``cited``/``stale`` name
+        ids that are not among its snippets.
+        """
+
+        def check(conn: sqlite3.Connection) -> None:
+            turn = self._select_turn(conn, draft.turn_id)
+            if turn is None:
+                raise ValueError(f"no turn {draft.turn_id!r} in the ledger to give feedback on")
+            outside = (set(draft.cited) | set(draft.stale)) - {s.local_id for s in turn.snippets}
+            if outside:
+                raise ValueError(
+                    f"feedback for turn {draft.turn_id!r} cites ids {sorted(outside)} that are "
+                    "not its snippets (record them in dropped)"
+                )
+
+        time = draft.time or now_utc()
+        payload = canonical_json(feedback_payload(draft))
+        seq, prev, rec_hash = self._append(
+            RecordKind.FEEDBACK, draft.turn_id, time, payload, None, check
+        )
+        return FeedbackRecord(
+            draft.turn_id, time, draft.cited, draft.dropped, draft.stale, draft.tool_results,
+            draft.outcome, seq=seq, prev_hash=prev, record_hash=rec_hash,
+        )  # fmt: skip
+
+    def append(
+        self, kind: RecordKind, turn_id: str | None, payload: JSON, *, time: str | None = None
+    ) -> JournalEntry:
+        """Append a journal entry of a later kind (weights, checkpoint, salience).
+
+        Turns and feedback have their own methods, which check their fields; ``append``
+        refuses them. ``payload`` must be JSON (str keys, finite floats).
+        """
+        kind = RecordKind(kind)
+        if kind in (RecordKind.TURN, RecordKind.FEEDBACK):
+            raise ValueError(f"append {kind.value} records with append_{kind.value}")
+        if turn_id is not None and (not isinstance(turn_id, str) or not turn_id):
+            raise ValueError(f"turn_id must be None or a non-empty str, not {turn_id!r}")
+        if time is not None:
+            check_time(time)
+        check_json(payload)
+        stamp = time or now_utc()
+        data = canonical_json(payload)
+        seq, prev, rec_hash = self._append(kind, turn_id, stamp, data, None, None)
+        entry = decode_row((seq, kind.value, turn_id, stamp, data, prev, rec_hash))
+        assert isinstance(entry, JournalEntry)
+        return entry
+
+    def _append(
+        self,
+        kind: RecordKind,
+        turn_id: str | None,
+        time: str,
+        payload: bytes,
+        replay_key: str | None,
+        check: Callable[[sqlite3.Connection], None] | None,
+    ) -> tuple[int, str, str]:
+        """Chain one record onto the head in one transaction; return (seq, prev, hash)."""
+        with self._writing("append to") as conn:
+            if check is not None:
+                check(conn)
+            head = conn.execute("SELECT count, last_hash FROM head WHERE id = 1").fetchone()
+            tail = conn.execute(
+                "SELECT seq, record_hash FROM records ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
+            # Never chain onto a break: the new record would make a tampered tail look sound.
+            ends = (int(tail[0]), str(tail[1])) if tail else (0, GENESIS_HASH)
+            if head is None or (int(head[0]), str(head[1])) != ends:
+                raise LedgerCorruptError(
+                    f"the ledger {self._path} does not end where its head says; appends are "
+                    "refused until it is checked (Ledger.verify names the first bad record)"
+                )
+            seq, prev = int(head[0]) + 1, str(head[1])
+            rec_hash = record_hash(kind.value, seq, turn_id, time, payload, prev)
+            conn.execute(
+                f"INSERT INTO records ({_COLUMNS}, replay_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (seq, kind.value, turn_id, time, payload, prev, rec_hash, replay_key),
+            )
+            conn.execute("UPDATE head SET count = ?, last_hash = ? WHERE id = 1", (seq, rec_hash))
+        return seq, prev, rec_hash
+
+    # -- reads --------------------------------------------------------------------------
+
+    def turn(self, turn_id: str) -> TurnRecord | None:
+        """The turn with this id, or None."""
+        with self._reading("read") as conn:
+            return self._select_turn(conn, turn_id)
+
+    def turn_by_replay_key(self, key: str) -> TurnRecord | None:
+        """The latest turn with this replay key, or None.
+
+        Equal inputs give equal keys, so a key can recur; every turn with it rendered the
+        same prompt, and the latest is the one feedback most likely refers to.
+        """
+        with self._reading("read") as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM records WHERE replay_key = ? AND kind = 'turn' "
+                "ORDER BY seq DESC LIMIT 1",
+                (key,),
+            ).fetchone()
+        if row is None:
+            return None
+        turn = decode_row(row)
+        if not isinstance(turn, TurnRecord) or turn.replay_key != key:
+            raise LedgerCorruptError(
+                f"ledger record seq {row[0]}: its replay_key column disagrees with the record; "
+                "run verify"
+            )
+        return turn
+
+    def records(
+        self, kind: RecordKind | None = None, turn_id: str | None = None
+    ) -> Iterator[Record]:
+        """Stored records in ``seq`` order, optionally only one kind and/or one turn's."""
+        where, args = "", []
+        if kind is not None:
+            where += " AND kind = ?"
+            args.append(RecordKind(kind).value)
+        if turn_id is not None:
+            where += " AND turn_id = ?"
+            args.append(turn_id)
+        after = 0
+        while True:
+            with self._reading("read") as conn:
+                rows = conn.execute(
+                    f"SELECT {_COLUMNS} FROM records WHERE seq > ?{where} ORDER BY seq LIMIT ?",
+                    (after, *args, _PAGE),
+                ).fetchall()
+            if not rows:
+                return
+            yield from (decode_row(r) for r in rows)
+            after = int(rows[-1][0])
+
+    def feedback_for(self, turn_id: str) -> list[FeedbackRecord]:
+        """The feedback records of one turn, oldest first."""
+        found = self.records(RecordKind.FEEDBACK, turn_id)
+        return [r for r in found if isinstance(r, FeedbackRecord)]
+
+    def last(self, n: int, kind: RecordKind | None = None) -> list[Record]:
+        """The ``n`` most recent records (of ``kind``, if given), oldest first."""
+        if n <= 0:
+            return []
+        where, args = ("WHERE kind = ?", (RecordKind(kind).value,)) if kind else ("", ())
+        with self._reading("read") as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM records {where} ORDER BY seq DESC LIMIT ?", (*args, n)
+            ).fetchall()
+        return [decode_row(r) for r in reversed(rows)]
+
+    def __len__(self) -> int:
+        """How many records the chain holds (its head's count)."""
+        with self._reading("read") as conn:
+            row = conn.execute("SELECT count FROM head WHERE id = 1").fetchone()
+        if row is None:
+            raise LedgerCorruptError(f"the ledger {self._path} has lost its head row; run verify")
+        return int(row[0])
+
+    def verify(self, *, blobs: bool = False) -> VerifyReport:
+        """Walk the whole chain and name the first bad record (see ``VerifyReport``).
+
+        With ``blobs``, also check that every text a turn names is stored and hashes right.
+        """
+        with self._reading("verify") as conn:
+            return verify_chain(conn, blobs=blobs)
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    @staticmethod
+    def _select_turn(conn: sqlite3.Connection, turn_id: str) -> TurnRecord | None:
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM records WHERE kind = 'turn' AND turn_id = ?", (turn_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        turn = decode_row(row)
+        assert isinstance(turn, TurnRecord)
+        return turn
+
+    def _live(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ValueError(f"the ledger {self._path} is closed")
+        return self._conn
+
+    @contextmanager
+    def _reading(self, action: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, translate_errors(self._path, action, self._busy_timeout):
+            yield self._live()
+
+    @contextmanager
+    def _writing(self, action: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, translate_errors(self._path, action, self._busy_timeout):
+            conn = self._live()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                # SQLite rolls back by itself after some errors (SQLITE_FULL among them).
+                if conn.in_transaction:
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise

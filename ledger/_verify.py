@@ -1,0 +1,175 @@
+"""Walking the chain: every record re-hashed from its stored bytes, every link and seq checked.
+
+The walk names the first place the chain breaks and why:
+
+- a record whose content no longer hashes to its ``record_hash``: edited;
+- a ``seq`` that skips: a record deleted;
+- a ``prev_hash`` that is not the previous record's hash: reordered or inserted (or the
+  previous record rewritten with a fresh hash);
+- a head (count, last hash) that disagrees with the last record: the last record deleted,
+  or records added behind the ledger's back.
+
+What it cannot see is a rewrite of the whole tail with fresh hashes and a fresh head: a hash
+chain proves order and integrity relative to a head someone kept elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+
+from ledger._blobs import blob_problem
+from ledger._codec import GENESIS_HASH, canonical_record
+from ledger._records import RecordKind, VerifyReport
+
+__all__ = ["verify_chain"]
+
+_KINDS = frozenset(k.value for k in RecordKind)
+_FETCH = 512  # rows per fetch: bounded memory on a large ledger, few round trips
+
+# Text columns are read as their raw bytes: a byte edited into invalid UTF-8 is then a
+# finding about that record, not an exception that ends the walk.
+_SELECT = (
+    "SELECT seq, CAST(kind AS BLOB), CAST(turn_id AS BLOB), CAST(time AS BLOB), payload, "
+    "CAST(prev_hash AS BLOB), CAST(record_hash AS BLOB), CAST(replay_key AS BLOB) "
+    "FROM records ORDER BY seq"
+)
+
+
+class _BadRecordError(Exception):
+    """The first bad record, raised out of the walk."""
+
+    def __init__(self, seq: int, turn_id: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.seq, self.turn_id, self.reason = seq, turn_id, reason
+
+
+def verify_chain(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
+    """Walk the whole chain in one read snapshot and report the first bad record, if any."""
+    # One read transaction: the head and the records are seen as of the same commit, even
+    # while another process appends.
+    conn.execute("BEGIN")
+    try:
+        return _walk(conn, blobs=blobs)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _walk(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
+    head = conn.execute("SELECT count, last_hash FROM head WHERE id = 1").fetchone()
+    head_count = int(head[0]) if head is not None else -1
+    sound_blobs: set[str] = set()
+    prev = GENESIS_HASH
+    checked = 0
+    past_head_turn: str | None = None
+    try:
+        cursor = conn.execute(_SELECT)
+        while rows := cursor.fetchmany(_FETCH):
+            for row in rows:
+                seq = int(row[0])
+                expected = checked + 1
+                if seq != expected:
+                    raise _BadRecordError(
+                        expected, None,
+                        f"seq {expected} is missing (deleted): the record after seq "
+                        f"{expected - 1} is seq {seq}",
+                    )  # fmt: skip
+                turn_id, rec_hash = _check_record(row, prev)
+                if blobs and row[1] == b"turn":
+                    _check_blobs(conn, seq, turn_id, row[4], sound_blobs)
+                if seq == head_count + 1:
+                    past_head_turn = turn_id
+                prev = rec_hash
+                checked = seq
+    except _BadRecordError as bad:
+        return VerifyReport(False, bad.seq - 1, bad.seq, bad.turn_id, bad.reason)
+    if head is None:
+        return VerifyReport(False, checked, checked + 1, None, "the head row is missing")
+    if head_count > checked:
+        return VerifyReport(
+            False, checked, checked + 1, None,
+            f"the head says {head_count} records but the chain ends at seq {checked}: "
+            "the last record(s) were deleted",
+        )  # fmt: skip
+    if head_count < checked:
+        return VerifyReport(
+            False, head_count, head_count + 1, past_head_turn,
+            f"records past the head: the head says {head_count}, the chain holds {checked}",
+        )  # fmt: skip
+    if head[1] != prev:
+        return VerifyReport(
+            False, checked - 1, checked or None, None,
+            f"the head's last hash does not match the record at seq {checked}",
+        )  # fmt: skip
+    return VerifyReport(True, checked, None, None, f"chain intact: {checked} records")
+
+
+def _check_record(row: tuple[object, ...], prev: str) -> tuple[str | None, str]:
+    """Check one row against its predecessor's hash; return its (turn_id, record_hash)."""
+    seq, kind_b, turn_b, time_b, payload, prev_b, hash_b, replay_b = row
+    assert isinstance(seq, int)
+    try:
+        kind, time, prev_hash, rec_hash = (_text(b) for b in (kind_b, time_b, prev_b, hash_b))
+        turn_id = None if turn_b is None else _text(turn_b)
+    except (UnicodeDecodeError, TypeError) as exc:
+        raise _BadRecordError(seq, None, f"a stored field is not text ({exc}): edited") from None
+    if prev_hash != prev:
+        raise _BadRecordError(
+            seq, turn_id,
+            f"prev_hash does not link to seq {seq - 1}: records reordered or inserted, "
+            f"or seq {seq - 1} rewritten",
+        )  # fmt: skip
+    if not isinstance(payload, bytes):
+        raise _BadRecordError(seq, turn_id, "the payload is not stored as bytes: edited")
+    canonical = canonical_record(kind, seq, turn_id, time, payload, prev_hash)
+    if hashlib.sha256(canonical).hexdigest() != rec_hash:
+        raise _BadRecordError(seq, turn_id, "the record does not hash to its record_hash: edited")
+    if kind not in _KINDS:
+        raise _BadRecordError(seq, turn_id, f"unknown record kind {kind!r}")
+    # The replay_key column is a lookup copy outside the hash; it must agree with the hashed
+    # payload, or a lookup could find the wrong turn.
+    if kind == RecordKind.TURN and _payload_field(payload, "replay_key") != _maybe_text(replay_b):
+        raise _BadRecordError(seq, turn_id, "the replay_key column disagrees with the payload")
+    return turn_id, rec_hash
+
+
+def _check_blobs(
+    conn: sqlite3.Connection, seq: int, turn_id: str | None, payload: object, sound: set[str]
+) -> None:
+    """Every blob a turn names (prompt, inputs, snippet texts) is there and hashes right."""
+    assert isinstance(payload, bytes)
+    try:
+        value = json.loads(payload)
+        shas = [value["render_sha256"], value["inputs_sha256"]]
+        shas += [s["sha256"] for s in value["snippets"]]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise _BadRecordError(seq, turn_id, f"the turn payload does not decode: {exc!r}") from None
+    for sha in shas:
+        if sha in sound:
+            continue
+        problem = blob_problem(conn, str(sha))
+        if problem is not None:
+            raise _BadRecordError(seq, turn_id, f"the turn references {problem}")
+        sound.add(sha)
+
+
+def _payload_field(payload: bytes, key: str) -> object:
+    try:
+        value = json.loads(payload)
+        return value[key] if isinstance(value, dict) else None
+    except ValueError:
+        return None
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, bytes):
+        raise TypeError(f"expected text, found {type(value).__name__}")
+    return value.decode("utf-8")
+
+
+def _maybe_text(value: object) -> str | None:
+    try:
+        return None if value is None else _text(value)
+    except (UnicodeDecodeError, TypeError):
+        return None
