@@ -31,8 +31,9 @@ from engine._errors import (
 from engine._indexer import IndexReport, NullProgress, Progress
 from engine._query import SignalKind, ToolSignal
 from engine._survey import Survey, survey
-from engine._workspace import SearchHit, SearchMode, Status, Workspace
+from engine._workspace import Replay, SearchHit, SearchMode, Status, Workspace
 from indexers import Chunk, Span, TiktokenCounter, TokenCounter
+from ledger import ToolResult
 
 __all__ = [
     "Block",
@@ -54,6 +55,7 @@ __all__ = [
     "NullProgress",
     "Pointer",
     "Progress",
+    "Replay",
     "SearchHit",
     "SearchMode",
     "SessionState",
@@ -64,6 +66,7 @@ __all__ = [
     "Survey",
     "TiktokenCounter",
     "TokenCounter",
+    "ToolResult",
     "ToolSignal",
     "Turn",
     "Workspace",

@@ -56,6 +56,8 @@ class Config:
     budget_tokens: int = DEFAULT_BUDGET
     fusion: str = "rrf"  # how recall lists combine: "rrf" or "score"
     mmr_lambda: float = 0.75  # evidence selection: relevance (1.0) vs novelty (0.0)
+    ledger: bool = True  # record every build_context turn in the evidence ledger
+    ledger_path: str = ""  # "" = <state_dir>/ledger.sqlite
 
     def __post_init__(self) -> None:
         if self.max_section_tokens < 16:

@@ -31,11 +31,18 @@ from engine._dense import EXACT_MAX, DenseIndex, int_id, nlist_for
 from engine._embed import Embedder, EmbeddingCache, embed_with_cache
 from engine._meta import FileRecord
 from engine._segment import Segment
-from indexers import Chunk, ChunkedFile, Chunker, Skipped, SourceFile, TokenCounter, walk
+from indexers import Chunk, ChunkedFile, Chunker, ChunkKind, Skipped, SourceFile, TokenCounter, walk
 
-__all__ = ["IndexReport", "NullProgress", "Progress", "embedding_text", "update_segment"]
+__all__ = [
+    "IndexReport",
+    "NullProgress",
+    "Progress",
+    "embedding_text",
+    "is_trivial",
+    "update_segment",
+]
 
-MIN_EMBED_TOKENS = 8  # a lone `}` or `import os` has no meaning worth a vector
+TRIVIAL_TOKENS = 8  # a lone `class X:` header or `import os` says nothing on its own
 
 
 class Progress(Protocol):
@@ -228,8 +235,18 @@ def _record(cf: ChunkedFile, src: SourceFile, sha: str) -> FileRecord:
     )
 
 
+def is_trivial(chunk: Chunk) -> bool:
+    """A tiny section that is not a function: a class header line, an import, a heading
+    with one word under it. It stays searchable but gets no vector and is not packed (a
+    method's context already shows its class header). Small functions are never trivial."""
+    return chunk.tokens < TRIVIAL_TOKENS and chunk.kind not in (
+        ChunkKind.FUNCTION,
+        ChunkKind.METHOD,
+    )
+
+
 def _embeddable(chunks: Sequence[Chunk]) -> list[Chunk]:
-    return [c for c in chunks if c.tokens >= MIN_EMBED_TOKENS]
+    return [c for c in chunks if not is_trivial(c)]
 
 
 def _update_dense(

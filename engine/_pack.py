@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine._context import Pointer
+from engine._indexer import is_trivial
 from engine._rerank import Scored
 from indexers import Chunk, Span, TokenCounter, sha256_text
 
@@ -40,7 +41,6 @@ class PackSettings:
     source_cap_penalty: float = 0.5
     narrow_min_relevance: float = 0.5  # only strong sections are worth narrowing
     narrow_min_tokens: int = 80  # below this much room, narrowing leaves too little
-    min_tokens: int = 8  # a lone `class X:` line says nothing a method's context does not
     duplicate_similarity: float = 0.8  # word-set Jaccard at or above: a near-copy, left out
 
 
@@ -81,10 +81,8 @@ def select_evidence(
 ) -> tuple[list[Picked], list[Pointer]]:
     """Choose evidence for ``budget`` tokens. ``cost_of(chunk, text_tokens)`` is what a
     snippet costs rendered (header included); ``terms`` guide narrowing."""
-    pointers: list[Pointer] = [
-        _pointer(c, "trivial") for c in scored if c.chunk.tokens < settings.min_tokens
-    ]
-    useful = [c for c in scored if c.chunk.tokens >= settings.min_tokens]
+    pointers: list[Pointer] = [_pointer(c, "trivial") for c in scored if is_trivial(c.chunk)]
+    useful = [c for c in scored if not is_trivial(c.chunk)]
     pool = useful[: settings.pool]
     beyond = useful[settings.pool :]
     top = pool[0].score if pool and pool[0].score > 0 else 1.0

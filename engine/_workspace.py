@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -16,26 +17,29 @@ from typing import TYPE_CHECKING
 
 from engine._build import build_pack
 from engine._config import Config
-from engine._context import ContextPack, FeedbackResult, SessionState, Snippet
+from engine._context import ContextPack, FeedbackResult, SessionState
 from engine._errors import (
     ConfigError,
     IndexNotBuiltError,
     IndexSchemaError,
+    IndexStateError,
     WorkspaceError,
     WorkspaceNotFoundError,
 )
 from engine._indexer import IndexReport, Progress, update_segment
+from engine._journal import Inputs, Journal
 from engine._lock import WriterLock
 from engine._query import ToolSignal
 from engine._rerank import Scored
 from engine._segment import Hit, Segment
 from indexers import Chunk, Skipped, TiktokenCounter, TokenCounter, sha256_text, span_text, walk
+from ledger import LedgerError, ToolResult, TurnRecord
 from overlays import head_commit, working_diff
 
 if TYPE_CHECKING:
     from engine._embed import Embedder, EmbeddingCache
 
-__all__ = ["SearchHit", "SearchMode", "Status", "Workspace"]
+__all__ = ["Replay", "SearchHit", "SearchMode", "Status", "Workspace"]
 
 MANIFEST_SCHEMA = 1
 RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al.); damps the head of each list
@@ -63,6 +67,18 @@ class SearchHit:
     bm25_score: float | None = None
     dense_rank: int | None = None
     dense_score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A recorded turn's prompt, byte for byte, and (with rebuild) today's difference."""
+
+    replay_key: str
+    turn_id: str
+    time: str
+    text: str
+    tokens_used: int
+    diff: str = ""  # unified diff recorded -> rebuilt; "" when identical or not rebuilt
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +134,7 @@ class Workspace:
         self._embedder_loaded = False
         self._cache: EmbeddingCache | None = None
         self._packs: dict[str, ContextPack] = {}
+        self._journal: Journal | None = None
 
     @classmethod
     def open(cls, path: str | Path, config: Config | None = None) -> Workspace:
@@ -140,6 +157,8 @@ class Workspace:
             if self._cache is not None:
                 self._cache.close()
                 self._cache = None
+            if self._journal is not None:
+                self._journal.close()
 
     def __enter__(self) -> Workspace:
         return self
@@ -288,12 +307,17 @@ class Workspace:
         *,
         budget_tokens: int | None = None,
         explain: list[Scored] | None = None,
+        record: bool = True,
     ) -> ContextPack:
         """The context for the planner's next step (see ``engine._build``).
 
         ``query`` defaults to the goal; ``tool_signals`` are tool outputs (tracebacks,
         failing tests, compiler errors) as ``ToolSignal`` or plain strings. The result's
         ``render()`` never exceeds ``budget_tokens`` (default: the config's).
+
+        Every call is recorded in the ledger (``record=False`` skips that, for library use
+        that wants no side effect); if recording fails (full disk, read-only ledger) the
+        pack is still returned and its advisory says the turn was not recorded.
         """
         budget = budget_tokens or self.config.budget_tokens
         if budget < 64:
@@ -306,12 +330,13 @@ class Workspace:
         segment = self.segment()
         embedder = self.embedder
         dense_ready = embedder is not None and segment.dense(embedder.model_id) is not None
+        inputs = Inputs(goal, query, signals, state or SessionState(), budget)
         pack = build_pack(
             segment,
             goal=goal,
             query=query,
             tool_signals=signals,
-            state=state or SessionState(),
+            state=inputs.state,
             budget=budget,
             counter=self.counter,
             embedder=embedder if dense_ready else None,
@@ -321,11 +346,63 @@ class Workspace:
             settings=self.config.context_settings(),
             scored_out=explain,
         )
+        if record and self.config.ledger:
+            try:
+                self.journal.record_turn(pack, inputs)
+            except (LedgerError, OSError) as exc:
+                note = f"ledger: this turn was not recorded ({exc})"
+                pack = replace(pack, advisory=(*pack.advisory, note))
         with self._lock:
             self._packs[pack.replay_key] = pack
             while len(self._packs) > _RECENT_PACKS:
                 self._packs.pop(next(iter(self._packs)))
         return pack
+
+    @property
+    def journal(self) -> Journal:
+        """The workspace's evidence ledger (opened on first use)."""
+        if self._journal is None:
+            path = self.config.ledger_path or str(self.state_dir / "ledger.sqlite")
+            self._journal = Journal(Path(path).expanduser())
+        return self._journal
+
+    def replay(self, replay_key: str, *, rebuild: bool = False) -> Replay:
+        """The exact prompt recorded under ``replay_key`` (byte for byte), from the ledger.
+
+        With ``rebuild``, retrieval runs again on the recorded inputs against the current
+        index, and ``diff`` shows how today's context differs (empty when nothing changed).
+        """
+        turn = self._turn(replay_key)
+        text = self.journal.text(turn.render_sha256)
+        diff = ""
+        if rebuild:
+            inputs = Inputs.from_json(self.journal.text(turn.inputs_sha256))
+            again = self.build_context(
+                inputs.goal,
+                inputs.query,
+                inputs.tool_signals,
+                inputs.state,
+                budget_tokens=inputs.budget,
+                record=False,
+            )
+            diff = "".join(
+                difflib.unified_diff(
+                    text.splitlines(keepends=True),
+                    again.render().splitlines(keepends=True),
+                    "recorded",
+                    "rebuilt",
+                )
+            )
+        return Replay(replay_key, turn.turn_id, turn.time, text, turn.tokens_used, diff)
+
+    def _turn(self, replay_key: str) -> TurnRecord:
+        try:
+            turn = self.journal.find(replay_key)
+        except LedgerError as exc:
+            raise IndexStateError(f"cannot read the ledger: {exc}") from exc
+        if turn is None:
+            raise ConfigError(f"unknown replay key {replay_key!r}: no turn recorded under it")
+        return turn
 
     def _view_id(self, segment: Segment) -> str:
         meta = segment.meta
@@ -335,18 +412,28 @@ class Workspace:
         self,
         replay_key: str,
         model_citations: Sequence[int | str],
-        tool_results: Sequence[object] = (),
+        tool_results: Sequence[ToolResult | str] = (),
         outcome: str | None = None,
     ) -> FeedbackResult:
-        """Check the model's citations against the turn's evidence.
+        """Check the model's citations against the turn's evidence, and record them.
 
         Ids outside the turn's set (and malformed markers) are dropped and counted; a cited
-        snippet whose source no longer matches its sha256 is flagged stale.
+        snippet whose source no longer matches its sha256 is flagged stale. The turn is
+        found in the ledger (or, with the ledger off, among this process's recent packs).
         """
-        pack = self._packs.get(replay_key)
-        if pack is None:
-            raise ConfigError(f"unknown replay key {replay_key!r} (not built in this process)")
-        by_id = {s.id: s for s in pack.citations}
+        refs: list[tuple[int, str, int, int, str]]
+        turn: TurnRecord | None = None
+        if self.config.ledger:
+            turn = self._turn(replay_key)
+            refs = [(r.local_id, r.source_uri, r.start_line, r.end_line, r.sha256)
+                    for r in turn.snippets]  # fmt: skip
+        else:
+            pack = self._packs.get(replay_key)
+            if pack is None:
+                raise ConfigError(f"unknown replay key {replay_key!r} (not built in this process)")
+            refs = [(s.id, s.source_uri, s.span.start_line, s.span.end_line, s.sha256)
+                    for s in pack.citations]  # fmt: skip
+        by_id = {r[0]: r for r in refs}
         valid: list[int] = []
         dropped: list[str] = []
         for raw in model_citations:
@@ -355,17 +442,27 @@ class Workspace:
                 dropped.append(str(raw))
             elif n not in valid:
                 valid.append(n)
-        stale = [n for n in valid if not self._still_matches(by_id[n])]
-        return FeedbackResult(replay_key, tuple(valid), tuple(dropped), tuple(stale))
+        stale = [n for n in valid if not self._still_matches(*by_id[n][1:])]
+        result = FeedbackResult(replay_key, tuple(valid), tuple(dropped), tuple(stale))
+        if turn is not None:
+            results = [r if isinstance(r, ToolResult) else ToolResult("tool", True, str(r))
+                       for r in tool_results]  # fmt: skip
+            try:
+                self.journal.record_feedback(turn, result, results, outcome)
+            except LedgerError as exc:
+                raise IndexStateError(f"feedback was checked but not recorded: {exc}") from exc
+        return result
 
-    def _still_matches(self, snippet: Snippet) -> bool:
-        path = self.root / snippet.source_uri.split("#", 1)[0]
+    def _still_matches(self, source_uri: str, start: int, end: int, sha256: str) -> bool:
+        path = (self.root / source_uri.split("#", 1)[0]).resolve()
+        if not path.is_relative_to(self.root):
+            return False
         try:
             data = path.read_bytes()
         except OSError:
             return False
-        text = span_text(data, snippet.span.start_line, snippet.span.end_line)
-        return text is not None and sha256_text(text) == snippet.sha256
+        text = span_text(data, start, end)
+        return text is not None and sha256_text(text) == sha256
 
     # -- status ---------------------------------------------------------------------
 

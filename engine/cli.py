@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -22,6 +22,7 @@ from engine._rerank import Scored
 from engine._survey import Survey, survey
 from engine._workspace import SearchMode, Workspace
 from indexers import Chunk, ChunkedFile, Skipped
+from ledger import FeedbackRecord, TurnRecord
 
 __all__ = ["main"]
 
@@ -318,6 +319,59 @@ def cmd_context(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Print the exact prompt recorded under a replay key (--rebuild: and today's diff)."""
+    with Workspace.open(args.path, config) as ws:
+        replay = ws.replay(args.key, rebuild=args.rebuild)
+    if args.rebuild:
+        out.write(replay.diff or "no difference: retrieval gives the same context today\n")
+    else:
+        out.write(replay.text)
+    return EXIT_OK
+
+
+def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Read the evidence ledger: verify the chain, list recent records, show a turn."""
+    with Workspace.open(args.path, config) as ws:
+        if args.action == "verify":
+            report = ws.journal.verify(blobs=True)
+            if report.ok:
+                out.write(f"ok: {report.checked:,} records, chain and stored texts intact\n")
+                return EXIT_OK
+            out.write(
+                f"BROKEN at record {report.first_bad_seq} (turn {report.first_bad_turn}): "
+                f"{report.reason}\n"
+            )
+            return EXIT_ERROR
+        if args.action == "log":
+            for record in ws.journal.log(args.n):
+                turn = getattr(record, "turn_id", None) or "-"
+                extra = ""
+                if isinstance(record, TurnRecord):
+                    extra = f"{len(record.snippets)} snippets, {record.tokens_used} tokens, " \
+                        f"key {record.replay_key}"  # fmt: skip
+                elif isinstance(record, FeedbackRecord):
+                    extra = f"cited {list(record.cited)}, dropped {len(record.dropped)}, " \
+                        f"stale {list(record.stale)}, outcome {record.outcome}"  # fmt: skip
+                out.write(
+                    f"{record.seq:>6}  {record.time}  {record.kind.value:<9} {turn}  {extra}\n"
+                )
+            return EXIT_OK
+        turn = ws.journal.find(args.key or "")
+        if turn is None:
+            raise ConfigError(f"unknown replay key {args.key!r}")
+        out.write(json.dumps(_jsonable_deep(turn), indent=2) + "\n")
+    return EXIT_OK
+
+
+def _jsonable_deep(obj: object) -> object:
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _jsonable_deep(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, tuple | list):
+        return [_jsonable_deep(x) for x in obj]
+    return obj
+
+
 def _snippet_row(s: Snippet, explain: bool) -> dict[str, object]:
     row: dict[str, object] = {
         "id": s.id,
@@ -417,6 +471,23 @@ def _parser() -> argparse.ArgumentParser:
     context.add_argument("--json", action="store_true", help="the pack as one JSON object")
     context.add_argument("--explain", action="store_true", help="show why each snippet was chosen")
     context.set_defaults(func=cmd_context)
+
+    replay = sub.add_parser("replay", help=cmd_replay.__doc__, description=cmd_replay.__doc__)
+    replay.add_argument("key", help="a replay key from `cortex context` or the API")
+    replay.add_argument("--path", default=".", help="the workspace folder (default: .)")
+    replay.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="re-run retrieval on the recorded inputs and show the difference",
+    )
+    replay.set_defaults(func=cmd_replay)
+
+    led = sub.add_parser("ledger", help=cmd_ledger.__doc__, description=cmd_ledger.__doc__)
+    led.add_argument("action", choices=["verify", "log", "show"])
+    led.add_argument("key", nargs="?", help="for show: a replay key")
+    led.add_argument("--path", default=".", help="the workspace folder (default: .)")
+    led.add_argument("-n", type=int, default=20, help="for log: how many records (default 20)")
+    led.set_defaults(func=cmd_ledger)
 
     status = sub.add_parser("status", help=cmd_status.__doc__, description=cmd_status.__doc__)
     status.add_argument("path", nargs="?", default=".", help="the workspace folder (default: .)")

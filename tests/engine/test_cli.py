@@ -93,3 +93,35 @@ def test_console_script_runs(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "chunks" in proc.stdout
+
+
+def test_index_search_context_replay_ledger(tmp_path: Path) -> None:
+    """The CLI round trip: index, search, context, replay (and --rebuild), ledger verify/log."""
+    root = _repo(tmp_path)
+    env = {"CORTEX_DENSE_MODEL": "hash"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        code, text = _run("index", str(root))
+        assert code == EXIT_OK and "indexed" in text and "embeddings:" in text
+        code, text = _run("search", "handler", "--path", str(root), "--mode", "bm25")
+        assert code == EXIT_OK and "app.py:1-2  handler" in text
+        code, text = _run("context", "what does handler return", "--path", str(root), "--json")
+        body = json.loads(text)
+        assert code == EXIT_OK and body["citations"][0]["title"] == "app.py:handler"
+        code, text = _run("replay", body["replay_key"], "--path", str(root))
+        assert code == EXIT_OK and text == body["render"]
+        code, text = _run("replay", body["replay_key"], "--path", str(root), "--rebuild")
+        assert code == EXIT_OK and text.startswith("no difference")
+        code, text = _run("ledger", "verify", "--path", str(root))
+        assert code == EXIT_OK and text.startswith("ok: 1 records")
+        code, text = _run("ledger", "log", "--path", str(root))
+        assert "turn" in text and body["replay_key"] in text
+        code, text = _run("status", str(root))
+        assert code == EXIT_OK and "up to date" in text
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
