@@ -27,7 +27,7 @@ test: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check engine indexers overlays ledger eval tests
-	$(BIN)/mypy --strict engine indexers overlays ledger
+	$(BIN)/mypy
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m eval.bench_indexers

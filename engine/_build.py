@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -22,7 +23,7 @@ from engine._errors import ConfigError
 from engine._indexer import embedding_text
 from engine._pack import PackSettings, Picked, select_evidence
 from engine._query import ToolSignal, clean_query, locations, query_identifiers
-from engine._recall import Candidate, RecallSettings, file_scores, recall
+from engine._recall import Candidate, Clock, RecallSettings, file_scores, recall
 from engine._rerank import RerankWeights, Scored, rerank
 from engine._segment import Segment
 from indexers import Chunk, TokenCounter, sha256_text
@@ -166,9 +167,13 @@ def build_pack(
     view: str,
     settings: ContextSettings,
     scored_out: list[Scored] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> ContextPack:
     """Build the context pack (see the module docstring). ``scored_out``, when given,
-    receives the full reranked candidate list (for evaluation and ``--explain``)."""
+    receives the full reranked candidate list (for evaluation and ``--explain``);
+    ``timings`` accumulates seconds per stage (embed, bm25, dense, symbols, fuse, rerank,
+    pack, render)."""
+    clock = Clock(timings)
     key = replay_key(view, goal, query, tool_signals, state, budget, settings)
     ask = clean_query(query or goal)
     signal_text = "\n".join(s.text for s in tool_signals)
@@ -176,12 +181,15 @@ def build_pack(
     places = locations(signal_text) if signal_text else []
     dense_model = embedder.model_id if embedder is not None else None
     qvec = embedder.embed_query(ask) if embedder is not None else None
-    cands = recall(segment, ask, idents, places, qvec, dense_model, settings.recall)
+    clock.lap("embed")
+    cands = recall(segment, ask, idents, places, qvec, dense_model, settings.recall, timings)
+    clock.last = time.perf_counter()
     vectors = _candidate_vectors(cands, embedder, cache)
     mtimes = {p: f.mtime_ns for p, f in segment.meta.files().items()} if cands else {}
     scored = rerank(cands, idents, qvec, vectors, mtimes, settings.weights)
     if scored_out is not None:
         scored_out.extend(scored)
+    clock.lap("rerank")
 
     instruction = INSTRUCTION
     goal_block = _goal_text(goal, state)
@@ -229,6 +237,7 @@ def build_pack(
         idents + sorted(words),
         settings.pack,
     )
+    clock.lap("pack")
     # Shown best first (by rerank score, then id), whatever order MMR chose them in.
     picked.sort(key=lambda p: (-p.scored.score, p.scored.chunk.id))
     show_omitted = True
@@ -275,7 +284,9 @@ def build_pack(
         )
         for n, p in enumerate(picked, start=1)
     )
+    clock.lap("render")
     advisory = _advisory(segment, scored, picked, idents, settings)
+    clock.lap("advisory")
     return ContextPack(blocks, citations, key, advisory, tuple(pointers), total, budget, rendered)
 
 

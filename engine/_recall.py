@@ -8,6 +8,7 @@ Each list keeps its own ranks; fusion is reciprocal-rank (RRF) or max-normalised
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from engine._query import Location
 from engine._segment import Segment
 from indexers import Chunk
 
-__all__ = ["Candidate", "Fusion", "RecallSettings", "file_scores", "recall"]
+__all__ = ["Candidate", "Clock", "Fusion", "RecallSettings", "file_scores", "recall"]
 
 
 class Fusion(StrEnum):
@@ -74,8 +75,13 @@ def recall(
     query_vector: np.ndarray | None,
     dense_model: str | None,
     settings: RecallSettings,
+    timings: dict[str, float] | None = None,
 ) -> list[Candidate]:
-    """Candidates for ``query``, fused and sorted best first (ties by chunk id)."""
+    """Candidates for ``query``, fused and sorted best first (ties by chunk id).
+
+    ``timings``, when given, accumulates seconds per stage (bm25, dense, symbols, fuse).
+    """
+    clock = Clock(timings)
     lists: dict[str, list[tuple[str, float]]] = {}
     lexical = segment.fresh_lexical()
     lists["bm25"] = [
@@ -94,6 +100,7 @@ def recall(
         lists["page"] = [
             pair for path in sorted(per_page, key=page_rank.__getitem__) for pair in per_page[path]
         ]
+    clock.lap("bm25")
     if query_vector is not None and dense_model is not None:
         index = segment.dense(dense_model)
         if index is not None and index.ntotal:
@@ -104,12 +111,30 @@ def recall(
                 for i, s in zip(ids[0], scores[0], strict=True)
                 if int(i) in by_int
             ]
+    clock.lap("dense")
     if identifiers:
         defined = segment.meta.defining(identifiers, limit=settings.symbol_hits)
         lists["symbol"] = [(cid, 1.0) for name in identifiers for cid in defined.get(name, [])]
     if signal_locations:
         lists["signal"] = _signal_hits(segment, signal_locations)
-    return _fuse(segment, lists, settings)
+    clock.lap("symbols")
+    fused = _fuse(segment, lists, settings)
+    clock.lap("fuse")
+    return fused
+
+
+class Clock:
+    """Adds the time since the last lap to a named stage (no-op without a dict)."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings
+        self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        if self.timings is not None:
+            now = time.perf_counter()
+            self.timings[stage] = self.timings.get(stage, 0.0) + now - self.last
+            self.last = now
 
 
 def _signal_hits(segment: Segment, places: Sequence[Location]) -> list[tuple[str, float]]:

@@ -308,6 +308,7 @@ class Workspace:
         budget_tokens: int | None = None,
         explain: list[Scored] | None = None,
         record: bool = True,
+        timings: dict[str, float] | None = None,
     ) -> ContextPack:
         """The context for the planner's next step (see ``engine._build``).
 
@@ -345,13 +346,17 @@ class Workspace:
             view=self._view_id(segment),
             settings=self.config.context_settings(),
             scored_out=explain,
+            timings=timings,
         )
         if record and self.config.ledger:
+            started = time.perf_counter()
             try:
                 self.journal.record_turn(pack, inputs)
             except (LedgerError, OSError) as exc:
                 note = f"ledger: this turn was not recorded ({exc})"
                 pack = replace(pack, advisory=(*pack.advisory, note))
+            if timings is not None:
+                timings["ledger"] = timings.get("ledger", 0.0) + time.perf_counter() - started
         with self._lock:
             self._packs[pack.replay_key] = pack
             while len(self._packs) > _RECENT_PACKS:

@@ -134,10 +134,10 @@ def materialise(git_dir: Path, commit: str, dest: Path) -> int:
     for record in listing.split(b"\0"):
         if not record:
             continue
-        info, _, path = record.partition(b"\t")
+        info, _, raw_path = record.partition(b"\t")
         mode, kind, sha = info.split()
         if kind == b"blob" and mode != b"120000":
-            entries.append((sha.decode(), os.fsdecode(path)))
+            entries.append((sha.decode(), os.fsdecode(raw_path)))
     batch = subprocess.run(
         ["git", gd, "cat-file", "--batch"],
         input="".join(f"{sha}\n" for sha, _ in entries).encode(),
@@ -145,7 +145,7 @@ def materialise(git_dir: Path, commit: str, dest: Path) -> int:
         check=True,
     ).stdout
     missing, pos = 0, 0
-    for _sha, path in entries:
+    for _sha, rel in entries:
         end = batch.index(b"\n", pos)
         header = batch[pos:end].split()
         pos = end + 1
@@ -153,7 +153,7 @@ def materialise(git_dir: Path, commit: str, dest: Path) -> int:
             missing += 1
             continue
         size = int(header[2])
-        target = dest / path
+        target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(batch[pos : pos + size])
         pos += size + 1  # the blob, then a newline

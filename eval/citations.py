@@ -1,0 +1,211 @@
+"""Citation validity over the SWE-bench dev set: does feedback accept exactly the valid ids?
+
+    python -m eval.citations --repos DIR --out DIR [--instances ...] [--limit N]
+        [--workdir DIR] [--budget 8000] [--endpoint URL --model NAME]
+
+For each instance a context is built (and recorded), then answered by:
+
+(a) an oracle that cites the snippets covering gold functions (else gold files);
+(b) an adversary that mixes valid ids with out-of-set ids, ids whose source was edited
+    after the turn, malformed markers, and ids from another turn;
+(c) with ``--endpoint``, an OpenAI-compatible chat endpoint (never in CI).
+
+Reported: validity rate of each answerer, invalid citations caught (must be 100%), valid
+ones wrongly rejected (must be 0), citation precision against gold, and whether every
+recorded turn replays byte-identically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine import Config, ContextPack, Snippet, Workspace
+from eval.swebench import Instance, find_git_dir, load_instances, materialise
+
+__all__ = ["main"]
+
+_MARKER = re.compile(r"\[(\d{1,4})\]")
+
+
+@dataclass(slots=True)
+class Tally:
+    """Counts for one answerer."""
+
+    cited: int = 0
+    accepted: int = 0
+    invalid_injected: int = 0
+    invalid_caught: int = 0
+    valid_injected: int = 0
+    valid_rejected: int = 0
+    gold_hits: int = 0
+    instances: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _covers_gold(s: Snippet, inst: Instance) -> bool:
+    path = s.source_uri.split("#")[0]
+    names = {g.partition(":")[2] for g in inst.gold_functions if g.partition(":")[0] == path}
+    return s.symbol in names if names else path in inst.gold_files
+
+
+def _oracle(pack: ContextPack, inst: Instance) -> list[int]:
+    return [s.id for s in pack.citations if _covers_gold(s, inst)]
+
+
+def _edit_source(root: Path, s: Snippet) -> tuple[Path, bytes]:
+    path = root / s.source_uri.split("#")[0]
+    original = path.read_bytes()
+    lines = original.split(b"\n")
+    i = s.span.start_line - 1
+    lines[i] = lines[i] + b"  # edited after the turn"
+    path.write_bytes(b"\n".join(lines))
+    return path, original
+
+
+def _adversary(ws: Workspace, pack: ContextPack, other: ContextPack | None, t: Tally) -> None:
+    """Inject known-valid and known-invalid citations and check each verdict."""
+    n = len(pack.citations)
+    if n < 2:
+        t.notes.append(f"{pack.replay_key}: fewer than 2 snippets, adversary skipped")
+        return
+    valid = [1, n]
+    out_of_set = [n + 1, n + 7, 0]
+    malformed = ["[x]", "1.5", "", "[[2]]", "two"]
+    foreign: list[int | str] = []
+    if other is not None:  # another turn's marker, and an id only that turn has
+        foreign = [f"{other.replay_key}:1", len(other.citations) + n]
+    edited = pack.citations[1]
+    path, original = _edit_source(ws.root, edited)
+    try:
+        result = ws.feedback(pack.replay_key, [*valid, *out_of_set, *malformed, *foreign])
+        stale_check = ws.feedback(pack.replay_key, [edited.id])
+    finally:
+        path.write_bytes(original)
+    invalid = len(out_of_set) + len(malformed) + len(foreign)
+    t.invalid_injected += invalid + 1  # + the edited source
+    t.invalid_caught += len(result.dropped) + (edited.id in stale_check.stale)
+    t.valid_injected += len(valid)
+    # A valid id is wrongly rejected if dropped, or flagged stale when its source is intact.
+    intact = [v for v in valid if v != edited.id]
+    t.valid_rejected += sum(1 for v in valid if str(v) in result.dropped)
+    t.valid_rejected += sum(1 for v in intact if v in result.stale)
+    t.cited += len(valid) + invalid
+    t.accepted += len(result.valid)
+
+
+def _ask_endpoint(url: str, model: str, pack: ContextPack, question: str) -> list[str]:
+    body = {
+        "model": model,
+        "temperature": 0,
+        "messages": [
+            {"role": "system", "content": pack.render()},
+            {"role": "user", "content": question + "\nAnswer briefly, citing evidence as [n]."},
+        ],
+    }
+    request = urllib.request.Request(
+        url.rstrip("/") + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        answer = json.load(response)["choices"][0]["message"]["content"]
+    return [f"[{m}]" for m in _MARKER.findall(answer)]
+
+
+def _rate(a: int, b: int) -> str:
+    return f"{100 * a / b:.1f}%" if b else "-"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/eval/swebench_dev.jsonl"))
+    parser.add_argument("--repos", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--instances", default="")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--budget", type=int, default=8000)
+    parser.add_argument("--endpoint", default=None, help="OpenAI-compatible base URL")
+    parser.add_argument("--model", default="default")
+    args = parser.parse_args(argv)
+    select = [s.strip() for s in args.instances.split(",") if s.strip()]
+    instances = load_instances(args.data, select, args.limit)
+    args.out.mkdir(parents=True, exist_ok=True)
+    tallies = {"oracle": Tally(), "adversary": Tally(), "endpoint": Tally()}
+    replays_ok = replays = 0
+    rows: list[dict[str, Any]] = []
+    for inst in instances:
+        base = (args.workdir or args.out / "work") / inst.instance_id
+        tree = base / "tree"
+        if not (base / "materialised.json").exists():
+            materialise(find_git_dir(args.repos, inst.repo), inst.base_commit, tree)
+            (base / "materialised.json").write_text(json.dumps({"missing_blobs": 0}))
+        cfg = Config.from_env(state_dir=str(base / "state"))
+        with Workspace.open(tree, cfg) as ws:
+            ws.index()
+            title = next((ln for ln in inst.problem_statement.splitlines() if ln.strip()), "")
+            pack = ws.build_context(title[:500], inst.problem_statement, budget_tokens=args.budget)
+            other = ws.build_context("Explain the package layout", "package layout modules",
+                                     budget_tokens=args.budget // 2)  # fmt: skip
+            oracle_ids = _oracle(pack, inst)
+            t = tallies["oracle"]
+            t.instances += 1
+            if oracle_ids:
+                result = ws.feedback(pack.replay_key, oracle_ids)
+                t.cited += len(oracle_ids)
+                t.accepted += len(result.valid)
+                t.valid_injected += len(oracle_ids)
+                t.valid_rejected += len(oracle_ids) - len(result.valid) + len(result.stale)
+                t.gold_hits += len(oracle_ids)
+            tallies["adversary"].instances += 1
+            _adversary(ws, pack, other, tallies["adversary"])
+            if args.endpoint:
+                markers = _ask_endpoint(args.endpoint, args.model, pack, inst.problem_statement)
+                result = ws.feedback(pack.replay_key, markers)
+                e = tallies["endpoint"]
+                e.instances += 1
+                e.cited += len(markers)
+                e.accepted += len(result.valid)
+                by_id = {s.id: s for s in pack.citations}
+                e.gold_hits += sum(1 for i in result.valid if _covers_gold(by_id[i], inst))
+            for p in (pack, other):
+                replays += 1
+                replays_ok += ws.replay(p.replay_key).text == p.render()
+            verify = ws.journal.verify(blobs=True)
+        rows.append({"instance_id": inst.instance_id, "snippets": len(pack.citations),
+                     "oracle": oracle_ids, "ledger_ok": verify.ok})  # fmt: skip
+        state = "ok" if verify.ok else "BROKEN"
+        print(f"{inst.instance_id}: {len(pack.citations)} snippets, oracle cites "
+              f"{len(oracle_ids)}, ledger {state}", flush=True)  # fmt: skip
+    lines = ["# Citation validity", "", f"Instances: {len(instances)}, budget {args.budget}.", "",
+             "| answerer | cited | accepted (validity) | invalid caught | valid wrongly rejected "
+             "| precision vs gold |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for name, t in tallies.items():
+        if not t.instances:
+            continue
+        caught = _rate(t.invalid_caught, t.invalid_injected) if t.invalid_injected else "-"
+        rejected = f"{t.valid_rejected} of {t.valid_injected}" if t.valid_injected else "-"
+        precision = _rate(t.gold_hits, t.accepted) if name != "adversary" else "-"
+        lines.append(f"| {name} | {t.cited} | {t.accepted} ({_rate(t.accepted, t.cited)}) | "
+                     f"{caught} | {rejected} | {precision} |")  # fmt: skip
+    lines += ["", f"Replays byte-identical: {replays_ok} of {replays}.",
+              f"Ledgers verified: {sum(r['ledger_ok'] for r in rows)} of {len(rows)}."]  # fmt: skip
+    for t in tallies.values():
+        lines += [f"- {n}" for n in t.notes]
+    report = "\n".join(lines) + "\n"
+    (args.out / "citations.md").write_text(report)
+    (args.out / "citations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
