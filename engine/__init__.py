@@ -3,7 +3,7 @@
 Importing it is free: no model, index, tree-sitter or tiktoken is loaded until used.
 """
 
-from engine._build import rank_files
+from engine._build import ContextSettings, rank_files
 from engine._config import Config
 from engine._context import (
     Block,
@@ -29,7 +29,10 @@ from engine._errors import (
     WorkspaceNotFoundError,
 )
 from engine._indexer import IndexReport, NullProgress, Progress
+from engine._pack import PackSettings
 from engine._query import SignalKind, ToolSignal
+from engine._recall import Fusion, RecallSettings
+from engine._rerank import RerankWeights
 from engine._survey import Survey, survey
 from engine._workspace import Replay, SearchHit, SearchMode, Status, Workspace
 from indexers import Chunk, Span, TiktokenCounter, TokenCounter
@@ -42,10 +45,12 @@ __all__ = [
     "Config",
     "ConfigError",
     "ContextPack",
+    "ContextSettings",
     "Contribution",
     "CortexError",
     "EmbeddingModelError",
     "FeedbackResult",
+    "Fusion",
     "IndexBusyError",
     "IndexNotBuiltError",
     "IndexReport",
@@ -53,9 +58,12 @@ __all__ = [
     "IndexStateError",
     "Lane",
     "NullProgress",
+    "PackSettings",
     "Pointer",
     "Progress",
+    "RecallSettings",
     "Replay",
+    "RerankWeights",
     "SearchHit",
     "SearchMode",
     "SessionState",

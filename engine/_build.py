@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine._context import Block, ContextPack, Lane, Pointer, SessionState, Snippet
-from engine._embed import Embedder, EmbeddingCache
+from engine._embed import Embedder, EmbeddingCache, embed_with_cache
 from engine._errors import ConfigError
-from engine._indexer import embedding_text
+from engine._indexer import embedding_text, is_trivial
 from engine._pack import PackSettings, Picked, select_evidence
 from engine._query import ToolSignal, clean_query, locations, query_identifiers
 from engine._recall import Candidate, Clock, RecallSettings, file_scores, recall
 from engine._rerank import RerankWeights, Scored, rerank
 from engine._segment import Segment
-from indexers import Chunk, TokenCounter, sha256_text
+from indexers import Chunk, TokenCounter
 from overlays import Hunk
 
 __all__ = ["ContextSettings", "build_pack", "rank_files"]
@@ -52,6 +52,7 @@ class ContextSettings:
     recall: RecallSettings = field(default_factory=RecallSettings)
     weights: RerankWeights = field(default_factory=RerankWeights)
     pack: PackSettings = field(default_factory=PackSettings)
+    rerank_depth: int = 150  # candidates reranked (by fused recall); the pool packs from these
     recent_turns: int = 4  # the last N turns, verbatim
     goal_share: float = 0.3  # lane caps as shares of the budget; unused room goes to evidence
     recent_share: float = 0.2
@@ -111,11 +112,13 @@ def replay_key(view: str, goal: str, query: str, signals: Sequence[ToolSignal],
 def _candidate_vectors(
     cands: Sequence[Candidate], embedder: Embedder | None, cache: EmbeddingCache | None
 ) -> dict[str, np.ndarray]:
+    """Candidates' vectors from the cache; any missing (a cache deleted or shared with
+    another machine) are embedded now and cached, so cosine never silently reads 0."""
     if embedder is None or cache is None or not cands:
         return {}
-    shas = {c.chunk.id: sha256_text(embedding_text(c.chunk)) for c in cands}
-    found = cache.get_many(embedder.model_id, list(dict.fromkeys(shas.values())))
-    return {cid: found[sha] for cid, sha in shas.items() if sha in found}
+    targets = [c for c in cands if not is_trivial(c.chunk)]  # trivial ones have no vector
+    result = embed_with_cache(embedder, cache, [embedding_text(c.chunk) for c in targets])
+    return {c.chunk.id: result.vectors[i] for i, c in enumerate(targets)}
 
 
 def rank_files(cands: Sequence[Candidate] | Sequence[Scored]) -> list[str]:
@@ -183,6 +186,7 @@ def build_pack(
     qvec = embedder.embed_query(ask) if embedder is not None else None
     clock.lap("embed")
     cands = recall(segment, ask, idents, places, qvec, dense_model, settings.recall, timings)
+    cands = cands[: settings.rerank_depth]
     clock.last = time.perf_counter()
     vectors = _candidate_vectors(cands, embedder, cache)
     mtimes = {p: f.mtime_ns for p, f in segment.meta.files().items()} if cands else {}

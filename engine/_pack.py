@@ -86,24 +86,30 @@ def select_evidence(
     pool = useful[: settings.pool]
     beyond = useful[settings.pool :]
     top = pool[0].score if pool and pool[0].score > 0 else 1.0
+    # Everything the loop needs per candidate, computed once.
+    costs = {c.chunk.id: cost_of(c.chunk, c.chunk.tokens) for c in pool}
+    words = {c.chunk.id: frozenset(_WORD.findall(c.chunk.text)) for c in pool}
+    redundancy = {c.chunk.id: 0.0 for c in pool}  # max similarity to anything picked so far
     picked: list[Picked] = []
     per_file: Counter[str] = Counter()
     remaining = budget
     while pool:
-        best_i, best_u = -1, float("-inf")
-        for i, cand in enumerate(pool):
-            cost = cost_of(cand.chunk, cand.chunk.tokens)
+        best: Scored | None = None
+        best_u = float("-inf")
+        for cand in pool:
+            cost = costs[cand.chunk.id]
             if cost > remaining:
                 continue
-            redundancy = max((_similarity(cand, p.scored) for p in picked), default=0.0)
             rel = max(cand.score, 0.0) / top
-            mmr = settings.mmr_lambda * rel - (1 - settings.mmr_lambda) * redundancy
+            mmr = settings.mmr_lambda * rel - (1 - settings.mmr_lambda) * redundancy[cand.chunk.id]
             utility = mmr / (max(cost, 1) / REFERENCE_TOKENS) ** settings.cost_exponent
             if per_file[cand.chunk.path] >= settings.per_source_cap:
                 utility *= settings.source_cap_penalty
-            if utility > best_u or (utility == best_u and cand.chunk.id < pool[best_i].chunk.id):
-                best_i, best_u = i, utility
-        if best_i < 0:
+            if utility > best_u or (
+                utility == best_u and best is not None and cand.chunk.id < best.chunk.id
+            ):
+                best, best_u = cand, utility
+        if best is None:
             narrowed = _narrow_one(pool, picked, remaining, top, cost_of, counter, terms, settings)
             if narrowed is None:
                 break
@@ -112,32 +118,37 @@ def select_evidence(
             per_file[narrowed.scored.chunk.path] += 1
             remaining -= cost_of(narrowed.scored.chunk, narrowed.tokens)
             continue
-        cand = pool.pop(best_i)
-        chunk = cand.chunk
-        picked.append(Picked(cand, chunk.span, chunk.text, chunk.sha256, chunk.tokens, False))
+        pool.remove(best)
+        chunk = best.chunk
+        picked.append(Picked(best, chunk.span, chunk.text, chunk.sha256, chunk.tokens, False))
         per_file[chunk.path] += 1
-        remaining -= cost_of(chunk, chunk.tokens)
+        remaining -= costs[chunk.id]
+        chosen_words = words[chunk.id]
         for other in list(pool):
             if _overlaps(other.chunk, other.chunk.span, picked[-1]):
                 pool.remove(other)
                 pointers.append(_pointer(other, "overlap"))
-            elif _near_copy(other.chunk, cand.chunk) >= settings.duplicate_similarity:
+            elif _jaccard(words[other.chunk.id], chosen_words, settings.duplicate_similarity):
                 pool.remove(other)
                 pointers.append(_pointer(other, "redundant"))
+            else:
+                sim = _similarity(other, best)
+                if sim > redundancy[other.chunk.id]:
+                    redundancy[other.chunk.id] = sim
     for cand in pool:
-        reason = "budget" if cost_of(cand.chunk, cand.chunk.tokens) > remaining else "redundant"
+        reason = "budget" if costs[cand.chunk.id] > remaining else "redundant"
         pointers.append(_pointer(cand, reason))
     pointers.extend(_pointer(c, "low_score") for c in beyond)
     return picked, pointers
 
 
-def _near_copy(a: Chunk, b: Chunk) -> float:
-    """Jaccard similarity of the two texts' word sets: near 1 for copies with a rename,
-    whatever the embedding model thinks."""
-    words_a = set(_WORD.findall(a.text))
-    words_b = set(_WORD.findall(b.text))
-    union = words_a | words_b
-    return len(words_a & words_b) / len(union) if union else 0.0
+def _jaccard(a: frozenset[str], b: frozenset[str], threshold: float) -> bool:
+    """Whether two texts' word sets have Jaccard similarity >= ``threshold``: near 1 for
+    copies with a rename, whatever the embedding model thinks."""
+    small, large = sorted((len(a), len(b)))
+    if not large or small < threshold * large:  # Jaccard <= |small| / |large|
+        return False
+    return len(a & b) / len(a | b) >= threshold
 
 
 def _pointer(cand: Scored, reason: str) -> Pointer:

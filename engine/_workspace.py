@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from engine._build import build_pack
+from engine._build import ContextSettings, build_pack
 from engine._config import Config
 from engine._context import ContextPack, FeedbackResult, SessionState
 from engine._errors import (
@@ -34,7 +34,7 @@ from engine._rerank import Scored
 from engine._segment import Hit, Segment
 from indexers import Chunk, Skipped, TiktokenCounter, TokenCounter, sha256_text, span_text, walk
 from ledger import LedgerError, ToolResult, TurnRecord
-from overlays import head_commit, working_diff
+from overlays import Hunk, git_tracks, head_commit, working_diff
 
 if TYPE_CHECKING:
     from engine._embed import Embedder, EmbeddingCache
@@ -135,6 +135,7 @@ class Workspace:
         self._cache: EmbeddingCache | None = None
         self._packs: dict[str, ContextPack] = {}
         self._journal: Journal | None = None
+        self._git_tracked: bool | None = None
 
     @classmethod
     def open(cls, path: str | Path, config: Config | None = None) -> Workspace:
@@ -309,6 +310,7 @@ class Workspace:
         explain: list[Scored] | None = None,
         record: bool = True,
         timings: dict[str, float] | None = None,
+        settings: ContextSettings | None = None,
     ) -> ContextPack:
         """The context for the planner's next step (see ``engine._build``).
 
@@ -331,6 +333,9 @@ class Workspace:
         segment = self.segment()
         embedder = self.embedder
         dense_ready = embedder is not None and segment.dense(embedder.model_id) is not None
+        if self._git_tracked is None:
+            self._git_tracked = git_tracks(self.root)
+        diff = working_diff(self.root) if self._git_tracked else []
         inputs = Inputs(goal, query, signals, state or SessionState(), budget)
         pack = build_pack(
             segment,
@@ -342,9 +347,9 @@ class Workspace:
             counter=self.counter,
             embedder=embedder if dense_ready else None,
             cache=self.cache if dense_ready else None,
-            diff=working_diff(self.root),
-            view=self._view_id(segment),
-            settings=self.config.context_settings(),
+            diff=diff,
+            view=self._view_id(segment, diff),
+            settings=settings or self.config.context_settings(),
             scored_out=explain,
             timings=timings,
         )
@@ -409,9 +414,13 @@ class Workspace:
             raise ConfigError(f"unknown replay key {replay_key!r}: no turn recorded under it")
         return turn
 
-    def _view_id(self, segment: Segment) -> str:
+    def _view_id(self, segment: Segment, diff: Sequence[Hunk]) -> str:
+        """What the answer depends on besides the inputs: the index generation, its commit,
+        the dense model, and the working-tree diff shown in the prompt."""
         meta = segment.meta
-        return f"{meta.generation}:{meta.get_info('commit') or ''}:{meta.get_info('dense_model')}"
+        diff_sha = sha256_text("\n".join(f"{h.path}\n{h.text}" for h in diff))[:16]
+        commit = meta.get_info("commit") or ""
+        return f"{meta.generation}:{commit}:{meta.get_info('dense_model')}:{diff_sha}"
 
     def feedback(
         self,

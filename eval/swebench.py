@@ -371,7 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
     select = [s.strip() for s in args.instances.split(",") if s.strip()]
     instances = load_instances(args.data, select, args.limit)
-    cache = args.out / "cache" / "embeddings.sqlite"
+    # One vector cache for the whole run (with --workdir, for every run over those trees).
+    cache = (args.workdir or args.out) / "cache" / "embeddings.sqlite"
     config = Config.from_env(embedding_cache=str(cache.resolve()), dense_model=args.dense)
     settings = {
         "retriever": args.retriever,

@@ -4,6 +4,6 @@ So far: the git facts the engine records with an index (``head_commit``). The di
 a base commit and the View composition come with the overlays work.
 """
 
-from overlays._git import Hunk, head_commit, working_diff
+from overlays._git import Hunk, git_tracks, head_commit, working_diff
 
-__all__ = ["Hunk", "head_commit", "working_diff"]
+__all__ = ["Hunk", "git_tracks", "head_commit", "working_diff"]

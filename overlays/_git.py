@@ -6,7 +6,35 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Hunk", "head_commit", "working_diff"]
+__all__ = ["Hunk", "git_tracks", "head_commit", "working_diff"]
+
+
+def git_tracks(root: Path) -> bool:
+    """Whether ``root`` is inside a git work tree that does not ignore it (a folder that a
+    parent repository ignores, like a virtualenv, has no diff of its own)."""
+    try:
+        import git
+    except ImportError:
+        return False
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return False
+    try:
+        if repo.working_tree_dir is None:
+            return False
+        rel = Path(root).resolve().relative_to(Path(repo.working_tree_dir).resolve())
+        if str(rel) == ".":
+            return True
+        try:
+            repo.git.check_ignore("-q", "--", str(rel))
+        except git.GitCommandError:
+            return True  # exit 1: not ignored
+        return False
+    except ValueError:
+        return False
+    finally:
+        repo.close()
 
 
 def head_commit(root: Path) -> str | None:
