@@ -1,9 +1,11 @@
 # Two commands do all set-up on a fresh machine:
-#   make run    install, then chunk a repository and print what was indexed (REPO=path, default .)
+#   make run    install, then index a repository and print a packed context for QUERY
+#               (REPO=path, default .)
 #   make test   install with test tools, then run the test suite (what .ci/run calls)
 PYTHON ?= python3
 VENV ?= .venv
 REPO ?= .
+QUERY ?= How does this project turn files into indexed, searchable chunks?
 BIN := $(VENV)/bin
 # torch first, pinned: 2.13.0 resolves to a local CPU wheel; anything else pulls CUDA.
 TORCH := torch==2.13.0
@@ -20,7 +22,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 run: $(VENV)/.installed
-	$(BIN)/cortex chunks $(REPO) --summary
+	$(BIN)/cortex index $(REPO)
+	$(BIN)/cortex context "$(QUERY)" --path $(REPO)
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -31,7 +31,17 @@ from engine._dense import EXACT_MAX, DenseIndex, int_id, nlist_for
 from engine._embed import Embedder, EmbeddingCache, embed_with_cache
 from engine._meta import FileRecord
 from engine._segment import Segment
-from indexers import Chunk, ChunkedFile, Chunker, ChunkKind, Skipped, SourceFile, TokenCounter, walk
+from indexers import (
+    CHUNKER_VERSION,
+    Chunk,
+    ChunkedFile,
+    Chunker,
+    ChunkKind,
+    Skipped,
+    SourceFile,
+    TokenCounter,
+    walk,
+)
 
 __all__ = [
     "IndexReport",
@@ -137,6 +147,11 @@ def update_segment(
     progress.end()
     known = meta.files()
     pending = set(json.loads(meta.get_info("pending") or "[]"))
+    # Chunks depend on the chunker and its settings, not only on the bytes: an index made
+    # with others re-does every file (vectors of unchanged text come from the cache).
+    fingerprint = f"chunker {CHUNKER_VERSION}; {config.chunk_options()}; encoding {counter.name}"
+    if known and meta.get_info("chunker") != fingerprint:
+        pending |= set(known)
     todo: list[tuple[SourceFile, str]] = []
     seen: set[str] = set()
     for src in sources:
@@ -186,6 +201,7 @@ def update_segment(
         meta.set_info("pending", "[]")
         meta.set_info("indexed_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         meta.set_info("encoding", counter.name)
+        meta.set_info("chunker", fingerprint)
     if chunked:
         meta.checkpoint()
     timings["metadata"] = time.perf_counter() - start

@@ -14,6 +14,7 @@ from indexers._draft import identifiers
 from indexers._languages import Family, Language, language_for_path, languages
 from indexers._license import NOASSERTION, license_from_text
 from indexers._scan import (
+    CHUNKER_VERSION,
     DEFAULT_MAX_SECTION_TOKENS,
     DEFAULT_WINDOW_OVERLAP_LINES,
     ChunkedFile,
@@ -27,6 +28,7 @@ from indexers._tokens import DEFAULT_ENCODING, TiktokenCounter, TokenCounter, Wo
 from indexers._walk import Skipped, SkipReason, SourceFile, WalkOptions, walk
 
 __all__ = [
+    "CHUNKER_VERSION",
     "DEFAULT_ENCODING",
     "DEFAULT_MAX_SECTION_TOKENS",
     "DEFAULT_WINDOW_OVERLAP_LINES",

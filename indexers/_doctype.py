@@ -16,6 +16,14 @@ _TEST_FILE = re.compile(
     r"|Test.*\.java|.*Tests?\.java|.*_spec\.rb)$"
 )
 _EXAMPLE_DIRS = frozenset({"example", "examples", "sample", "samples", "demo", "demos"})
+# Project-history and meta files, whatever their extension (CHANGES.old, NEWS.txt, ...).
+_META_NAME = re.compile(
+    r"^(changes|changelog|history|news|authors|contributors|contributing|license|licence|"
+    r"copying|notice|code_of_conduct|governance|security)([._-].*)?$",
+    re.I,
+)
+# Data and configuration formats: evidence about settings, not about behaviour.
+_DATA_LANGUAGES = frozenset({"json", "yaml", "toml", "ini", "xml", "plain"})
 _TUTORIAL_DIRS = frozenset(
     {
         "tutorial",
@@ -43,6 +51,8 @@ def doc_type_for(path: str, language: Language) -> DocType | None:
         return DocType.TEST
     if any(d in _EXAMPLE_DIRS for d in dirs) or name.lower().startswith("example"):
         return DocType.EXAMPLE
+    if _META_NAME.match(name) or language.name in _DATA_LANGUAGES:
+        return DocType.REFERENCE
     if language.family in (Family.DOC, Family.TEXT):
         if any(d in _TUTORIAL_DIRS for d in dirs) or any(
             t in name.lower() for t in ("tutorial", "quickstart", "getting-started", "howto")

@@ -18,8 +18,11 @@ from indexers._text import SourceText, sha256_text
 from indexers._tokens import TiktokenCounter, TokenCounter
 from indexers._walk import Skipped, SourceFile, WalkOptions, walk
 
-__all__ = ["ChunkOptions", "ChunkedFile", "Chunker", "chunk_file", "scan"]
+__all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_file", "scan"]
 
+# Bumped whenever the chunks made from the same bytes change (spans, kinds, doc types):
+# an index built by another version re-chunks every file on its next update.
+CHUNKER_VERSION = 2
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
 _LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block

@@ -235,3 +235,14 @@ def test_sigkill_mid_index_then_recover(tmp_path: Path) -> None:
         ws.index()
         assert ws.search("changed_10", mode="bm25")[0].chunk.symbol == "changed_10"
         assert ws.status().stale_files == 0
+
+
+def test_chunker_settings_change_rechunks_everything(repo: Path) -> None:
+    """An index made with other chunk settings re-chunks every file; vectors are reused."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+    with Workspace.open(repo, CONFIG.with_(max_section_tokens=32)) as ws:
+        report = ws.index()
+        assert report.changed == 8 and report.unchanged == 0
+        again = ws.index()
+        assert again.changed == 0
