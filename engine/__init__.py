@@ -25,6 +25,7 @@ from engine._errors import (
     IndexNotBuiltError,
     IndexSchemaError,
     IndexStateError,
+    UnknownReplayKeyError,
     WorkspaceError,
     WorkspaceNotFoundError,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "ToolResult",
     "ToolSignal",
     "Turn",
+    "UnknownReplayKeyError",
     "Workspace",
     "WorkspaceError",
     "WorkspaceNotFoundError",

@@ -2,6 +2,7 @@
 
     CortexError
     ├── ConfigError (ValueError)          bad configuration or arguments
+    │   └── UnknownReplayKeyError (LookupError)  no turn was recorded under that key
     ├── WorkspaceError (OSError)          the workspace cannot be read
     │   └── WorkspaceNotFoundError (FileNotFoundError)
     ├── IndexStateError                   the on-disk index cannot be used as it is
@@ -27,6 +28,7 @@ __all__ = [
     "IndexNotBuiltError",
     "IndexSchemaError",
     "IndexStateError",
+    "UnknownReplayKeyError",
     "WorkspaceError",
     "WorkspaceNotFoundError",
 ]
@@ -62,3 +64,7 @@ class IndexSchemaError(IndexStateError):
 
 class IndexBusyError(IndexStateError):
     """Another process holds the writer lock."""
+
+
+class UnknownReplayKeyError(ConfigError, LookupError):
+    """No turn was recorded under the replay key (servers answer 404)."""

@@ -46,7 +46,9 @@ class RerankWeights:
     defines: float = 0.8  # defines a name the request mentions
     mentions: float = 0.2  # uses names the request mentions
     signal: float = 2.0  # a tool signal points here
-    source: float = 0.6  # implementation over tests and docs
+    # Implementation over tests and docs. Tuned on the dev set: 0.6 -> 4.0 took file Acc@1
+    # 34.8 -> 46.1 and gold-file hit at 8k 71.3 -> 81.7 (sphinx's docs crowded its code out).
+    source: float = 4.0
     depth: float = 0.05  # top-level over deeply nested
     code_ratio: float = 0.05  # code over comment blocks
     entropy: float = 0.05  # readable text over tables and blobs

@@ -23,6 +23,7 @@ from engine._errors import (
     IndexNotBuiltError,
     IndexSchemaError,
     IndexStateError,
+    UnknownReplayKeyError,
     WorkspaceError,
     WorkspaceNotFoundError,
 )
@@ -128,6 +129,7 @@ class Workspace:
         state = Path(config.state_dir).expanduser()
         self.state_dir = state if state.is_absolute() else root / state
         self._lock = threading.Lock()
+        self._lazy = threading.RLock()  # lazy loaders: two first calls create one of each
         self._segment: Segment | None = None
         self._counter: TokenCounter | None = None
         self._embedder: Embedder | None = None
@@ -219,29 +221,32 @@ class Workspace:
     @property
     def counter(self) -> TokenCounter:
         """The token counter of the configured encoding."""
-        if self._counter is None:
-            self._counter = TiktokenCounter(self.config.encoding)
-        return self._counter
+        with self._lazy:
+            if self._counter is None:
+                self._counter = TiktokenCounter(self.config.encoding)
+            return self._counter
 
     @property
     def embedder(self) -> Embedder | None:
         """The dense model (loaded on first embed), or None when dense search is off."""
-        if not self._embedder_loaded:
-            from engine._models import make_embedder
+        with self._lazy:
+            if not self._embedder_loaded:
+                from engine._models import make_embedder
 
-            self._embedder = make_embedder(self.config.dense_model, self.config)
-            self._embedder_loaded = True
-        return self._embedder
+                self._embedder = make_embedder(self.config.dense_model, self.config)
+                self._embedder_loaded = True
+            return self._embedder
 
     @property
     def cache(self) -> EmbeddingCache:
         """The content-addressed vector cache."""
-        if self._cache is None:
-            from engine._embed import EmbeddingCache
+        with self._lazy:
+            if self._cache is None:
+                from engine._embed import EmbeddingCache
 
-            path = self.config.embedding_cache or str(self.state_dir / "embeddings.sqlite")
-            self._cache = EmbeddingCache(Path(path).expanduser())
-        return self._cache
+                path = self.config.embedding_cache or str(self.state_dir / "embeddings.sqlite")
+                self._cache = EmbeddingCache(Path(path).expanduser())
+            return self._cache
 
     # -- index ----------------------------------------------------------------------
 
@@ -371,10 +376,11 @@ class Workspace:
     @property
     def journal(self) -> Journal:
         """The workspace's evidence ledger (opened on first use)."""
-        if self._journal is None:
-            path = self.config.ledger_path or str(self.state_dir / "ledger.sqlite")
-            self._journal = Journal(Path(path).expanduser())
-        return self._journal
+        with self._lazy:
+            if self._journal is None:
+                path = self.config.ledger_path or str(self.state_dir / "ledger.sqlite")
+                self._journal = Journal(Path(path).expanduser())
+            return self._journal
 
     def replay(self, replay_key: str, *, rebuild: bool = False) -> Replay:
         """The exact prompt recorded under ``replay_key`` (byte for byte), from the ledger.
@@ -411,7 +417,9 @@ class Workspace:
         except LedgerError as exc:
             raise IndexStateError(f"cannot read the ledger: {exc}") from exc
         if turn is None:
-            raise ConfigError(f"unknown replay key {replay_key!r}: no turn recorded under it")
+            raise UnknownReplayKeyError(
+                f"unknown replay key {replay_key!r}: no turn recorded under it"
+            )
         return turn
 
     def _view_id(self, segment: Segment, diff: Sequence[Hunk]) -> str:
@@ -444,7 +452,9 @@ class Workspace:
         else:
             pack = self._packs.get(replay_key)
             if pack is None:
-                raise ConfigError(f"unknown replay key {replay_key!r} (not built in this process)")
+                raise UnknownReplayKeyError(
+                    f"unknown replay key {replay_key!r} (not built in this process)"
+                )
             refs = [(s.id, s.source_uri, s.span.start_line, s.span.end_line, s.sha256)
                     for s in pack.citations]  # fmt: skip
         by_id = {r[0]: r for r in refs}

@@ -364,6 +364,22 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_mcp(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Serve the workspace to IDE agents over MCP (stdio): context, feedback, replay, ..."""
+    from engine._mcp import run_stdio
+
+    run_stdio(args.path, config, watch=args.watch)
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Serve the workspace over HTTP: MCP at /mcp and a JSON API under /v1."""
+    from engine._http import serve
+
+    serve(args.path, config, host=args.host, port=args.port, token=args.token, watch=args.watch)
+    return EXIT_OK
+
+
 def _jsonable_deep(obj: object) -> object:
     if is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: _jsonable_deep(getattr(obj, f.name)) for f in fields(obj)}
@@ -494,6 +510,33 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.add_argument("--fast", action="store_true", help="skip the walk that counts changes")
     status.set_defaults(func=cmd_status)
+
+    mcp = sub.add_parser("mcp", help=cmd_mcp.__doc__, description=cmd_mcp.__doc__)
+    mcp.add_argument("path", nargs="?", default=".", help="the workspace folder (default: .)")
+    mcp.add_argument(
+        "--watch",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="re-index when files change, checking this often (default 60; 0: off)",
+    )
+    mcp.set_defaults(func=cmd_mcp)
+
+    serve = sub.add_parser("serve", help=cmd_serve.__doc__, description=cmd_serve.__doc__)
+    serve.add_argument("path", nargs="?", default=".", help="the workspace folder (default: .)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
+    serve.add_argument(
+        "--token", help="require this bearer token (default: $CORTEX_TOKEN; none: no auth)"
+    )
+    serve.add_argument(
+        "--watch",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="re-index when files change, checking this often (default 60; 0: off)",
+    )
+    serve.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -65,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         title = next((ln for ln in inst.problem_statement.splitlines() if ln.strip()), "")
         with Workspace.open(root / "tree", cfg) as ws:
+            ws.index()  # incremental: only what a newer chunker changes is redone
             for name, settings in variants:
                 ranked: list[Any] = []
                 pack = ws.build_context(title[:500], inst.problem_statement,
