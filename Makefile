@@ -5,7 +5,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 REPO ?= .
-QUERY ?= How does this project turn files into indexed, searchable chunks?
+QUERY ?= How is a file cut into chunks with tree-sitter?
 BIN := $(VENV)/bin
 # torch first, pinned: 2.13.0 resolves to a local CPU wheel; anything else pulls CUDA.
 TORCH := torch==2.13.0
