@@ -34,8 +34,9 @@ from engine._pack import PackSettings
 from engine._query import SignalKind, ToolSignal
 from engine._recall import Fusion, RecallSettings
 from engine._rerank import RerankWeights
+from engine._search import SearchHit, SearchMode
 from engine._survey import Survey, survey
-from engine._workspace import Replay, SearchHit, SearchMode, Status, Workspace
+from engine._workspace import Replay, Status, Workspace
 from indexers import Chunk, Span, TiktokenCounter, TokenCounter
 from ledger import ToolResult
 

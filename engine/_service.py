@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from engine._config import Config
 from engine._context import ContextPack, FeedbackResult
 from engine._errors import ConfigError, CortexError, IndexNotBuiltError, UnknownReplayKeyError
-from engine._workspace import Replay, SearchHit, Workspace
+from engine._search import SearchHit
+from engine._workspace import Replay, Workspace
 from indexers import sha256_text, span_text
 from ledger import ToolResult
 

@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -32,42 +31,21 @@ from engine._journal import Inputs, Journal
 from engine._lock import WriterLock
 from engine._query import ToolSignal
 from engine._rerank import Scored
+from engine._search import FUSION_DEPTH, SearchHit, SearchMode, fuse
 from engine._segment import Hit, Segment
-from indexers import Chunk, Skipped, TiktokenCounter, TokenCounter, sha256_text, span_text, walk
+from indexers import Skipped, TiktokenCounter, TokenCounter, sha256_text, span_text, walk
 from ledger import LedgerError, ToolResult, TurnRecord
 from overlays import Hunk, git_tracks, head_commit, working_diff
 
 if TYPE_CHECKING:
     from engine._embed import Embedder, EmbeddingCache
 
-__all__ = ["Replay", "SearchHit", "SearchMode", "Status", "Workspace"]
+__all__ = ["Replay", "Status", "Workspace"]
 
 MANIFEST_SCHEMA = 1
-RRF_K = 60  # reciprocal-rank fusion constant (Cormack et al.); damps the head of each list
-FUSION_DEPTH = 5  # hybrid search reads this many times k from each retriever
 _SEGMENT = "main"
 _RECENT_PACKS = 256  # packs kept in memory for ``feedback`` (the ledger keeps them all)
 _CITATION = re.compile(r"^\s*\[?\s*(\d{1,6})\s*\]?\s*$")
-
-
-class SearchMode(StrEnum):
-    """Which retriever answers ``search``."""
-
-    BM25 = "bm25"
-    DENSE = "dense"
-    HYBRID = "hybrid"
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """A ranked section with each retriever's rank and score (None where it did not find it)."""
-
-    chunk: Chunk
-    score: float
-    bm25_rank: int | None = None
-    bm25_score: float | None = None
-    dense_rank: int | None = None
-    dense_score: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +278,7 @@ class Workspace:
                     raise ConfigError("dense search is off (dense_model = none)")
             else:
                 dense = segment.search_dense(embedder.embed_query(query), embedder.model_id, depth)
-        return _fuse(bm25, dense, k)
+        return fuse(bm25, dense, k)
 
     # -- context --------------------------------------------------------------------
 
@@ -551,39 +529,6 @@ def _citation_number(raw: int | str) -> int | None:
         return raw
     match = _CITATION.match(str(raw))
     return int(match.group(1)) if match else None
-
-
-def _fuse(bm25: list[Hit], dense: list[Hit], k: int) -> list[SearchHit]:
-    """Reciprocal-rank fusion; a single list passes through with its own scores."""
-    if not dense or not bm25:
-        only = bm25 or dense
-        is_bm25 = bool(bm25)
-        ranked = sorted(only, key=lambda h: (-h.score, h.chunk.id))[:k]
-        return [
-            SearchHit(
-                h.chunk,
-                h.score,
-                bm25_rank=i if is_bm25 else None,
-                bm25_score=h.score if is_bm25 else None,
-                dense_rank=None if is_bm25 else i,
-                dense_score=None if is_bm25 else h.score,
-            )
-            for i, h in enumerate(ranked, start=1)
-        ]
-    fused: dict[str, SearchHit] = {}
-    for rank, hit in enumerate(sorted(bm25, key=lambda h: (-h.score, h.chunk.id)), start=1):
-        fused[hit.chunk.id] = SearchHit(
-            hit.chunk, 1.0 / (RRF_K + rank), bm25_rank=rank, bm25_score=hit.score
-        )
-    for rank, hit in enumerate(sorted(dense, key=lambda h: (-h.score, h.chunk.id)), start=1):
-        prior = fused.get(hit.chunk.id) or SearchHit(hit.chunk, 0.0)
-        fused[hit.chunk.id] = replace(
-            prior,
-            score=prior.score + 1.0 / (RRF_K + rank),
-            dense_rank=rank,
-            dense_score=hit.score,
-        )
-    return sorted(fused.values(), key=lambda h: (-h.score, h.chunk.id))[:k]
 
 
 def _tree_size(path: Path) -> int:

@@ -19,8 +19,9 @@ from engine._context import Snippet
 from engine._errors import ConfigError, CortexError
 from engine._query import ToolSignal
 from engine._rerank import Scored
+from engine._search import SearchMode
 from engine._survey import Survey, survey
-from engine._workspace import SearchMode, Workspace
+from engine._workspace import Workspace
 from indexers import Chunk, ChunkedFile, Skipped
 from ledger import FeedbackRecord, TurnRecord
 
