@@ -177,3 +177,16 @@ def test_feedback_drops_out_of_set_and_flags_stale(ws: Workspace, tmp_path: Path
         (ws.root / "parser.py").write_text(original)
     with pytest.raises(ConfigError, match="unknown replay key"):
         ws.feedback("nope", [1])
+
+
+def test_one_hop_expansion_pulls_in_a_callee(ws: Workspace) -> None:
+    """With expansion on, the definition a top candidate calls becomes a candidate."""
+    from dataclasses import replace
+
+    from engine import ContextSettings, RecallSettings
+
+    settings = ContextSettings(recall=replace(RecallSettings(), expand_from=5))
+    ranked: list = []  # type: ignore[type-arg]
+    ws.build_context("strict parsing", "parse_strict", explain=ranked, settings=settings,
+                     record=False)  # fmt: skip
+    assert any("expand" in s.reason for s in ranked if s.chunk.symbol == "tokenize_header")
