@@ -64,6 +64,8 @@ _BINARY_EXTENSIONS = (
 )  # fmt: skip
 # Bundler output and source maps: one giant line each, useless as evidence.
 _MINIFIED_SUFFIXES = (".min.js", ".min.css", ".map")
+# A copied-in library release: `jquery-3.5.1.js`, `underscore-1.13.1.js`, `bootstrap-4.6.css`.
+_VERSIONED_LIBRARY = re.compile(r"^[A-Za-z][\w.]*?-v?\d+(\.\d+)+([.-][\w]+)*\.(js|mjs|css)$")
 
 _MAX_FILE_BYTES = 1 << 20  # 1 MiB: past this a "source" file is data or generated
 _SNIFF_BYTES = 8192  # git's own binary heuristic looks for a NUL in the first 8000 bytes
@@ -306,6 +308,8 @@ class _Walker:
             return Skipped(rel, SkipReason.LOCKFILE)
         if not matched and name.lower().endswith(_MINIFIED_SUFFIXES):
             return Skipped(rel, SkipReason.MINIFIED, "by name")
+        if not matched and _VERSIONED_LIBRARY.match(name):
+            return Skipped(rel, SkipReason.VENDORED, "a versioned third-party library file")
         if "." in name and name.rpartition(".")[2].lower() in self.binary:
             return Skipped(rel, SkipReason.BINARY, "by extension")
         return self._check_file(rel, forced=bool(matched))
