@@ -14,9 +14,12 @@ foreign or newer file is refused with a clear message instead of failing deep in
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
@@ -51,6 +54,18 @@ CREATE TABLE IF NOT EXISTS vectors (
 """
 
 
+@contextmanager
+def _creation_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``<cache>.init`` around checking or creating the schema."""
+    fd = os.open(f"{path}.init", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 class CacheError(CortexError, ValueError):
     """A cache file is corrupt, foreign, from another schema, or closed; the message says
     which file, and deleting it is always safe (it is rebuilt on the next index)."""
@@ -78,7 +93,10 @@ class EmbeddingCache:
         except sqlite3.Error as exc:
             raise CacheError(f"cannot open embedding cache {self.path}: {exc}") from exc
         try:
-            self._prepare(db)
+            # Two processes opening a brand-new cache race to create it; an OS lock on a
+            # sidecar file makes one create it while the other waits and then reads it.
+            with _creation_lock(self.path):
+                self._prepare(db)
         except sqlite3.DatabaseError as exc:
             db.close()
             raise CacheError(

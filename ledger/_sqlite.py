@@ -9,7 +9,10 @@ table is read.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,7 +93,21 @@ def connect(
         )
     try:
         with translate_errors(path, "open", busy_timeout):
-            _check_or_init(conn, path, read_only=read_only)
+            if not read_only and _header(conn) == (0, 0):
+                # Possibly a brand-new file that another process is creating too: create it
+                # under an OS lock, on a fresh connection that sees the winner's header.
+                conn.close()
+                with _creation_lock(path):
+                    conn = sqlite3.connect(
+                        _uri(path, read_only=False),
+                        uri=True,
+                        timeout=busy_timeout,
+                        isolation_level=None,
+                        check_same_thread=False,
+                    )
+                    _init_with_retry(conn, path, read_only=False, busy_timeout=busy_timeout)
+            else:
+                _init_with_retry(conn, path, read_only=read_only, busy_timeout=busy_timeout)
             # WAL + NORMAL: a commit survives a process crash (kill -9); only a power cut can
             # lose the newest commits, and then whole ones, so the chain stays valid.
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -103,6 +120,41 @@ def connect(
     return conn
 
 
+@contextmanager
+def _creation_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``<ledger>.init`` while a new ledger is created."""
+    fd = os.open(f"{path}.init", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _init_with_retry(
+    conn: sqlite3.Connection, path: Path, *, read_only: bool, busy_timeout: float
+) -> None:
+    """``_check_or_init``, retried while another process creates the same new file.
+
+    Two processes opening a brand-new ledger race to switch it to WAL and create the
+    schema; SQLite reports the loser's lock upgrade as "database is locked" at once
+    (without waiting: waiting could deadlock), so the loser waits briefly and reads the
+    schema the winner wrote.
+    """
+    deadline = time.monotonic() + busy_timeout
+    delay = 0.01
+    while True:
+        try:
+            _check_or_init(conn, path, read_only=read_only)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
 def _uri(path: Path, *, read_only: bool) -> str:
     """The SQLite URI for ``path`` (a URI, so ``mode=ro`` can be asked for)."""
     return f"{path.absolute().as_uri()}?mode={'ro' if read_only else 'rwc'}"
@@ -110,6 +162,12 @@ def _uri(path: Path, *, read_only: bool) -> str:
 
 def _check_or_init(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> None:
     app_id, version = _header(conn)
+    if app_id == 0 and version == 0 and _has_tables(conn) and not read_only:
+        # Tables but no header yet: another process may be creating this ledger right now.
+        # Its transaction sets both; once we can take the write lock, the header is final.
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        app_id, version = _header(conn)
     if app_id == 0 and version == 0:
         if _has_tables(conn):
             raise LedgerCorruptError(f"{path} is an SQLite database but {_REFUSE_FOREIGN}")
