@@ -47,6 +47,7 @@ __all__ = [
     "IndexReport",
     "NullProgress",
     "Progress",
+    "content_sha",
     "embedding_text",
     "is_trivial",
     "update_segment",
@@ -114,7 +115,8 @@ def embedding_text(chunk: Chunk) -> str:
     return head + chunk.text
 
 
-def _content_sha(data: bytes) -> str:
+def content_sha(data: bytes) -> str:
+    """The sha256 of a file's raw bytes: what decides whether it is re-chunked."""
     return hashlib.sha256(data).hexdigest()
 
 
@@ -156,7 +158,7 @@ def update_segment(
     seen: set[str] = set()
     for src in sources:
         seen.add(src.path)
-        sha = _content_sha(src.data)
+        sha = content_sha(src.data)
         old = known.get(src.path)
         if old is None or old.content_sha256 != sha or src.path in pending:
             todo.append((src, sha))

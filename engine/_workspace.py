@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import re
 import threading
@@ -26,7 +25,7 @@ from engine._errors import (
     WorkspaceError,
     WorkspaceNotFoundError,
 )
-from engine._indexer import IndexReport, Progress, update_segment
+from engine._indexer import IndexReport, Progress, content_sha, update_segment
 from engine._journal import Inputs, Journal
 from engine._lock import WriterLock
 from engine._query import ToolSignal
@@ -516,7 +515,7 @@ class Workspace:
             old = known.get(item.path)
             if old is None:
                 added += 1
-            elif old.content_sha256 != hashlib.sha256(item.data).hexdigest():
+            elif old.content_sha256 != content_sha(item.data):
                 changed += 1
         return changed, added, len(set(known) - seen)
 
