@@ -30,13 +30,14 @@ from engine._errors import (
     WorkspaceNotFoundError,
 )
 from engine._indexer import IndexReport, NullProgress, Progress
+from engine._layers import GcReport
 from engine._pack import PackSettings
 from engine._query import SignalKind, ToolSignal
 from engine._recall import Fusion, RecallSettings
 from engine._rerank import RerankWeights
 from engine._search import SearchHit, SearchMode
 from engine._survey import Survey, survey
-from engine._workspace import Replay, Status, Workspace
+from engine._workspace import Replay, Resolved, Status, Workspace
 from indexers import Chunk, Span, TiktokenCounter, TokenCounter
 from ledger import ToolResult
 
@@ -53,6 +54,7 @@ __all__ = [
     "EmbeddingModelError",
     "FeedbackResult",
     "Fusion",
+    "GcReport",
     "IndexBusyError",
     "IndexNotBuiltError",
     "IndexReport",
@@ -66,6 +68,7 @@ __all__ = [
     "RecallSettings",
     "Replay",
     "RerankWeights",
+    "Resolved",
     "SearchHit",
     "SearchMode",
     "SessionState",

@@ -25,9 +25,8 @@ from engine._pack import PackSettings, Picked, select_evidence
 from engine._query import ToolSignal, clean_query, locations, query_identifiers
 from engine._recall import Candidate, Clock, RecallSettings, file_scores, recall
 from engine._rerank import RerankWeights, Scored, rerank
-from engine._segment import Segment
 from indexers import Chunk, TokenCounter
-from overlays import Hunk
+from overlays import Hunk, View
 
 __all__ = ["ContextSettings", "build_pack", "rank_files"]
 
@@ -156,7 +155,7 @@ def _fit_lines(items: Sequence[str], cap: int, counter: TokenCounter) -> list[st
 
 
 def build_pack(
-    segment: Segment,
+    view: View,
     *,
     goal: str,
     query: str,
@@ -167,7 +166,7 @@ def build_pack(
     embedder: Embedder | None,
     cache: EmbeddingCache | None,
     diff: Sequence[Hunk],
-    view: str,
+    view_id: str,
     settings: ContextSettings,
     scored_out: list[Scored] | None = None,
     timings: dict[str, float] | None = None,
@@ -177,7 +176,7 @@ def build_pack(
     ``timings`` accumulates seconds per stage (embed, bm25, dense, symbols, fuse, rerank,
     pack, render)."""
     clock = Clock(timings)
-    key = replay_key(view, goal, query, tool_signals, state, budget, settings)
+    key = replay_key(view_id, goal, query, tool_signals, state, budget, settings)
     ask = clean_query(query or goal)
     signal_text = "\n".join(s.text for s in tool_signals)
     idents = query_identifiers(f"{goal}\n{ask}\n{signal_text}")
@@ -185,11 +184,11 @@ def build_pack(
     dense_model = embedder.model_id if embedder is not None else None
     qvec = embedder.embed_query(ask) if embedder is not None else None
     clock.lap("embed")
-    cands = recall(segment, ask, idents, places, qvec, dense_model, settings.recall, timings)
+    cands = recall(view, ask, idents, places, qvec, dense_model, settings.recall, timings)
     cands = cands[: settings.rerank_depth]
     clock.last = time.perf_counter()
     vectors = _candidate_vectors(cands, embedder, cache)
-    mtimes = {p: f.mtime_ns for p, f in segment.meta.files().items()} if cands else {}
+    mtimes = {p: f.mtime_ns for p, f in view.files().items()} if cands else {}
     scored = rerank(cands, idents, qvec, vectors, mtimes, settings.weights)
     if scored_out is not None:
         scored_out.extend(scored)
@@ -289,20 +288,20 @@ def build_pack(
         for n, p in enumerate(picked, start=1)
     )
     clock.lap("render")
-    advisory = _advisory(segment, scored, picked, idents, settings)
+    advisory = _advisory(view, scored, picked, idents, settings)
     clock.lap("advisory")
     return ContextPack(blocks, citations, key, advisory, tuple(pointers), total, budget, rendered)
 
 
-def _advisory(segment: Segment, scored: Sequence[Scored], picked: Sequence[Picked],
+def _advisory(view: View, scored: Sequence[Scored], picked: Sequence[Picked],
               idents: Sequence[str], settings: ContextSettings) -> tuple[str, ...]:  # fmt: skip
     """Say when the evidence is thin, and name what is missing."""
     notes: list[str] = []
     if len(scored) < settings.min_candidates:
         notes.append(f"insufficient evidence: only {len(scored)} candidate sections found")
     asked = list(idents[:20])
-    known = segment.meta.defining(asked, limit=1) if asked else {}
-    missing = [i for i in asked if i not in known and not _mentioned(segment, i)]
+    known = view.defining(asked, limit=1) if asked else {}
+    missing = [i for i in asked if i not in known and not _mentioned(view, i)]
     if missing:
         notes.append(
             f"not found in the index: {', '.join(missing[:5])}; need the definition of {missing[0]}"
@@ -317,7 +316,7 @@ def _advisory(segment: Segment, scored: Sequence[Scored], picked: Sequence[Picke
     return tuple(notes)
 
 
-def _mentioned(segment: Segment, name: str) -> bool:
+def _mentioned(view: View, name: str) -> bool:
     """Whether any section's text uses ``name`` (a BM25 hit on the exact term)."""
-    return any(name in h.chunk.references or name in h.chunk.text
-               for h in segment.search_bm25(name, 3))  # fmt: skip
+    chunks = view.chunks([h.id for h in view.search_sections(name, 3)])
+    return any(name in c.references or name in c.text for c in chunks.values())

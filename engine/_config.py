@@ -58,6 +58,15 @@ class Config:
     mmr_lambda: float = 0.75  # evidence selection: relevance (1.0) vs novelty (0.0)
     ledger: bool = True  # record every build_context turn in the evidence ledger
     ledger_path: str = ""  # "" = <state_dir>/ledger.sqlite
+    # Overlays: whose overlay a call reads ("" = the login name), what a call does when the
+    # working tree moved since the overlay was built ("auto": refresh it first; "advise":
+    # answer from the index as it is and say so), the commit bases are built at ("" = the
+    # merge-base of HEAD with the default branch), and when an overlay that grew past this
+    # fraction of its base's files moves to a new base.
+    user: str = ""
+    refresh: str = "auto"
+    base_ref: str = ""
+    rebase_fraction: float = 0.3
 
     def __post_init__(self) -> None:
         if self.max_section_tokens < 16:
@@ -74,6 +83,10 @@ class Config:
             raise ConfigError(f"mmr_lambda must be within [0, 1], got {self.mmr_lambda}")
         if not self.state_dir:
             raise ConfigError("state_dir must not be empty")
+        if self.refresh not in ("auto", "advise"):
+            raise ConfigError(f"refresh must be 'auto' or 'advise', got {self.refresh!r}")
+        if not self.rebase_fraction > 0.0:
+            raise ConfigError(f"rebase_fraction must be > 0, got {self.rebase_fraction}")
         if self.max_file_bytes < 1:
             raise ConfigError(f"max_file_bytes must be >= 1, got {self.max_file_bytes}")
 

@@ -19,7 +19,7 @@ import hashlib
 import json
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -47,8 +47,10 @@ __all__ = [
     "IndexReport",
     "NullProgress",
     "Progress",
+    "chunker_fingerprint",
     "content_sha",
     "embedding_text",
+    "ensure_dense",
     "is_trivial",
     "update_segment",
 ]
@@ -120,6 +122,25 @@ def content_sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def chunker_fingerprint(config: Config, counter: TokenCounter) -> str:
+    """What chunks depend on besides the bytes: the chunker, its settings, the encoding."""
+    return f"chunker {CHUNKER_VERSION}; {config.chunk_options()}; encoding {counter.name}"
+
+
+def ensure_dense(
+    segment: Segment,
+    config: Config,
+    *,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    progress: Progress | None = None,
+) -> tuple[int, int]:
+    """Bring ``embedder``'s dense index of ``segment`` up to its metadata, without reading
+    any file (a base at a commit gets vectors of a newly configured model this way).
+    Returns (embeddings computed, reused)."""
+    return _update_dense(segment, embedder, cache, [], None, config, progress or NullProgress())
+
+
 def update_segment(
     segment: Segment,
     root: Path,
@@ -129,8 +150,16 @@ def update_segment(
     embedder: Embedder | None,
     cache: EmbeddingCache | None,
     progress: Progress | None = None,
+    listing: Iterable[SourceFile | Skipped] | None = None,
+    lexical: bool = True,
 ) -> IndexReport:
-    """Index ``root`` into ``segment`` incrementally (see the module docstring for order)."""
+    """Index ``root`` into ``segment`` incrementally (see the module docstring for order).
+
+    ``listing`` replaces the walk of ``root`` (an overlay indexes the files that differ
+    from its base); ``lexical=False`` keeps tantivy out (an overlay is scored in memory).
+    A segment built in one run from empty records its BM25 statistics (``lexical_stats``)
+    so a View can combine them with an overlay's.
+    """
     progress = progress or NullProgress()
     timings: dict[str, float] = {}
     meta = segment.meta
@@ -140,7 +169,7 @@ def update_segment(
     progress.stage("reading files", None, "files")
     sources: list[SourceFile] = []
     skipped: list[Skipped] = []
-    for item in walk(root, config.walk_options()):
+    for item in walk(root, config.walk_options()) if listing is None else listing:
         if isinstance(item, Skipped):
             skipped.append(item)
         else:
@@ -149,9 +178,10 @@ def update_segment(
     progress.end()
     known = meta.files()
     pending = set(json.loads(meta.get_info("pending") or "[]"))
+    fresh = not known and not pending
     # Chunks depend on the chunker and its settings, not only on the bytes: an index made
     # with others re-does every file (vectors of unchanged text come from the cache).
-    fingerprint = f"chunker {CHUNKER_VERSION}; {config.chunk_options()}; encoding {counter.name}"
+    fingerprint = chunker_fingerprint(config, counter)
     if known and meta.get_info("chunker") != fingerprint:
         pending |= set(known)
     todo: list[tuple[SourceFile, str]] = []
@@ -178,19 +208,24 @@ def update_segment(
 
     touched = sorted({src.path for _, src, _ in chunked} | set(removed))
     old_int_ids = [int_id(c.id) for p in touched if p in known for c in meta.chunks_of(p)]
-    if touched:
+    stats = meta.get_info("lexical_stats") or ""
+    if touched and lexical:
         # 1. journal, 2. lexical, 3. metadata.
         start = time.perf_counter()
         meta.set_info("pending", json.dumps(touched))
         progress.stage("lexical index", len(chunked), "files")
         with segment.lexical.writer() as writer:
-            for path in touched:
-                writer.delete_path(path)
+            if not fresh:
+                for path in touched:
+                    writer.delete_path(path)
             for cf, _, _ in chunked:
                 writer.add_page(cf.page, cf.text)
                 writer.add_sections(cf.chunks)
                 progress.advance()
         progress.end()
+        # Deleted documents keep counting in tantivy's statistics until a merge: only a
+        # segment written in one batch from empty knows its exact ones.
+        stats = json.dumps(writer.totals, sort_keys=True) if fresh else ""
         timings["lexical"] = time.perf_counter() - start
     start = time.perf_counter()
     with meta.transaction():
@@ -204,6 +239,7 @@ def update_segment(
         meta.set_info("indexed_at", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         meta.set_info("encoding", counter.name)
         meta.set_info("chunker", fingerprint)
+        meta.set_info("lexical_stats", stats)
     if chunked:
         meta.checkpoint()
     timings["metadata"] = time.perf_counter() - start

@@ -50,13 +50,17 @@ __all__ = [
     "BODY_BOOST",
     "MAX_QUERY_TERMS",
     "MAX_TERM_CHARS",
+    "PAGE_FIELDS",
     "PATH_BOOST",
+    "SECTION_FIELDS",
     "SYMBOL_BOOST",
     "LexicalHit",
     "LexicalIndex",
     "LexicalWriter",
     "code_terms",
+    "page_fields",
     "query_terms",
+    "section_fields",
 ]
 
 SYMBOL_BOOST = 3.0  # a name match is the best evidence that a section is the one asked for
@@ -130,6 +134,27 @@ def code_terms(text: str) -> str:
 def query_terms(query: str) -> list[str]:
     """The distinct terms a query searches for, first-seen order, at most ``MAX_QUERY_TERMS``."""
     return list(dict.fromkeys(code_terms(query).split()))[:MAX_QUERY_TERMS]
+
+
+SECTION_FIELDS = ("symbol_terms", "path_terms", "body")
+PAGE_FIELDS = ("path_terms", "body")
+
+
+def section_fields(chunk: Chunk, path_terms: str | None = None) -> dict[str, str]:
+    """A section's analysed fields, as indexed (and as a View rescores them)."""
+    names = " ".join((chunk.symbol, *chunk.defines))
+    text = f"{chunk.context}\n{chunk.text}" if chunk.context else chunk.text
+    return {
+        # A set: a name in both symbol and defines is one name, not a stronger match.
+        "symbol_terms": " ".join(dict.fromkeys(code_terms(names).split())),
+        "path_terms": code_terms(chunk.path) if path_terms is None else path_terms,
+        "body": code_terms(text),
+    }
+
+
+def page_fields(path: str, text: str) -> dict[str, str]:
+    """A page's analysed fields, as indexed."""
+    return {"path_terms": code_terms(path), "body": code_terms(text)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +305,22 @@ class LexicalIndex:
         """How many pages the loaded commit holds."""
         return int(self._live()[1].index.searcher().num_docs)
 
+    def weights(self, table: str) -> dict[str, float]:
+        """Field -> boost of queries on ``table`` ("sections" or "pages")."""
+        return dict(self._table(table).weights)
+
+    def doc_freqs(self, table: str, field: str, terms: Sequence[str]) -> dict[str, int]:
+        """How many documents of ``table`` hold each term in ``field`` (deleted ones count
+        until a merge drops them, as in tantivy's own BM25)."""
+        searcher = self._table(table).index.searcher()
+        return {t: int(searcher.doc_freq(field, t)) for t in terms}
+
+    def _table(self, table: str) -> _Table:
+        sections, pages = self._live()
+        if table not in ("sections", "pages"):
+            raise ConfigError(f"unknown lexical table {table!r}")
+        return sections if table == "sections" else pages
+
     @contextmanager
     def writer(self) -> Iterator[LexicalWriter]:
         """Change the index: commit on a clean exit, roll back if the block raises.
@@ -414,6 +455,10 @@ class LexicalWriter:
         self._sections = sections
         self._pages = pages
         self._done = False
+        self.deleted = 0  # delete_path calls: a batch with none leaves exact statistics
+        # Documents and tokens per field added, per table: a segment built in one batch
+        # records them, so its statistics can be combined with another segment's.
+        self.totals: dict[str, dict[str, int]] = {}
 
     def add_sections(self, chunks: Iterable[Chunk]) -> int:
         """Index ``chunks`` as sections; returns how many were added."""
@@ -423,21 +468,19 @@ class LexicalWriter:
         n = 0
         path = path_terms = ""
         for c in chunks:
-            names = " ".join((c.symbol, *c.defines))
             if c.path != path:  # a file's chunks arrive together; analyse its path once
                 path, path_terms = c.path, code_terms(c.path)
+            fields = section_fields(c, path_terms)
             doc = tantivy.Document(
                 chunk_id=c.id,
                 path=c.path,
-                path_terms=path_terms,
-                # A set: a name in both symbol and defines is one name, not a stronger match.
-                symbol_terms=" ".join(dict.fromkeys(code_terms(names).split())),
-                body=code_terms(f"{c.context}\n{c.text}" if c.context else c.text),
                 kind=c.kind.value,
                 doc_type=c.doc_type.value,
                 language=c.language,
+                **fields,
             )
             writer.add_document(doc)
+            self._count("sections", fields)
             n += 1
         return n
 
@@ -445,18 +488,22 @@ class LexicalWriter:
         """Index one whole file; ``text`` is its decoded content."""
         import tantivy
 
+        fields = page_fields(page.path, text)
         self._live()._pages.add_document(
-            tantivy.Document(
-                page_id=page.id,
-                path=page.path,
-                path_terms=code_terms(page.path),
-                body=code_terms(text),
-            )
+            tantivy.Document(page_id=page.id, path=page.path, **fields)
         )
+        self._count("pages", fields)
+
+    def _count(self, table: str, fields: dict[str, str]) -> None:
+        totals = self.totals.setdefault(table, {"docs": 0})
+        totals["docs"] += 1
+        for name, terms in fields.items():
+            totals[name] = totals.get(name, 0) + (terms.count(" ") + 1 if terms else 0)
 
     def delete_path(self, path: str) -> None:
         """Remove the page at ``path`` and all its sections (those added before this call)."""
         self._live()
+        self.deleted += 1
         self._sections.delete_documents_by_term("path", path)
         self._pages.delete_documents_by_term("path", path)
 

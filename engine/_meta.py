@@ -209,6 +209,12 @@ class MetaStore:
             rows = self._db.execute("SELECT * FROM files").fetchall()
         return {r[0]: FileRecord(*r) for r in rows}
 
+    def file(self, path: str) -> FileRecord | None:
+        """One file's record, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT * FROM files WHERE path = ?", (path,)).fetchone()
+        return FileRecord(*row) if row else None
+
     def skipped_counts(self) -> dict[str, int]:
         """Skipped files by reason, from the last index run."""
         with self._lock:
@@ -246,6 +252,21 @@ class MetaStore:
                 ).fetchall()
                 if rows:
                     out[name] = [str(r[0]) for r in rows]
+        return out
+
+    def definitions(
+        self, names: Sequence[str], limit: int = 50
+    ) -> dict[str, list[tuple[str, str]]]:
+        """(chunk id, path) of the sections defining each name, id order, ``limit`` per name."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        with self._lock:
+            for name in dict.fromkeys(names):
+                rows = self._db.execute(
+                    "SELECT chunk_id, path FROM defs WHERE name = ? ORDER BY chunk_id LIMIT ?",
+                    (name, limit),
+                ).fetchall()
+                if rows:
+                    out[name] = [(str(r[0]), str(r[1])) for r in rows]
         return out
 
     def paths_like(self, suffix: str, limit: int = 20) -> list[str]:

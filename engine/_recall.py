@@ -17,8 +17,8 @@ from enum import StrEnum
 import numpy as np
 
 from engine._query import Location
-from engine._segment import Segment
 from indexers import Chunk
+from overlays import View
 
 __all__ = ["Candidate", "Clock", "Fusion", "RecallSettings", "file_scores", "recall"]
 
@@ -77,7 +77,7 @@ class Candidate:
 
 
 def recall(
-    segment: Segment,
+    view: View,
     query: str,
     identifiers: Sequence[str],
     signal_locations: Sequence[Location],
@@ -92,14 +92,11 @@ def recall(
     """
     clock = Clock(timings)
     lists: dict[str, list[tuple[str, float]]] = {}
-    lexical = segment.fresh_lexical()
-    lists["bm25"] = [
-        (h.id, h.score) for h in lexical.search_sections(query, settings.bm25_sections)
-    ]
-    pages = lexical.search_pages(query, settings.pages)
+    lists["bm25"] = [(h.id, h.score) for h in view.search_sections(query, settings.bm25_sections)]
+    pages = view.search_pages(query, settings.pages)
     if pages:
         page_rank = {h.path: i for i, h in enumerate(pages)}
-        hits = lexical.search_sections(
+        hits = view.search_sections(
             query, settings.pages * settings.sections_per_page * 4, paths=list(page_rank)
         )
         per_page: dict[str, list[tuple[str, float]]] = defaultdict(list)
@@ -111,26 +108,20 @@ def recall(
         ]
     clock.lap("bm25")
     if query_vector is not None and dense_model is not None:
-        index = segment.dense(dense_model)
-        if index is not None and index.ntotal:
-            ids, scores = index.search(query_vector, settings.dense_sections)
-            by_int = segment.meta.chunk_ids_by_int_id([int(i) for i in ids[0] if i >= 0])
-            lists["dense"] = [
-                (by_int[int(i)], float(s))
-                for i, s in zip(ids[0], scores[0], strict=True)
-                if int(i) in by_int
-            ]
+        dense = view.search_dense(query_vector, dense_model, settings.dense_sections)
+        if dense:
+            lists["dense"] = [(chunk.id, score) for chunk, score in dense]
     clock.lap("dense")
     if identifiers:
-        defined = segment.meta.defining(identifiers, limit=settings.symbol_hits)
+        defined = view.defining(identifiers, limit=settings.symbol_hits)
         lists["symbol"] = [(cid, 1.0) for name in identifiers for cid in defined.get(name, [])]
     if signal_locations:
-        lists["signal"] = _signal_hits(segment, signal_locations)
+        lists["signal"] = _signal_hits(view, signal_locations)
     clock.lap("symbols")
-    fused = _fuse(segment, lists, settings)
+    fused = _fuse(view, lists, settings)
     if settings.expand_from and weights_of(settings).get("expand", 0.0) > 0:
-        lists["expand"] = _expansion(segment, fused, settings)
-        fused = _fuse(segment, lists, settings)
+        lists["expand"] = _expansion(view, fused, settings)
+        fused = _fuse(view, lists, settings)
     clock.lap("fuse")
     return fused
 
@@ -141,7 +132,7 @@ def weights_of(settings: RecallSettings) -> dict[str, float]:
 
 
 def _expansion(
-    segment: Segment, fused: Sequence[Candidate], settings: RecallSettings
+    view: View, fused: Sequence[Candidate], settings: RecallSettings
 ) -> list[tuple[str, float]]:
     """Definitions of the names the best candidates reference, most-referenced first."""
     top = fused[: settings.expand_from]
@@ -151,7 +142,7 @@ def _expansion(
             if len(name) >= 4:
                 counts[name] += 1.0 / rank
     names = sorted(counts, key=lambda n: (-counts[n], n))[: settings.expand_names]
-    defined = segment.meta.defining(names, limit=settings.expand_defs + 1)
+    defined = view.defining(names, limit=settings.expand_defs + 1)
     out: list[tuple[str, float]] = []
     for name in names:
         ids = defined.get(name, [])
@@ -175,20 +166,20 @@ class Clock:
             self.last = now
 
 
-def _signal_hits(segment: Segment, places: Sequence[Location]) -> list[tuple[str, float]]:
+def _signal_hits(view: View, places: Sequence[Location]) -> list[tuple[str, float]]:
     """Sections containing a signal's line, or defining its function, in matching paths."""
     out: list[tuple[str, float]] = []
     for place in places:
         path = place.path.replace("\\", "/").lstrip("./")
-        candidates = segment.meta.paths_like(path) if path else []
+        candidates = view.paths_like(path) if path else []
         if not candidates and "/" in path:  # an absolute path from another machine
             parts = path.split("/")
             for cut in range(1, len(parts)):
-                candidates = segment.meta.paths_like("/".join(parts[cut:]))
+                candidates = view.paths_like("/".join(parts[cut:]))
                 if candidates:
                     break
         for indexed in candidates[:3]:
-            for chunk in segment.meta.chunks_of(indexed):
+            for chunk in view.chunks_of(indexed):
                 inside = place.line is not None and (
                     chunk.span.start_line <= place.line <= chunk.span.end_line
                 )
@@ -199,11 +190,11 @@ def _signal_hits(segment: Segment, places: Sequence[Location]) -> list[tuple[str
 
 
 def _fuse(
-    segment: Segment, lists: dict[str, list[tuple[str, float]]], settings: RecallSettings
+    view: View, lists: dict[str, list[tuple[str, float]]], settings: RecallSettings
 ) -> list[Candidate]:
     weights = dict(settings.weights)
     ids = list(dict.fromkeys(cid for pairs in lists.values() for cid, _ in pairs))
-    chunks = segment.meta.chunks(ids)
+    chunks = view.chunks(ids)
     cands: dict[str, Candidate] = {}
     for name, pairs in lists.items():
         top = max((s for _, s in pairs), default=0.0) or 1.0

@@ -10,23 +10,35 @@ so a hit on something the metadata no longer holds (an interrupted write) is dro
 
 from __future__ import annotations
 
+import json
 import re
 import threading
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine._errors import IndexNotBuiltError
-from engine._meta import MetaStore
+from engine._errors import IndexNotBuiltError, IndexStateError
+from engine._lexical import page_fields, query_terms, section_fields
+from engine._meta import FileRecord, MetaStore
 from indexers import Chunk
+from overlays import DocTerms, FieldStats, Found, TableStats
 
 if TYPE_CHECKING:
     from engine._dense import DenseIndex
     from engine._lexical import LexicalIndex
 
-__all__ = ["Hit", "Segment", "model_slug"]
+__all__ = ["Hit", "Segment", "model_slug", "page_text"]
+
+_DOC_CACHE = 200_000  # analysed documents remembered per segment (rescoring in a View)
+# The boosts ``LexicalIndex.open`` uses by default, for segments scored in memory.
+_WEIGHTS = {
+    "sections": {"symbol_terms": 3.0, "path_terms": 2.0, "body": 1.0},
+    "pages": {"path_terms": 2.0, "body": 1.0},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +66,7 @@ class Segment:
         self._lexical: LexicalIndex | None = None
         self._dense: dict[str, tuple[int, DenseIndex]] = {}
         self._lexical_generation = -1
+        self._docs: dict[tuple[str, str], DocTerms] = {}
 
     def close(self) -> None:
         """Release files and connections."""
@@ -85,11 +98,107 @@ class Segment:
             self._lexical_generation = generation
         return lexical
 
-    def search_bm25(self, query: str, k: int) -> list[Hit]:
-        """Top ``k`` sections by BM25, resolved to chunks."""
-        hits = self.fresh_lexical().search_sections(query, k)
-        chunks = self.meta.chunks([h.id for h in hits])
-        return [Hit(chunks[h.id], h.score) for h in hits if h.id in chunks]
+    # -- as a part of a View (overlays.Part) ------------------------------------------
+
+    def query_terms(self, query: str) -> list[str]:
+        """The distinct terms a query searches for."""
+        return query_terms(query)
+
+    def lexical_weights(self, table: str) -> dict[str, float]:
+        """Field -> boost of the BM25 query on ``table``."""
+        return dict(_WEIGHTS[table])
+
+    def lexical_search(
+        self, table: str, query: str, k: int, paths: Collection[str] | None
+    ) -> list[Found]:
+        """Top ``k`` of ``table`` by this segment's own BM25, ties by id."""
+        lexical = self.fresh_lexical()
+        if table == "pages":
+            hits = lexical.search_pages(query, k)
+        else:
+            hits = lexical.search_sections(query, k, paths=paths)
+        return [Found(h.id, h.path, h.score) for h in hits]
+
+    def lexical_stats(self, table: str, terms: Sequence[str]) -> TableStats:
+        """Exact BM25 statistics of ``table`` for ``terms`` (recorded when the segment was
+        written in one batch from empty; a patched one has none and raises)."""
+        raw = self.meta.get_info("lexical_stats")
+        if not raw:
+            raise IndexStateError(
+                f"the index at {self.dir} has no exact BM25 statistics (it was patched); "
+                "rebuild it with `cortex index --rebuild`"
+            )
+        totals = json.loads(raw).get(table, {"docs": 0})
+        lexical = self.fresh_lexical()
+        fields = {
+            name: FieldStats(int(totals.get(name, 0)), lexical.doc_freqs(table, name, terms))
+            for name in _WEIGHTS[table]
+        }
+        return TableStats(int(totals["docs"]), fields)
+
+    def doc_terms(self, table: str, found: Sequence[Found]) -> dict[str, DocTerms]:
+        """The analysed documents behind ``found``, by id (cached: ids name content)."""
+        out = {f.id: self._docs[(table, f.id)] for f in found if (table, f.id) in self._docs}
+        missing = [f for f in found if f.id not in out]
+        if table == "sections":
+            chunks = self.meta.chunks([f.id for f in missing])
+            docs = [_section_doc(c) for c in chunks.values()]
+        else:
+            docs = [d for f in missing if (d := self._page_doc(f.path)) is not None]
+        if len(self._docs) > _DOC_CACHE:
+            self._docs.clear()
+        for doc in docs:
+            self._docs[(table, doc.id)] = out[doc.id] = doc
+        return out
+
+    def docs_of(self, table: str, paths: Iterable[str]) -> list[DocTerms]:
+        """Every document of ``table`` under ``paths``, in path order."""
+        out: list[DocTerms] = []
+        for path in sorted(set(paths)):
+            if table == "sections":
+                out.extend(_section_doc(c) for c in self.meta.chunks_of(path))
+            elif (doc := self._page_doc(path)) is not None:
+                out.append(doc)
+        return out
+
+    def _page_doc(self, path: str) -> DocTerms | None:
+        record = self.meta.file(path)
+        if record is None:
+            return None
+        key = ("pages", record.page_id)
+        if key not in self._docs:
+            fields = page_fields(path, page_text(self.meta.chunks_of(path)))
+            self._docs[key] = _doc(record.page_id, path, fields)
+        return self._docs[key]
+
+    def dense_search(self, vector: np.ndarray, model_id: str, k: int) -> list[tuple[Chunk, float]]:
+        """Top ``k`` sections by cosine, ties by id."""
+        hits = self.search_dense(vector, model_id, k)
+        return sorted(((h.chunk, h.score) for h in hits), key=lambda p: (-p[1], p[0].id))
+
+    def has_dense(self, model_id: str) -> bool:
+        """Whether this segment has vectors of ``model_id``."""
+        return self.dense(model_id) is not None or self.meta.counts()[1] == 0
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by id."""
+        return self.meta.chunks(ids)
+
+    def chunks_of(self, path: str) -> list[Chunk]:
+        """A file's chunks in line order."""
+        return self.meta.chunks_of(path)
+
+    def definitions(self, names: Sequence[str], limit: int) -> dict[str, list[tuple[str, str]]]:
+        """(chunk id, path) of sections defining each name."""
+        return self.meta.definitions(names, limit)
+
+    def paths_like(self, suffix: str, limit: int) -> list[str]:
+        """Paths equal to or ending in ``/suffix``."""
+        return self.meta.paths_like(suffix, limit)
+
+    def files(self) -> dict[str, FileRecord]:
+        """Every file's record by path."""
+        return self.meta.files()
 
     # -- dense ----------------------------------------------------------------------
 
@@ -131,3 +240,27 @@ class Segment:
         pairs = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
         chunks = self.meta.chunks_by_int_id([i for i, _ in pairs])
         return [Hit(chunks[i], s) for i, s in pairs if i in chunks]
+
+
+def page_text(chunks: Iterable[Chunk]) -> str:
+    """A file's text as its chunks hold it: every covered line once, in order, and the lines
+    no chunk holds (blank ones: the chunkers never drop a line with a word) as empty lines.
+
+    Its BM25 terms are those of the whole file, as the lexical index saw it."""
+    lines: dict[int, str] = {}
+    for chunk in chunks:
+        for offset, line in enumerate(chunk.text.split("\n")):
+            lines.setdefault(chunk.span.start_line + offset, line)
+    return "\n".join(lines.get(n, "") for n in range(1, max(lines, default=0) + 1))
+
+
+def _doc(ident: str, path: str, fields: dict[str, str]) -> DocTerms:
+    analysed = {}
+    for name, terms in fields.items():
+        words = terms.split()
+        analysed[name] = (len(words), Counter(words))
+    return DocTerms(ident, path, analysed)
+
+
+def _section_doc(chunk: Chunk) -> DocTerms:
+    return _doc(chunk.id, chunk.path, section_fields(chunk))

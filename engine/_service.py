@@ -30,7 +30,6 @@ from engine._context import ContextPack, FeedbackResult
 from engine._errors import ConfigError, CortexError, IndexNotBuiltError, UnknownReplayKeyError
 from engine._search import SearchHit
 from engine._workspace import Replay, Workspace
-from indexers import sha256_text, span_text
 from ledger import ToolResult
 
 if TYPE_CHECKING:
@@ -213,43 +212,29 @@ class Service:
             raise UnknownReplayKeyError(f"unknown replay key {replay_key!r}: no turn recorded")
 
     def resolve(self, uri: str, proof: Proof | None = None) -> dict[str, object]:
-        """The text of ``path#Lstart-Lend`` (or a whole file), or only metadata.
-
-        Text comes back only for a file the index holds (so never a secret, vendored or
-        ignored file), that exists, whose lines are all there and, with ``proof``, whose
-        text still has the proof's sha256. A path outside the workspace raises.
-        """
+        """``Workspace.resolve`` with the servers' input limits: the indexed text of
+        ``path#Lstart-Lend`` (or a whole file) for a caller whose proof matches the indexed
+        content, metadata only otherwise. A path outside the workspace raises."""
         _check_text("uri", uri)
         match = _URI.match(uri.strip())
         if match is None:
             raise ConfigError(f"bad uri {uri!r}; use path#L10-L20, path#L10 or path")
         rel, path = self._inside(match["path"])
-        start = int(match["start"]) if match["start"] else None
-        end = int(match["end"]) if match["end"] else start
-        if start is not None and (start < 1 or end is None or end < start):
-            raise ConfigError(f"bad line range in {uri!r}; lines count from 1, start <= end")
         if proof is not None and self._inside(proof.path)[0] != rel:
             raise ConfigError(f"the proof is for {proof.path!r}, not {rel!r}")
-        out: dict[str, object] = {"uri": uri, "path": rel, "start_line": start, "end_line": end}
-        out.update(exists=path.is_file(), indexed=False, verified=None, sha256=None, text=None)
-        if not out["exists"]:
-            return {**out, "reason": "no such file in the workspace now"}
-        if not self._ready().segment().meta.chunks_of(rel):
-            return {**out, "reason": "not indexed: cortex never shows files it skips; if the "
-                    "file is new, call index first"}  # fmt: skip
-        out["indexed"] = True
-        data = path.read_bytes()
-        lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
-        text = span_text(data, start or 1, end or lines) if lines else ""
-        if text is None:
-            return {**out, "reason": f"the file has only {lines} lines now"}
-        if len(text.encode()) > MAX_RESOLVE_BYTES:
-            return {**out, "reason": f"over {MAX_RESOLVE_BYTES} bytes; ask for fewer lines"}
-        sha = sha256_text(text)
-        if proof is not None and proof.sha256.lower() != sha:
-            return {**out, "verified": False, "reason": "stale: these lines changed since they "
-                    "were cited; call build_context again"}  # fmt: skip
-        return {**out, "verified": proof is not None or None, "sha256": sha, "text": text}
+        lines = uri.strip()[len(match["path"]) :]
+        given = {"path": rel, "sha256": proof.sha256} if proof is not None else None
+        got = self._ready().resolve(rel + lines, given)
+        out = _plain(got)
+        assert isinstance(out, dict)
+        out["uri"] = uri
+        out["exists"] = path.is_file()
+        out["indexed"] = got.sha256 is not None or got.start_line is not None
+        out["verified"] = None if proof is None else got.text is not None
+        if got.text is not None and len(got.text.encode()) > MAX_RESOLVE_BYTES:
+            out["text"] = None
+            out["reason"] = f"over {MAX_RESOLVE_BYTES} bytes; ask for fewer lines"
+        return out
 
     def _inside(self, rel: str) -> tuple[str, Path]:
         posix = PurePosixPath(rel.strip().replace("\\", "/"))

@@ -7,7 +7,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -18,6 +18,7 @@ from engine._config import Config
 from engine._context import ContextPack, FeedbackResult, SessionState
 from engine._errors import (
     ConfigError,
+    IndexBusyError,
     IndexNotBuiltError,
     IndexSchemaError,
     IndexStateError,
@@ -25,26 +26,28 @@ from engine._errors import (
     WorkspaceError,
     WorkspaceNotFoundError,
 )
-from engine._indexer import IndexReport, Progress, content_sha, update_segment
+from engine._indexer import IndexReport, Progress, content_sha
 from engine._journal import Inputs, Journal
+from engine._layers import GcReport, Layers
 from engine._lock import WriterLock
+from engine._meta import FileRecord
 from engine._query import ToolSignal
 from engine._rerank import Scored
 from engine._search import FUSION_DEPTH, SearchHit, SearchMode, fuse
-from engine._segment import Hit, Segment
+from engine._segment import Hit, page_text
 from indexers import Skipped, TiktokenCounter, TokenCounter, sha256_text, span_text, walk
 from ledger import LedgerError, ToolResult, TurnRecord
-from overlays import Hunk, git_tracks, head_commit, working_diff
+from overlays import Hunk, View, git_tracks, head_commit, working_diff
 
 if TYPE_CHECKING:
     from engine._embed import Embedder, EmbeddingCache
 
-__all__ = ["Replay", "Status", "Workspace"]
+__all__ = ["Replay", "Resolved", "Status", "Workspace"]
 
-MANIFEST_SCHEMA = 1
-_SEGMENT = "main"
+MANIFEST_SCHEMA = 2  # 2: bases + per-branch overlays (1 had one segment)
 _RECENT_PACKS = 256  # packs kept in memory for ``feedback`` (the ledger keeps them all)
 _CITATION = re.compile(r"^\s*\[?\s*(\d{1,6})\s*\]?\s*$")
+_URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,21 @@ class Replay:
     text: str
     tokens_used: int
     diff: str = ""  # unified diff recorded -> rebuilt; "" when identical or not rebuilt
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """``Workspace.resolve``'s answer: where, what hash, how big; text only with a proof."""
+
+    uri: str
+    path: str
+    start_line: int | None
+    end_line: int | None
+    sha256: str | None  # of the lines' text as indexed
+    tokens: int | None
+    license: str | None
+    text: str | None = None
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +101,13 @@ class Status:
     added: int = 0
     removed: int = 0
     disk_bytes: int = 0
+    branch: str = ""  # "detached" on a detached HEAD; "" outside git
+    user: str = ""
+    overlay_files: int = 0  # files that differ from the base (this branch, this user)
+    tombstones: int = 0  # base files the overlay hides (changed, renamed, deleted)
+    overlay_bytes: int = 0
+    base_bytes: int = 0
+    stale: bool = False  # the working tree moved since the overlay was built
 
     @property
     def stale_files(self) -> int:
@@ -107,7 +132,8 @@ class Workspace:
         self.state_dir = state if state.is_absolute() else root / state
         self._lock = threading.Lock()
         self._lazy = threading.RLock()  # lazy loaders: two first calls create one of each
-        self._segment: Segment | None = None
+        self._layers = Layers(root, self.state_dir, config)
+        self._refreshing = threading.Lock()  # one index/refresh at a time in this process
         self._counter: TokenCounter | None = None
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
@@ -131,9 +157,7 @@ class Workspace:
     def close(self) -> None:
         """Release indexes, models and files."""
         with self._lock:
-            if self._segment is not None:
-                self._segment.close()
-                self._segment = None
+            self._layers.close()
             if self._cache is not None:
                 self._cache.close()
                 self._cache = None
@@ -185,15 +209,37 @@ class Workspace:
         tmp.write_text(json.dumps(body, indent=2) + "\n", "utf-8")
         tmp.replace(self._manifest)
 
-    def _segment_dir(self) -> Path:
-        return self.state_dir / "segments" / _SEGMENT
+    @property
+    def layers(self) -> Layers:
+        """The bases and overlays of this workspace."""
+        return self._layers
 
-    def segment(self, *, create: bool = False) -> Segment:
-        """The workspace's segment (raises ``IndexNotBuiltError`` before the first index)."""
-        with self._lock:
-            if self._segment is None:
-                self._segment = Segment(self._segment_dir(), create=create)
-            return self._segment
+    def view(self) -> tuple[View, tuple[str, ...]]:
+        """The View a call reads, refreshed first when the working tree moved.
+
+        With ``refresh = "advise"``, or while another call or process is refreshing, the
+        View is answered as it is, with a note saying it is stale: reads never wait for a
+        refresh they did not start. Raises ``IndexNotBuiltError`` before the first index.
+        """
+        info, token = self._layers.current()
+        notes: tuple[str, ...] = ()
+        if info.token != token:
+            if self.config.refresh == "advise":
+                notes = ("stale: the working tree changed since the last index; run "
+                         "`cortex index` (answered from the index as it was)",)  # fmt: skip
+            elif not self._refreshing.acquire(blocking=False):
+                notes = ("stale: the working tree changed and a refresh is running; "
+                         "answered from the index as it was",)  # fmt: skip
+            else:
+                try:
+                    self._index_locked(None, rebuild=False)
+                    info, token = self._layers.current()
+                except IndexBusyError as exc:
+                    notes = (f"stale: the working tree changed and another process is "
+                             f"indexing ({exc}); answered from the index as it was",)  # fmt: skip
+                finally:
+                    self._refreshing.release()
+        return self._layers.view(info), notes
 
     @property
     def counter(self) -> TokenCounter:
@@ -228,29 +274,43 @@ class Workspace:
     # -- index ----------------------------------------------------------------------
 
     def index(self, *, progress: Progress | None = None, rebuild: bool = False) -> IndexReport:
-        """Bring the index up to date with the folder; only changed files are re-done.
+        """Bring the index up to date with the folder; only what changed is re-done.
 
+        The first run builds a base at the base commit (see ``Layers``); every run refreshes
+        this branch's overlay: the files that differ from the base, and tombstones for the
+        base files changed or deleted. The report covers both.
         One writer at a time: a second one gets ``IndexBusyError`` naming the holder.
         """
+        with self._refreshing:
+            return self._index_locked(progress, rebuild=rebuild)
+
+    def _index_locked(self, progress: Progress | None, *, rebuild: bool) -> IndexReport:
         with WriterLock(self.state_dir / "lock"):
             if rebuild:
-                self.close()
-                _remove_tree(self._segment_dir())
+                self._layers.close()
+                for name in ("bases", "overlays", "segments"):
+                    _remove_tree(self.state_dir / name)
             if not self._manifest.exists():
                 self._write_manifest()
-            segment = self.segment(create=True)
             embedder = self.embedder
-            report = update_segment(
-                segment,
-                self.root,
-                self.config,
+            try:
+                before = self._layers.view(self._layers.current()[0]).files()
+            except IndexNotBuiltError:
+                before = {}
+            overlay, info, base = self._layers.refresh(
                 counter=self.counter,
                 embedder=embedder,
                 cache=self.cache if embedder is not None else None,
                 progress=progress,
             )
-            segment.meta.set_info("commit", head_commit(self.root) or "")
-            return report
+            skipped = self._layers.segment(self._layers.base_dir(info.base)).meta.skipped_counts()
+            return _combined(base, overlay, before, self._layers.view(info).files(), skipped)
+
+    def gc(self, *, dry_run: bool = False) -> GcReport:
+        """Remove the overlays of branches and working trees that no longer exist, and the
+        bases no overlay uses any more (``dry_run``: only say what would go)."""
+        with self._refreshing, WriterLock(self.state_dir / "lock"):
+            return self._layers.gc(dry_run=dry_run)
 
     # -- search ---------------------------------------------------------------------
 
@@ -264,19 +324,22 @@ class Workspace:
             raise ConfigError(f"unknown search mode {mode!r}; use bm25, dense or hybrid") from exc
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}")
-        segment = self.segment()
+        view, _ = self.view()
         depth = k if mode is not SearchMode.HYBRID else max(k * FUSION_DEPTH, 50)
         bm25: list[Hit] = []
         dense: list[Hit] = []
         if mode is not SearchMode.DENSE:
-            bm25 = segment.search_bm25(query, depth)
+            found = view.search_sections(query, depth)
+            chunks = view.chunks([f.id for f in found])
+            bm25 = [Hit(chunks[f.id], f.score) for f in found if f.id in chunks]
         if mode is not SearchMode.BM25:
             embedder = self.embedder
             if embedder is None:
                 if mode is SearchMode.DENSE:
                     raise ConfigError("dense search is off (dense_model = none)")
-            else:
-                dense = segment.search_dense(embedder.embed_query(query), embedder.model_id, depth)
+            elif view.has_dense(embedder.model_id):
+                vector = embedder.embed_query(query)
+                dense = [Hit(c, s) for c, s in view.search_dense(vector, embedder.model_id, depth)]
         return fuse(bm25, dense, k)
 
     # -- context --------------------------------------------------------------------
@@ -312,15 +375,15 @@ class Workspace:
         signals = tuple(
             s if isinstance(s, ToolSignal) else ToolSignal(str(s)) for s in tool_signals or ()
         )
-        segment = self.segment()
+        view, stale = self.view()
         embedder = self.embedder
-        dense_ready = embedder is not None and segment.dense(embedder.model_id) is not None
+        dense_ready = embedder is not None and view.has_dense(embedder.model_id)
         if self._git_tracked is None:
             self._git_tracked = git_tracks(self.root)
         diff = working_diff(self.root) if self._git_tracked else []
         inputs = Inputs(goal, query, signals, state or SessionState(), budget)
         pack = build_pack(
-            segment,
+            view,
             goal=goal,
             query=query,
             tool_signals=signals,
@@ -330,11 +393,13 @@ class Workspace:
             embedder=embedder if dense_ready else None,
             cache=self.cache if dense_ready else None,
             diff=diff,
-            view=self._view_id(segment, diff),
+            view_id=self._view_id(view, diff),
             settings=settings or self.config.context_settings(),
             scored_out=explain,
             timings=timings,
         )
+        if stale:
+            pack = replace(pack, advisory=(*pack.advisory, *stale))
         if record and self.config.ledger:
             started = time.perf_counter()
             try:
@@ -399,13 +464,11 @@ class Workspace:
             )
         return turn
 
-    def _view_id(self, segment: Segment, diff: Sequence[Hunk]) -> str:
-        """What the answer depends on besides the inputs: the index generation, its commit,
-        the dense model, and the working-tree diff shown in the prompt."""
-        meta = segment.meta
+    def _view_id(self, view: View, diff: Sequence[Hunk]) -> str:
+        """What the answer depends on besides the inputs: the View (base commit, overlay
+        generation, working-tree token), the dense model, and the diff shown in the prompt."""
         diff_sha = sha256_text("\n".join(f"{h.path}\n{h.text}" for h in diff))[:16]
-        commit = meta.get_info("commit") or ""
-        return f"{meta.generation}:{commit}:{meta.get_info('dense_model')}:{diff_sha}"
+        return f"{view.ident}:{self.config.dense_model}:{diff_sha}"
 
     def feedback(
         self,
@@ -465,47 +528,103 @@ class Workspace:
         text = span_text(data, start, end)
         return text is not None and sha256_text(text) == sha256
 
+    # -- resolve --------------------------------------------------------------------
+
+    def resolve(self, uri: str, proof: Mapping[str, str] | None = None) -> Resolved:
+        """The indexed text at ``uri`` (``path#La-Lb``, ``path#La`` or ``path``), only for a
+        caller that proves it holds that content; anyone else gets metadata only.
+
+        ``proof = {"path": ..., "sha256": ...}``: the sha256 of the file's bytes, or of the
+        requested lines' text (what a citation carries), as this index holds them. Text
+        comes from this user's View (base plus this user's overlay), never from another
+        user's overlay, and never for a file the index skipped.
+        """
+        match = _URI.match(uri.strip())
+        if match is None:
+            raise ConfigError(f"bad uri {uri!r}; use path#L10-L20, path#L10 or path")
+        path = match["path"]
+        view, _ = self.view()
+        record = view.files().get(path)
+        if record is None:
+            why = "not in the index (skipped, ignored, or never indexed)"
+            return Resolved(uri, path, None, None, None, None, None, reason=why)
+        lines = page_text(view.chunks_of(path)).split("\n")
+        start = int(match["start"]) if match["start"] else 1
+        end = (
+            int(match["end"]) if match["end"] else (start if match["start"] else record.line_count)
+        )
+        if start < 1 or end < start:
+            raise ConfigError(f"bad line range in {uri!r}; lines count from 1, start <= end")
+        if start > record.line_count:
+            why = f"the indexed file has only {record.line_count} lines"
+            return Resolved(uri, path, start, end, None, None, record.license, reason=why)
+        end = min(end, record.line_count)
+        text = "\n".join(lines[start - 1 : end])
+        sha = sha256_text(text)
+        meta = Resolved(uri, path, start, end, sha, self.counter.count(text), record.license)
+        if proof is None:
+            return replace(meta, reason="metadata only: no proof of possession given")
+        if proof.get("path", "").strip().lstrip("./") != path:
+            return replace(meta, reason=f"metadata only: the proof is for {proof.get('path')!r}")
+        if str(proof.get("sha256", "")).lower() not in (sha, record.content_sha256):
+            return replace(meta, reason="metadata only: the proof does not match the indexed "
+                           "content (changed since, or another version)")  # fmt: skip
+        return replace(meta, text=text, reason="proof matches the indexed content")
+
     # -- status ---------------------------------------------------------------------
 
     def status(self, *, check_files: bool = True) -> Status:
-        """What is indexed; with ``check_files``, also how many files changed since."""
+        """What is indexed (base, this branch's overlay); with ``check_files``, also how
+        many files differ from the index now (a walk that reads every file)."""
         commit = head_commit(self.root)
         try:
-            segment = self.segment()
+            info, token = self._layers.current()
         except IndexNotBuiltError:
             return Status(self.root, self.state_dir, indexed=False, commit=commit)
-        meta = segment.meta
-        files, chunks, tokens = meta.counts()
+        view = self._layers.view(info)
+        base = self._layers.segment(self._layers.base_dir(info.base))
+        overlay = self._layers.segment(self._layers.overlay_dir(info.branch))
+        meta = base.meta
+        files = view.files()
+        _, base_chunks, base_tokens = meta.counts()
+        _, over_chunks, over_tokens = overlay.meta.counts()
+        hidden = [files_ for p, files_ in base.files().items() if p in view.hidden]
         model = meta.get_info("dense_model") or None
-        dense = segment.dense(model) if model else None
+        dense = base.dense(model) if model else None
         changed = added = removed = 0
         if check_files:
-            changed, added, removed = self._staleness(segment)
+            changed, added, removed = self._staleness(files)
         return Status(
             root=self.root,
             state_dir=self.state_dir,
             indexed=True,
             commit=commit,
-            indexed_commit=meta.get_info("commit") or None,
-            indexed_at=meta.get_info("indexed_at"),
-            files=files,
-            chunks=chunks,
-            tokens=tokens,
+            indexed_commit=info.base or None,
+            indexed_at=info.built,
+            files=len(files),
+            chunks=base_chunks - sum(f.chunks for f in hidden) + over_chunks,
+            tokens=base_tokens - sum(f.tokens for f in hidden) + over_tokens,
             skipped=meta.skipped_counts(),
             encoding=meta.get_info("encoding"),
             dense_model=model,
             dense_vectors=dense.ntotal if dense is not None else 0,
             dense_kind=dense.kind if dense is not None else None,
             dense_recall=dense.measured_recall if dense is not None else None,
-            dense_current=model is not None and segment.dense_generation(model) == meta.generation,
+            dense_current=model is not None and base.dense_generation(model) == meta.generation,
             changed=changed,
             added=added,
             removed=removed,
             disk_bytes=_tree_size(self.state_dir),
+            branch=info.branch,
+            user=info.user,
+            overlay_files=len(info.paths),
+            tombstones=len(info.tombstones),
+            overlay_bytes=_tree_size(self._layers.overlay_dir(info.branch)),
+            base_bytes=_tree_size(self._layers.base_dir(info.base)),
+            stale=info.token != token,
         )
 
-    def _staleness(self, segment: Segment) -> tuple[int, int, int]:
-        known = segment.meta.files()
+    def _staleness(self, known: Mapping[str, FileRecord]) -> tuple[int, int, int]:
         seen: set[str] = set()
         changed = added = 0
         for item in walk(self.root, self.config.walk_options()):
@@ -518,6 +637,43 @@ class Workspace:
             elif old.content_sha256 != content_sha(item.data):
                 changed += 1
         return changed, added, len(set(known) - seen)
+
+
+def _combined(
+    base: IndexReport | None,
+    overlay: IndexReport,
+    before: Mapping[str, FileRecord],
+    after: Mapping[str, FileRecord],
+    skipped: dict[str, int],
+) -> IndexReport:
+    """One report for a run that may have built a base and refreshed an overlay, counted
+    against what the previous View held: what a caller sees change, and what was re-done."""
+    added = sum(1 for p in after if p not in before)
+    # A new base re-chunks every file (other chunker settings, or a move to another commit).
+    changed = sum(1 for p, f in after.items() if p in before and (
+        base is not None or before[p].content_sha256 != f.content_sha256))  # fmt: skip
+    seconds = {f"overlay {k}": v for k, v in overlay.seconds.items()}
+    computed, reused = overlay.embeddings_computed, overlay.embeddings_reused
+    chunks_added, chunks_removed = overlay.chunks_added, overlay.chunks_removed
+    if base is not None:
+        seconds = {**{f"base {k}": v for k, v in base.seconds.items()}, **seconds}
+        computed, reused = computed + base.embeddings_computed, reused + base.embeddings_reused
+        chunks_added += base.chunks_added
+    return IndexReport(
+        files=len(after),
+        added=added,
+        changed=changed,
+        removed=sum(1 for p in before if p not in after),
+        unchanged=len(after) - added - changed,
+        chunks=sum(f.chunks for f in after.values()),
+        chunks_added=chunks_added,
+        chunks_removed=chunks_removed,
+        skipped=skipped,
+        embeddings_computed=computed,
+        embeddings_reused=reused,
+        dense_model=overlay.dense_model,
+        seconds=seconds,
+    )
 
 
 def _citation_number(raw: int | str) -> int | None:

@@ -33,7 +33,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def _queries(ws: Workspace, n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
-    meta = ws.segment().meta
+    meta = ws.layers.base_segment().meta
     ids = [cid for cid, _ in meta.all_chunk_ids()]
     picked = meta.chunks(rng.sample(ids, min(len(ids), n * 6)))
     chunks = [picked[i] for i in sorted(picked)]

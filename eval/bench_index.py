@@ -42,7 +42,7 @@ def _pct(values: list[float], q: float) -> float:
 def _queries(ws: Workspace, n: int, seed: int) -> list[str]:
     """Half identifier-style queries from real symbols, half prose from real docstrings."""
     rng = random.Random(seed)
-    segment = ws.segment()
+    segment = ws.layers.base_segment()
     ids = [cid for cid, _ in segment.meta.all_chunk_ids()]
     picked = segment.meta.chunks(rng.sample(ids, min(len(ids), n * 4)))
     chunks = [picked[i] for i in sorted(picked)]
@@ -107,15 +107,16 @@ def main(argv: list[str] | None = None) -> int:
             )
 
             status = ws.status(check_files=False)
-            corpus = sum(f.size for f in ws.segment().meta.files().values())
+            corpus = sum(f.size for f in ws.layers.base_segment().meta.files().values())
+            base = ws.layers.base_segment().dir
             state = Path(tmp) / "full"
             total = _tree_bytes(state)
             parts = {
-                "meta": _tree_bytes(state / "segments" / "main")
-                - _tree_bytes(state / "segments" / "main" / "lexical")
-                - _tree_bytes(state / "segments" / "main" / "dense"),
-                "lexical": _tree_bytes(state / "segments" / "main" / "lexical"),
-                "dense": _tree_bytes(state / "segments" / "main" / "dense"),
+                "meta": _tree_bytes(base)
+                - _tree_bytes(base / "lexical")
+                - _tree_bytes(base / "dense"),
+                "lexical": _tree_bytes(base / "lexical"),
+                "dense": _tree_bytes(base / "dense"),
                 "vector cache": sum(
                     p.stat().st_size for p in state.glob("embeddings.sqlite*") if p.is_file()
                 ),

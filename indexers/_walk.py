@@ -19,7 +19,7 @@ import fnmatch
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from pathlib import Path
@@ -171,7 +171,10 @@ class Skipped:
 
 
 def walk(
-    root: str | os.PathLike[str], options: WalkOptions = WalkOptions()
+    root: str | os.PathLike[str],
+    options: WalkOptions = WalkOptions(),
+    *,
+    only: Collection[str] | None = None,
 ) -> Iterator[SourceFile | Skipped]:
     """Yield every candidate under ``root`` once, sorted by path, read lazily.
 
@@ -179,6 +182,10 @@ def walk(
     reading happens as the iterator advances. A root that is a file yields just that file,
     under its basename. Raises ``FileNotFoundError`` for a missing root, ``ValueError`` for a
     malformed glob, ``RuntimeError`` when ``git ls-files`` fails.
+
+    ``only`` limits the result to those relative paths (what an overlay re-reads): each is
+    judged exactly as in a full walk, listed files not named are not read, and folder
+    verdicts are left out.
 
     >>> counts = Counter(getattr(x, "reason", "indexed") for x in walk("."))  # doctest: +SKIP
     """
@@ -194,7 +201,12 @@ def walk(
         return walker.emit([absolute.name])
     walker = _Walker(os.path.realpath(given), options)
     listed = _git_list(walker) if options.use_git else None
-    return walker.emit(listed if listed is not None else _tree_list(walker))
+    paths = listed if listed is not None else _tree_list(walker)
+    if only is not None:
+        wanted = set(only)
+        walker.pre.clear()
+        paths = [p for p in paths if p in wanted]
+    return walker.emit(paths)
 
 
 def _read_file(path: str, limit: int) -> bytes:

@@ -1,9 +1,29 @@
 """Per-branch copy-on-write overlays over a shared base index.
 
-So far: the git facts the engine records with an index (``head_commit``). The diff against
-a base commit and the View composition come with the overlays work.
+``overlays`` knows git and how to compose segments; it never builds one (``engine`` does):
+
+- ``changed_paths`` and friends: which files of a working tree may differ from a base
+  commit (committed on the branch, staged, unstaged, untracked), read with GitPython;
+- ``View``: a base segment plus an overlay segment and the base paths it hides, answering
+  as one segment holding the View's files would (BM25 rescored with combined statistics);
+- ``check_proof``: proof of possession before text leaves the index.
 """
 
+from overlays._bm25 import DocTerms, FieldStats, TableStats, bm25, stored_length
 from overlays._git import Hunk, git_tracks, head_commit, working_diff
+from overlays._view import Found, Part, View
 
-__all__ = ["Hunk", "git_tracks", "head_commit", "working_diff"]
+__all__ = [
+    "DocTerms",
+    "FieldStats",
+    "Found",
+    "Hunk",
+    "Part",
+    "TableStats",
+    "View",
+    "bm25",
+    "git_tracks",
+    "head_commit",
+    "stored_length",
+    "working_diff",
+]

@@ -141,6 +141,8 @@ def test_search_status_index_openapi(server: Server) -> None:
     status, done = server.request("POST", "/v1/index?wait=1")
     assert status == 200 and done["report"]["unchanged"] == 8
     status, doc = server.request("GET", "/v1/resolve?uri=hooks.py%23L2-L4")
+    assert status == 200 and doc["text"] is None and doc["sha256"]  # no proof: metadata
+    status, doc = server.request("GET", f"/v1/resolve?uri=hooks.py%23L2-L4&sha256={doc['sha256']}")
     assert status == 200 and "register_hook" in doc["text"]
     status, spec = server.request("GET", "/openapi.json")
     assert status == 200 and {"/v1/context", "/v1/feedback", "/healthz"} <= set(spec["paths"])
@@ -216,7 +218,9 @@ def test_reads_keep_answering_while_a_refresh_runs(tmp_path: Path) -> None:
     repo, state = indexed_repo(tmp_path)
     for i in range(40):
         (repo / f"extra{i}.py").write_text(f"def brand_new_{i}(x):\n    return x + {i}\n")
-    service = Service.open(repo, Config(dense_model="hash", state_dir=str(state)))
+    # "advise": reads answer from the index as it is instead of refreshing it themselves.
+    config = Config(dense_model="hash", state_dir=str(state), refresh="advise")
+    service = Service.open(repo, config)
     errors: list[BaseException] = []
     stop = threading.Event()
 

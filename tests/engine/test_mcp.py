@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from engine import Config, TiktokenCounter, Workspace
 from engine._errors import ConfigError, IndexNotBuiltError
 from engine._service import MAX_TEXT_BYTES, Proof, Service
+from indexers import sha256_text
 from tests.engine.test_workspace import GIT_ENV, make_repo
 
 TOOLS = {"build_context", "feedback", "search", "resolve", "replay", "status", "index"}
@@ -101,14 +103,16 @@ def test_build_context_feedback_replay_round_trip(mcp_call: tuple[Call, Any]) ->
 
 
 def test_resolve_with_and_without_proof(mcp_call: tuple[Call, Any]) -> None:
-    """Lines come back with their sha256; a matching proof verifies, a wrong one withholds."""
+    """Without a proof: metadata (sha256, tokens) only; a matching proof (the lines' sha256
+    or the file's) gets the text, a wrong one is withheld."""
     call, _ = mcp_call
     plain = call("resolve", {"uri": "hooks.py#L2-L4"})
-    assert not plain.is_error and "def register_hook" in plain.content[0].text
+    assert not plain.is_error and plain.structured_content["text"] is None
     sha = plain.structured_content["sha256"]
     good = call("resolve", {"uri": "hooks.py#L2-L4", "proof": {"path": "hooks.py", "sha256": sha}})
     assert good.structured_content["verified"] is True
-    assert good.structured_content["text"] == plain.structured_content["text"]
+    assert "def register_hook" in good.structured_content["text"]
+    assert sha256_text(good.structured_content["text"]) == sha
     bad = call("resolve", {"uri": "hooks.py#L2-L4", "proof": {"path": "hooks.py", "sha256": "0"}})
     assert not bad.is_error
     assert bad.structured_content["verified"] is False and bad.structured_content["text"] is None
@@ -182,12 +186,17 @@ def test_resolve_refuses_symlinks_out_and_unindexed_files(service: Service) -> N
         service.resolve("escape.txt")
     secret = service.resolve(".env")
     assert secret["exists"] and not secret["indexed"] and secret["text"] is None
+    data = (Path(service.ws.root) / ".env").read_bytes()
+    proved = service.resolve(".env", Proof(".env", hashlib.sha256(data).hexdigest()))
+    assert proved["text"] is None  # a proof cannot pull in what the index never held
 
 
 def test_resolve_whole_file_and_lines_past_the_end(service: Service) -> None:
-    """A bare path gives the whole file; lines the file no longer has give metadata only."""
-    whole = service.resolve("mod1.py")
-    assert whole["text"] == (Path(service.ws.root) / "mod1.py").read_text().rstrip("\n")
+    """A bare path with the file's sha256 as proof gives the whole file; lines the file does
+    not have give metadata only."""
+    data = (Path(service.ws.root) / "mod1.py").read_bytes()
+    whole = service.resolve("mod1.py", Proof("mod1.py", hashlib.sha256(data).hexdigest()))
+    assert whole["text"] == data.decode().rstrip("\n")
     gone = service.resolve("mod1.py#L40-L50")
     assert gone["text"] is None and "lines" in str(gone["reason"])
     with pytest.raises(ConfigError, match="proof is for"):

@@ -1,0 +1,222 @@
+"""What differs between a working tree and a base commit, read with GitPython.
+
+All paths are relative to the workspace root (which may be a folder inside a repository),
+with ``/`` separators, as the walker gives them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import git
+
+__all__ = [
+    "GitState",
+    "base_commit",
+    "changed_paths",
+    "checkout",
+    "git_state",
+    "live_refs",
+    "rev_parse",
+    "tree_token",
+]
+
+_DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
+_SKIP_DIRS = frozenset({".git", ".cortex", "node_modules", "__pycache__", ".venv", ".tox"})
+
+
+@dataclass(frozen=True, slots=True)
+class GitState:
+    """Where a working tree stands: its commit, branch, and a token that changes whenever
+    anything an index could see changes (a commit, a checkout, an edit, a new file)."""
+
+    commit: str
+    branch: str  # "" on a detached HEAD
+    token: str
+
+
+def _repo(root: Path) -> git.Repo | None:
+    try:
+        import git
+    except ImportError:
+        return None
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    if repo.working_tree_dir is None:
+        repo.close()
+        return None
+    try:
+        repo.head.commit  # noqa: B018 - an unborn branch has no commit to diff against
+    except (ValueError, TypeError, git.GitCommandError):
+        repo.close()
+        return None
+    return repo
+
+
+def _split(out: str) -> list[str]:
+    return [p for p in out.split("\0") if p]
+
+
+def _pathspec(exclude: Sequence[str]) -> list[str]:
+    return ["--", ".", *(f":(exclude){e}" for e in exclude)]
+
+
+def git_state(root: Path, exclude: Sequence[str] = ()) -> GitState | None:
+    """The working tree's state, or None outside git (or before the first commit).
+
+    The token hashes HEAD, the porcelain status (staged, unstaged, untracked) and the size
+    and modification time of every file the status names, so a second edit to a file that
+    is already modified moves it too. One ``git status`` per call: it uses git's stat cache,
+    milliseconds on a few thousand files. ``exclude``: folders under ``root`` that never
+    count (the index's own state folder).
+    """
+    repo = _repo(root)
+    if repo is None:
+        return None
+    try:
+        commit = str(repo.head.commit.hexsha)
+        branch = "" if repo.head.is_detached else str(repo.head.ref.name)
+        top = Path(str(repo.working_tree_dir))
+        status = _git(root).status(
+            "--porcelain=v1", "-z", "--untracked-files=all", *_pathspec(exclude)
+        )
+    finally:
+        repo.close()
+    digest = hashlib.sha256(f"{commit}\0{branch}\0".encode())
+    for entry in _split(status):
+        digest.update(entry.encode("utf-8", "surrogateescape") + b"\0")
+        with contextlib.suppress(OSError):  # porcelain paths are relative to the top
+            st = os.lstat(top / entry[3:])
+            digest.update(f"{st.st_size}:{st.st_mtime_ns}\0".encode())
+    return GitState(commit, branch, digest.hexdigest())
+
+
+def _git(root: Path) -> git.Git:
+    """Git commands run in ``root`` (GitPython's ``repo.git`` runs at the top)."""
+    import git
+
+    return git.Git(str(root))
+
+
+def tree_token(root: Path, exclude: Sequence[str] = ()) -> str:
+    """A token over the path, size and mtime of every file under ``root`` (outside git),
+    skipping version-control, cache and virtualenv folders and ``exclude``."""
+    digest = hashlib.sha256()
+    top = str(root)
+    skip = {os.path.join(top, e) for e in exclude}  # noqa: PTH118
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS
+                         and os.path.join(folder, d) not in skip)  # noqa: PTH118  # fmt: skip
+        for name in sorted(files):
+            with contextlib.suppress(OSError):
+                st = os.lstat(os.path.join(folder, name))  # noqa: PTH118 - hot loop
+                digest.update(f"{folder}/{name}\0{st.st_size}:{st.st_mtime_ns}\0".encode())
+    return digest.hexdigest()
+
+
+def base_commit(root: Path) -> str | None:
+    """The commit a base index is built at: the merge-base of HEAD with the default branch
+    (``origin/HEAD``, else a local main/master/trunk/develop), or HEAD when there is none."""
+    repo = _repo(root)
+    if repo is None:
+        return None
+    try:
+        head = repo.head.commit
+        default = None
+        with contextlib.suppress(Exception):
+            default = repo.refs["origin/HEAD"].commit
+        if default is None:
+            names = {h.name: h for h in repo.heads}
+            default = next((names[n].commit for n in _DEFAULT_BRANCHES if n in names), None)
+        if default is None:
+            return str(head.hexsha)
+        bases = repo.merge_base(head, default)
+        return str(bases[0].hexsha) if bases else str(head.hexsha)
+    finally:
+        repo.close()
+
+
+def rev_parse(root: Path, ref: str) -> str | None:
+    """The commit ``ref`` names in the repository at ``root``, or None."""
+    repo = _repo(root)
+    if repo is None:
+        return None
+    try:
+        return str(repo.commit(ref).hexsha)
+    except Exception:
+        return None
+    finally:
+        repo.close()
+
+
+def changed_paths(root: Path, base: str, exclude: Sequence[str] = ()) -> set[str] | None:
+    """Paths under ``root`` that may differ from commit ``base``: changed in commits since
+    it, staged, unstaged, deleted, renamed (both names) or untracked (not ignored).
+
+    None when ``root`` is not in git or ``base`` is unknown there (compare everything).
+    """
+    repo = _repo(root)
+    if repo is None:
+        return None
+    import git
+
+    try:
+        cmd = _git(root)
+        spec = _pathspec(exclude)
+        diff = cmd.diff("--name-only", "-z", "--no-renames", "--relative", base, *spec)
+        others = cmd.ls_files("--others", "--exclude-standard", "-z", *spec)
+    except git.GitCommandError:
+        return None
+    finally:
+        repo.close()
+    return set(_split(diff)) | set(_split(others))
+
+
+def live_refs(root: Path) -> tuple[set[str], set[str]] | None:
+    """(local branch names, working tree folders) of the repository at ``root``."""
+    repo = _repo(root)
+    if repo is None:
+        return None
+    try:
+        branches = {str(h.name) for h in repo.heads}
+        listing = repo.git.worktree("list", "--porcelain")
+    finally:
+        repo.close()
+    trees = {
+        line[len("worktree ") :] for line in listing.splitlines() if line.startswith("worktree ")
+    }
+    return branches, {str(Path(t).resolve()) for t in trees}
+
+
+@contextlib.contextmanager
+def checkout(root: Path, commit: str) -> Iterator[Path]:
+    """A temporary, detached working tree of ``commit`` (``git worktree``); yields the
+    folder that corresponds to ``root`` in it, and removes the tree afterwards."""
+    repo = _repo(root)
+    if repo is None:
+        raise ValueError(f"{root} is not in a git repository with commits")
+    top = Path(str(repo.working_tree_dir)).resolve()
+    rel = Path(root).resolve().relative_to(top)
+    scratch = Path(tempfile.mkdtemp(prefix="cortex-base-"))
+    tree = scratch / "tree"
+    try:
+        repo.git.worktree("add", "--detach", "--quiet", str(tree), commit)
+        yield tree / rel
+    finally:
+        with contextlib.suppress(Exception):
+            repo.git.worktree("remove", "--force", str(tree))
+        with contextlib.suppress(Exception):
+            repo.git.worktree("prune")
+        repo.close()
+        shutil.rmtree(scratch, ignore_errors=True)

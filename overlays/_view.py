@@ -1,0 +1,310 @@
+"""A View: a base segment, an overlay segment, and the base paths the overlay hides.
+
+The overlay holds the files that differ from the base (committed on the branch, staged,
+unstaged, untracked); every base path the overlay holds or tombstones is hidden, so base
+text is never returned for a file the branch changed or deleted. The View answers the same
+questions a single segment answers, and answers them as a single segment built from the
+View's files would:
+
+- BM25: the base's hits are rescored with the View's statistics (the base's, minus the
+  hidden documents, plus the overlay's), the overlay's documents are scored in memory with
+  the same statistics, and the base is read deeper until no unread base document could
+  still enter the top k (see ``rescale_bound``).
+- dense: cosine does not depend on the corpus, so the base is read ``k`` plus as many
+  vectors as the hidden files hold, the hidden ones dropped, and both lists merged.
+- symbols, paths, chunks: merged, hidden base entries dropped, same order as one segment.
+
+Ties are broken by ids everywhere, never by which segment a result came from.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from indexers import Chunk
+from overlays._bm25 import DocTerms, FieldStats, TableStats, bm25, rescale_bound
+
+__all__ = ["Found", "Part", "View"]
+
+TABLES = ("sections", "pages")
+_EPSILON = 1e-6  # relative slack on the bound: f32 scores from tantivy, f64 here
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A BM25 hit: a chunk id (sections) or page id (pages), its path, its score."""
+
+    id: str
+    path: str
+    score: float
+
+
+class Part(Protocol):
+    """What a segment offers to be composed into a View (engine adapts its Segment)."""
+
+    def query_terms(self, query: str) -> list[str]:
+        """The distinct terms a query searches for."""
+        ...
+
+    def lexical_weights(self, table: str) -> Mapping[str, float]:
+        """Field -> boost of the BM25 query on ``table``."""
+        ...
+
+    def lexical_search(
+        self, table: str, query: str, k: int, paths: Collection[str] | None
+    ) -> list[Found]:
+        """Top ``k`` of ``table`` by this segment's own BM25 (ties by id)."""
+        ...
+
+    def lexical_stats(self, table: str, terms: Sequence[str]) -> TableStats:
+        """This segment's exact statistics of ``table`` for ``terms``."""
+        ...
+
+    def doc_terms(self, table: str, found: Sequence[Found]) -> dict[str, DocTerms]:
+        """The analysed documents behind ``found``, by id."""
+        ...
+
+    def docs_of(self, table: str, paths: Iterable[str]) -> list[DocTerms]:
+        """Every document of ``table`` under ``paths``."""
+        ...
+
+    def dense_search(self, vector: np.ndarray, model_id: str, k: int) -> list[tuple[Chunk, float]]:
+        """Top ``k`` sections by cosine ([] without a dense index for ``model_id``)."""
+        ...
+
+    def has_dense(self, model_id: str) -> bool:
+        """Whether this segment has vectors of ``model_id``."""
+        ...
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by id (unknown ids absent)."""
+        ...
+
+    def chunks_of(self, path: str) -> list[Chunk]:
+        """A file's chunks in line order."""
+        ...
+
+    def definitions(self, names: Sequence[str], limit: int) -> dict[str, list[tuple[str, str]]]:
+        """(chunk id, path) of sections defining each name, id order, ``limit`` per name."""
+        ...
+
+    def paths_like(self, suffix: str, limit: int) -> list[str]:
+        """Paths equal to ``suffix`` or ending in ``/suffix``, shortest first."""
+        ...
+
+    def files(self) -> Mapping[str, Any]:
+        """Every file's record by path."""
+        ...
+
+
+class View:
+    """Base plus overlay with hidden base paths; with no overlay, the base itself."""
+
+    def __init__(
+        self,
+        base: Part,
+        overlay: Part | None = None,
+        *,
+        overlay_paths: Collection[str] = (),
+        tombstones: Collection[str] = (),
+        hidden_chunks: int = 0,
+        ident: str = "",
+    ) -> None:
+        """``hidden_chunks``: how many base sections the hidden paths hold (dense depth)."""
+        self.base = base
+        self.overlay = overlay
+        self.overlay_paths = frozenset(overlay_paths)
+        self.tombstones = frozenset(tombstones)
+        self.hidden = self.overlay_paths | self.tombstones
+        self.hidden_chunks = hidden_chunks
+        self.ident = ident
+        self._docs: dict[str, _Memory] = {}
+
+    @property
+    def layered(self) -> bool:
+        """Whether anything is laid over the base (else every answer is the base's own)."""
+        return self.overlay is not None and bool(self.hidden)
+
+    # -- BM25 -----------------------------------------------------------------------
+
+    def search_sections(
+        self, query: str, k: int, *, paths: Collection[str] | None = None
+    ) -> list[Found]:
+        """The ``k`` best sections for ``query`` (in ``paths`` if given), best first."""
+        return self._lexical("sections", query, k, paths)
+
+    def search_pages(self, query: str, k: int) -> list[Found]:
+        """The ``k`` best pages (whole files) for ``query``, best first."""
+        return self._lexical("pages", query, k, None)
+
+    def _lexical(
+        self, table: str, query: str, k: int, paths: Collection[str] | None
+    ) -> list[Found]:
+        if not self.layered:
+            return self.base.lexical_search(table, query, k, paths)
+        assert self.overlay is not None
+        terms = self.base.query_terms(query)
+        if not terms or (paths is not None and not paths):
+            return []
+        weights = self.base.lexical_weights(table)
+        memory = self._memory(table)
+        own = self.base.lexical_stats(table, terms)
+        view = memory.stats(own, terms)
+        scored: dict[str, Found] = {}
+        wanted = None if paths is None else set(paths)
+        for doc in memory.matching(terms):
+            if wanted is None or doc.path in wanted:
+                score = bm25(doc, terms, view, weights)
+                if score > 0:
+                    scored[doc.id] = Found(doc.id, doc.path, score)
+        base_paths = None if wanted is None else sorted(wanted - self.hidden)
+        if base_paths is None or base_paths:
+            bound = rescale_bound(own, view, terms, weights)
+            depth = k + 16
+            while True:
+                hits = self.base.lexical_search(table, query, depth, base_paths)
+                visible = [h for h in hits if h.path not in self.hidden]
+                docs = self.base.doc_terms(table, visible)
+                for h in visible:
+                    if h.id not in scored and h.id in docs:
+                        score = bm25(docs[h.id], terms, view, weights)
+                        if score > 0:
+                            scored[h.id] = Found(h.id, h.path, score)
+                if len(hits) < depth:
+                    break  # every matching base document was read
+                ranked = sorted(s.score for s in scored.values())[::-1]
+                unseen = hits[-1].score * bound * (1 + _EPSILON)
+                if len(ranked) >= k and ranked[k - 1] > unseen:
+                    break
+                depth *= 4
+        return sorted(scored.values(), key=lambda f: (-f.score, f.id))[:k]
+
+    def _memory(self, table: str) -> _Memory:
+        memory = self._docs.get(table)
+        if memory is None:
+            assert self.overlay is not None
+            added = self.overlay.docs_of(table, sorted(self.overlay_paths))
+            removed = self.base.docs_of(table, sorted(self.hidden))
+            memory = self._docs[table] = _Memory(added, removed)
+        return memory
+
+    # -- dense ----------------------------------------------------------------------
+
+    def has_dense(self, model_id: str) -> bool:
+        """Whether the View can answer dense queries for ``model_id``."""
+        return self.base.has_dense(model_id) and (
+            self.overlay is None or not self.overlay_paths or self.overlay.has_dense(model_id)
+        )
+
+    def search_dense(self, vector: np.ndarray, model_id: str, k: int) -> list[tuple[Chunk, float]]:
+        """The ``k`` sections nearest ``vector`` (cosine), best first, ties by id."""
+        if not self.layered:
+            return self.base.dense_search(vector, model_id, k)
+        assert self.overlay is not None
+        hits = [
+            (c, s)
+            for c, s in self.base.dense_search(vector, model_id, k + self.hidden_chunks)
+            if c.path not in self.hidden
+        ]
+        hits += self.overlay.dense_search(vector, model_id, k)
+        return sorted(hits, key=lambda h: (-h[1], h[0].id))[:k]
+
+    # -- metadata -------------------------------------------------------------------
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """Chunks by id; a hidden base chunk is absent unless the overlay holds it too."""
+        if not self.layered:
+            return self.base.chunks(ids)
+        assert self.overlay is not None
+        found = {i: c for i, c in self.base.chunks(ids).items() if c.path not in self.hidden}
+        found.update(self.overlay.chunks([i for i in ids if i not in found]))
+        return found
+
+    def chunks_of(self, path: str) -> list[Chunk]:
+        """A file's chunks in line order, from whichever layer holds the file."""
+        if path in self.overlay_paths and self.overlay is not None:
+            return self.overlay.chunks_of(path)
+        if path in self.tombstones:
+            return []
+        return self.base.chunks_of(path)
+
+    def defining(self, names: Sequence[str], limit: int = 50) -> dict[str, list[str]]:
+        """Chunk ids defining each name (id order, at most ``limit`` per name)."""
+        if not self.layered:
+            return {n: [i for i, _ in v] for n, v in self.base.definitions(names, limit).items()}
+        assert self.overlay is not None
+        out: dict[str, list[str]] = {}
+        depth = limit
+        while True:
+            got = self.base.definitions(names, depth)
+            short = False
+            for name in dict.fromkeys(names):
+                pairs = got.get(name, [])
+                short |= len(pairs) == depth and sum(p not in self.hidden for _, p in pairs) < limit
+                out[name] = [i for i, p in pairs if p not in self.hidden]
+            if not short:
+                break
+            depth *= 4
+        for name, pairs in self.overlay.definitions(names, limit).items():
+            out[name] = sorted(set(out.get(name, [])) | {i for i, _ in pairs})
+        return {n: ids[:limit] for n, ids in out.items() if ids}
+
+    def paths_like(self, suffix: str, limit: int = 20) -> list[str]:
+        """Paths equal to ``suffix`` or ending in ``/suffix``, shortest first."""
+        if not self.layered:
+            return self.base.paths_like(suffix, limit)
+        assert self.overlay is not None
+        base = [p for p in self.base.paths_like(suffix, limit + len(self.hidden))
+                if p not in self.hidden]  # fmt: skip
+        merged = set(base) | set(self.overlay.paths_like(suffix, limit))
+        return sorted(merged, key=lambda p: (len(p), p))[:limit]
+
+    def files(self) -> dict[str, Any]:
+        """Every file's record by path (the overlay's where it holds the file)."""
+        out = dict(self.base.files())
+        if self.overlay is not None:
+            for path in self.hidden:
+                out.pop(path, None)
+            out.update(self.overlay.files())
+        return out
+
+
+class _Memory:
+    """The overlay's documents in memory, and how they and the hidden ones move statistics."""
+
+    def __init__(self, added: Sequence[DocTerms], removed: Sequence[DocTerms]) -> None:
+        self.added = list(added)
+        self.by_term: dict[str, list[int]] = defaultdict(list)
+        for i, doc in enumerate(self.added):
+            for term in {t for _, counts in doc.fields.values() for t in counts}:
+                self.by_term[term].append(i)
+        self.docs_delta = len(self.added) - len(removed)
+        self.tokens: Counter[str] = Counter()
+        self.df: dict[str, Counter[str]] = defaultdict(Counter)
+        for sign, docs in ((1, self.added), (-1, removed)):
+            for doc in docs:
+                for name, (length, counts) in doc.fields.items():
+                    self.tokens[name] += sign * length
+                    self.df[name].update({t: sign for t in counts})
+
+    def matching(self, terms: Sequence[str]) -> list[DocTerms]:
+        """Overlay documents holding any of ``terms``."""
+        hit = sorted({i for t in terms for i in self.by_term.get(t, ())})
+        return [self.added[i] for i in hit]
+
+    def stats(self, own: TableStats, terms: Sequence[str]) -> TableStats:
+        """The View's statistics: the base's, minus the hidden documents, plus the overlay's."""
+        fields: dict[str, FieldStats] = {}
+        for name in set(own.fields) | set(self.tokens):
+            mine = own.fields.get(name, FieldStats())
+            delta = self.df.get(name, Counter())
+            fields[name] = FieldStats(
+                mine.tokens + self.tokens.get(name, 0),
+                {t: mine.df.get(t, 0) + delta.get(t, 0) for t in terms},
+            )
+        return TableStats(own.docs + self.docs_delta, fields)
