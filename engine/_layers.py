@@ -40,6 +40,7 @@ from overlays._diff import (
     base_commit,
     changed_paths,
     checkout,
+    commit_time_ns,
     git_state,
     live_refs,
     rev_parse,
@@ -237,8 +238,11 @@ class Layers:
         if base == _NO_GIT or not changed_paths(self.root, base, self.inside):
             report = build(self.root)  # the folder is exactly the base: no checkout needed
         else:
-            with checkout(self.root, base) as tree:
+            with checkout(self.root, base, self.state_dir / "checkout") as tree:
                 report = build(tree)
+        when = None if base == _NO_GIT else commit_time_ns(self.root, base)
+        if when is not None:  # the base's files are as old as its commit, wherever built
+            segment.meta.set_mtimes(when)
         segment.meta.set_info("commit", "" if base == _NO_GIT else base)
         (directory / "complete").write_text(base + "\n", "utf-8")
         return report
@@ -271,8 +275,11 @@ class Layers:
                 known = base_files.get(item.path)
                 if known is None or known.content_sha256 != content_sha(item.data):
                     differ.append(item)
+        # Every base path the overlay replaces or drops: changed, renamed away, deleted, or
+        # no longer indexable (now ignored, too large...).
         looked = set(base_files) if candidates is None else candidates & set(base_files)
-        tombstones = sorted(p for p in looked if p not in present)
+        changed = {s.path for s in differ}
+        tombstones = sorted(p for p in looked if p not in present or p in changed)
         segment = self.segment(directory, create=True)
         report = update_segment(segment, self.root, self.config, counter=counter,
                                 embedder=embedder, cache=cache, progress=progress,

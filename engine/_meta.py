@@ -192,6 +192,12 @@ class MetaStore:
                 [(name, c.id, c.path) for c in chunks for name in dict.fromkeys(c.defines)],
             )
 
+    def set_mtimes(self, mtime_ns: int) -> None:
+        """Record one modification time for every file (a base at a commit: its commit time,
+        so the same commit gives the same records wherever and whenever it is built)."""
+        with self._lock:
+            self._db.execute("UPDATE files SET mtime_ns = ?", (mtime_ns,))
+
     def replace_skipped(self, skipped: Iterable[Skipped]) -> None:
         """Record this walk's skipped files (for status and `cortex chunks`)."""
         with self._lock:

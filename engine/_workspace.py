@@ -204,6 +204,8 @@ class Workspace:
 
     def _write_manifest(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        # Never committed by accident (``git add -A``), so a checkout never deletes it.
+        (self.state_dir / ".gitignore").write_text("# written by cortex\n*\n", "utf-8")
         body = {"schema": MANIFEST_SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         tmp = self._manifest.with_suffix(".tmp")
         tmp.write_text(json.dumps(body, indent=2) + "\n", "utf-8")

@@ -247,11 +247,16 @@ def cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     if not st.indexed:
         out.write(f"{st.root}: not indexed yet (run `cortex index`)\n")
         return EXIT_OK
-    commit = (st.indexed_commit or "-")[:12]
-    moved = "" if st.commit == st.indexed_commit else f" (HEAD is now {(st.commit or '-')[:12]})"
+    base = (st.indexed_commit or "the folder at its first index")[:12]
+    where = f"branch {st.branch}" if st.branch else "no git"
+    head = f", HEAD {(st.commit or '-')[:12]}" if st.commit else ""
+    stale = "stale: the tree moved since (refreshed on the next call)" if st.stale else "current"
     out.write(
         f"{st.root}\n"
-        f"  indexed:    {st.indexed_at} at commit {commit}{moved}\n"
+        f"  base:       {base} ({st.base_bytes / 1e6:.1f} MB, shared by every branch)\n"
+        f"  overlay:    {where}{head}, user {st.user}: {st.overlay_files:,} files differ "
+        f"from the base, {st.tombstones:,} base files hidden; "
+        f"{st.overlay_bytes / 1e6:.2f} MB; built {st.indexed_at}; {stale}\n"
         f"  contents:   {st.files:,} files, {st.chunks:,} chunks, {st.tokens:,} tokens "
         f"({st.encoding})\n"
     )
@@ -277,6 +282,26 @@ def cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         )
         out.write(f"  freshness:  {fresh}\n")
     out.write(f"  disk:       {st.disk_bytes / 1e6:.1f} MB in {st.state_dir}\n")
+    return EXIT_OK
+
+
+def cmd_gc(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Remove the overlays of branches and working trees that no longer exist, and the bases
+    no overlay uses any more."""
+    with Workspace.open(args.path, config) as ws:
+        report = ws.gc(dry_run=args.dry_run)
+    if args.json:
+        out.write(json.dumps(_jsonable(report)) + "\n")
+        return EXIT_OK
+    verb = "would remove" if args.dry_run else "removed"
+    for overlay in report.overlays:
+        out.write(f"{verb} overlay {overlay}\n")
+    for base in report.bases:
+        out.write(f"{verb} base {base[:12]}\n")
+    out.write(
+        f"{verb} {len(report.overlays)} overlays and {len(report.bases)} bases: "
+        f"{report.freed_bytes / 1e6:.1f} MB\n"
+    )
     return EXIT_OK
 
 
@@ -511,6 +536,12 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.add_argument("--fast", action="store_true", help="skip the walk that counts changes")
     status.set_defaults(func=cmd_status)
+
+    gc = sub.add_parser("gc", help=cmd_gc.__doc__, description=cmd_gc.__doc__)
+    gc.add_argument("path", nargs="?", default=".", help="the workspace folder (default: .)")
+    gc.add_argument("--dry-run", action="store_true", help="only say what would be removed")
+    gc.add_argument("--json", action="store_true", help="print the report as JSON")
+    gc.set_defaults(func=cmd_gc)
 
     mcp = sub.add_parser("mcp", help=cmd_mcp.__doc__, description=cmd_mcp.__doc__)
     mcp.add_argument("path", nargs="?", default=".", help="the workspace folder (default: .)")

@@ -10,7 +10,6 @@ import contextlib
 import hashlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ __all__ = [
     "base_commit",
     "changed_paths",
     "checkout",
+    "commit_time_ns",
     "git_state",
     "live_refs",
     "rev_parse",
@@ -160,6 +160,19 @@ def rev_parse(root: Path, ref: str) -> str | None:
         repo.close()
 
 
+def commit_time_ns(root: Path, commit: str) -> int | None:
+    """The committer time of ``commit``, in nanoseconds since the epoch."""
+    repo = _repo(root)
+    if repo is None:
+        return None
+    try:
+        return int(repo.commit(commit).committed_date) * 1_000_000_000
+    except Exception:  # any failure means "unknown"
+        return None
+    finally:
+        repo.close()
+
+
 def changed_paths(root: Path, base: str, exclude: Sequence[str] = ()) -> set[str] | None:
     """Paths under ``root`` that may differ from commit ``base``: changed in commits since
     it, staged, unstaged, deleted, renamed (both names) or untracked (not ignored).
@@ -200,15 +213,19 @@ def live_refs(root: Path) -> tuple[set[str], set[str]] | None:
 
 
 @contextlib.contextmanager
-def checkout(root: Path, commit: str) -> Iterator[Path]:
-    """A temporary, detached working tree of ``commit`` (``git worktree``); yields the
-    folder that corresponds to ``root`` in it, and removes the tree afterwards."""
+def checkout(root: Path, commit: str, scratch: Path) -> Iterator[Path]:
+    """A temporary, detached working tree of ``commit`` (``git worktree``) in ``scratch``
+    (emptied first: a run killed mid-way leaves nothing behind for long); yields the folder
+    that corresponds to ``root`` in it, and removes the tree afterwards."""
     repo = _repo(root)
     if repo is None:
         raise ValueError(f"{root} is not in a git repository with commits")
     top = Path(str(repo.working_tree_dir)).resolve()
     rel = Path(root).resolve().relative_to(top)
-    scratch = Path(tempfile.mkdtemp(prefix="cortex-base-"))
+    shutil.rmtree(scratch, ignore_errors=True)
+    with contextlib.suppress(Exception):
+        repo.git.worktree("prune")
+    scratch.mkdir(parents=True)
     tree = scratch / "tree"
     try:
         repo.git.worktree("add", "--detach", "--quiet", str(tree), commit)

@@ -1,0 +1,188 @@
+"""Bases, overlays and tombstones on real temporary git repositories: branch correctness,
+privacy between users, freshness, garbage collection, proof of possession."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from engine import Config, Workspace
+from engine._context import Lane
+from tests.engine.test_workspace import GIT_ENV, make_repo
+
+CONFIG = Config(dense_model="hash", ledger=False)
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env=GIT_ENV)
+
+
+def _texts(ws: Workspace, query: str) -> list[str]:
+    """Every indexed text the workspace shows for ``query``: search in all modes, and the
+    context's evidence (its goal and advisory repeat the query; its diff lane shows git's)."""
+    out = [h.chunk.text for mode in ("bm25", "dense", "hybrid")
+           for h in ws.search(query, mode=mode, k=50)]  # fmt: skip
+    pack = ws.build_context(query, budget_tokens=4000, record=False)
+    out += [b.text for b in pack.prompt_blocks if b.lane is Lane.EVIDENCE]
+    return out
+
+
+def test_a_function_deleted_on_the_branch_never_comes_back(tmp_path: Path) -> None:
+    """Tombstones: committed on a branch or only in the working tree, a deleted function is
+    gone from every answer, though the shared base still holds it."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "gone.py").write_text("def vanishing_helper(x):\n    return x * 7\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "helper")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        assert any("vanishing_helper" in t for t in _texts(ws, "vanishing_helper"))
+        _git(repo, "checkout", "-q", "-b", "cleanup")
+        (repo / "gone.py").write_text("def replacement(x):\n    return x\n")
+        assert not any("vanishing_helper" in t for t in _texts(ws, "vanishing_helper"))
+        assert ws.status(check_files=False).tombstones == 1
+        _git(repo, "commit", "-qam", "drop helper")
+        (repo / "gone.py").unlink()  # and then the file itself, uncommitted
+        assert not any("vanishing_helper" in t for t in _texts(ws, "vanishing_helper"))
+        view, _ = ws.view()
+        assert view.defining(["vanishing_helper"]) == {}
+        assert ws.resolve("gone.py#L1-L2").text is None
+        _git(repo, "checkout", "-q", "-f", "main")  # back: the base's function is right again
+        assert any("vanishing_helper" in t for t in _texts(ws, "vanishing_helper"))
+        st = ws.status(check_files=False)
+        assert (st.overlay_files, st.tombstones) == (0, 0)
+
+
+def test_branches_share_one_base_and_refresh_costs_the_diff(tmp_path: Path) -> None:
+    """Two branches: one base on disk, two small overlays; an edit re-does one file only."""
+    repo = make_repo(tmp_path / "repo", files=30)
+    with Workspace.open(repo, CONFIG) as ws:
+        first = ws.index()
+        assert any(k.startswith("base ") for k in first.seconds)
+        (repo / "mod3.py").write_text("def edited_three(v):\n    return v\n")
+        report = ws.index()
+        assert (report.added, report.changed, report.removed) == (0, 1, 0)
+        assert not any(k.startswith("base ") for k in report.seconds)  # the base is untouched
+        assert report.chunks_added == 1 and report.embeddings_computed <= 1
+        _git(repo, "checkout", "-q", "-b", "feature")
+        for i in range(5):
+            (repo / f"mod{i + 10}.py").write_text(f"def feature_{i}(v):\n    return v + {i}\n")
+        _git(repo, "commit", "-qam", "feature")
+        ws.index()
+        st = ws.status(check_files=False)
+        # mod3 (edited on main, committed here) and mod10-14: replaced, so also tombstoned.
+        assert st.branch == "feature" and st.overlay_files == 6 and st.tombstones == 6
+        assert len(list((ws.state_dir / "bases").iterdir())) == 1
+        overlays = list((ws.state_dir / "overlays").glob("*/*/*"))
+        assert len(overlays) == 2  # main (one edited file) and feature
+        assert st.overlay_bytes < st.base_bytes
+        assert ws.search("feature_3", mode="bm25")[0].chunk.path == "mod13.py"
+
+
+def test_one_users_uncommitted_text_never_reaches_another(tmp_path: Path) -> None:
+    """Two users, two working trees, one state folder: each reads the shared base and only
+    their own overlay; resolve gives another user's lines to nobody."""
+    repo = make_repo(tmp_path / "repo")
+    state = str(tmp_path / "shared-state")
+    other = tmp_path / "bob-tree"
+    _git(repo, "worktree", "add", "-q", "-b", "bob", str(other))
+    alice = Workspace.open(repo, CONFIG.with_(state_dir=state, user="alice"))
+    bob = Workspace.open(other, CONFIG.with_(state_dir=state, user="bob"))
+    with alice, bob:
+        alice.index()
+        bob.index()
+        private = "def alice_private_plan(x):\n    return 'launch codes'\n"
+        (repo / "hooks.py").write_text(private)
+        assert any("alice_private_plan" in t for t in _texts(alice, "alice_private_plan"))
+        assert not any("alice_private_plan" in t or "launch codes" in t
+                       for t in _texts(bob, "alice_private_plan launch codes"))  # fmt: skip
+        proof = {"path": "hooks.py", "sha256": hashlib.sha256(private.encode()).hexdigest()}
+        assert alice.resolve("hooks.py", proof).text == private.rstrip("\n")
+        stolen = bob.resolve("hooks.py#L1-L2", proof)  # bob's hooks.py is the committed one
+        assert stolen.text is None and "does not match" in stolen.reason
+        assert stolen.sha256 != hashlib.sha256(b"def alice_private_plan(x):").hexdigest()
+        overlays = sorted(p.name for p in (Path(state) / "overlays").glob("*/*/*"))
+        assert overlays == ["alice", "bob"]
+        assert len(list((Path(state) / "bases").iterdir())) == 1
+
+
+def test_stale_advice_or_refresh(tmp_path: Path) -> None:
+    """refresh="advise" answers from the index as it is and says so; "auto" refreshes."""
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, CONFIG.with_(refresh="advise")) as ws:
+        ws.index()
+        (repo / "mod1.py").write_text("def late_arrival(v):\n    return v\n")
+        assert ws.status(check_files=False).stale
+        pack = ws.build_context("late_arrival", record=False)
+        assert any(a.startswith("stale:") for a in pack.advisory)
+        assert not ws.search("late_arrival", mode="bm25")
+    with Workspace.open(repo, CONFIG) as ws:
+        pack = ws.build_context("late_arrival", record=False)
+        assert not any(a.startswith("stale:") for a in pack.advisory)
+        assert ws.search("late_arrival", mode="bm25")[0].chunk.path == "mod1.py"
+        assert not ws.status(check_files=False).stale
+
+
+def test_folder_outside_git_diffs_by_content(tmp_path: Path) -> None:
+    """Without git the base is the first index; later edits land in the overlay."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    for i in range(4):
+        (root / f"m{i}.py").write_text(f"def plain_{i}(v):\n    return v * {i}\n")
+    with Workspace.open(root, CONFIG) as ws:
+        ws.index()
+        (root / "m2.py").write_text("def rewritten_two(v):\n    return v\n")
+        (root / "m3.py").unlink()
+        assert ws.search("rewritten_two", mode="bm25")[0].chunk.path == "m2.py"
+        assert all(h.chunk.path != "m3.py" for h in ws.search("plain_3", k=20))
+        st = ws.status(check_files=False)
+        assert (st.overlay_files, st.tombstones, st.files, st.branch) == (1, 2, 3, "")
+
+
+def test_gc_removes_overlays_of_gone_branches_and_trees(tmp_path: Path) -> None:
+    """Deleting a branch or a working tree makes its overlay garbage; live ones stay."""
+    repo = make_repo(tmp_path / "repo")
+    state = str(tmp_path / "state")
+    tree = tmp_path / "tree2"
+    _git(repo, "worktree", "add", "-q", "-b", "side", str(tree))
+    with Workspace.open(repo, CONFIG.with_(state_dir=state)) as ws:
+        ws.index()
+        _git(repo, "checkout", "-q", "-b", "topic")
+        (repo / "mod0.py").write_text("def topic_work(v):\n    return v\n")
+        ws.index()
+        with Workspace.open(tree, CONFIG.with_(state_dir=state)) as other:
+            other.index()
+        assert ws.gc().overlays == []  # everything is alive
+        _git(repo, "stash", "-q")
+        _git(repo, "checkout", "-q", "main")
+        _git(repo, "branch", "-q", "-D", "topic")
+        _git(repo, "worktree", "remove", "--force", str(tree))
+        dry = ws.gc(dry_run=True)
+        assert len(dry.overlays) == 2 and (Path(state) / dry.overlays[0]).exists()
+        report = ws.gc()
+        assert sorted(report.overlays) == sorted(dry.overlays) and report.freed_bytes > 0
+        assert report.bases == []  # main still uses the base
+        assert [p.name for p in (Path(state) / "overlays").glob("*/*")] == ["main"]
+        assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
+
+
+@pytest.mark.parametrize("bad", [{"path": "hooks.py", "sha256": "0" * 64}, {"path": "x.py"}])
+def test_resolve_needs_a_matching_proof(tmp_path: Path, bad: dict[str, str]) -> None:
+    """The lines' or the file's sha256 as indexed unlocks the text; anything else does not."""
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        meta = ws.resolve("hooks.py#L2-L4")
+        assert meta.text is None and meta.sha256 and meta.tokens
+        by_lines = ws.resolve("hooks.py#L2-L4", {"path": "hooks.py", "sha256": meta.sha256})
+        assert by_lines.text is not None and "def register_hook" in by_lines.text
+        data = (repo / "hooks.py").read_bytes()
+        whole = ws.resolve(
+            "hooks.py", {"path": "hooks.py", "sha256": hashlib.sha256(data).hexdigest()}
+        )
+        assert whole.text == data.decode().rstrip("\n")
+        assert ws.resolve("hooks.py#L2-L4", bad).text is None
+        assert ws.resolve("no/such.py").reason.startswith("not in the index")
