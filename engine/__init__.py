@@ -36,8 +36,9 @@ from engine._query import SignalKind, ToolSignal
 from engine._recall import Fusion, RecallSettings
 from engine._rerank import RerankWeights
 from engine._search import SearchHit, SearchMode
+from engine._status import Resolved, Status
 from engine._survey import Survey, survey
-from engine._workspace import Replay, Resolved, Status, Workspace
+from engine._workspace import Replay, Workspace
 from indexers import Chunk, Span, TiktokenCounter, TokenCounter
 from ledger import ToolResult
 

@@ -8,7 +8,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -26,18 +26,18 @@ from engine._errors import (
     WorkspaceError,
     WorkspaceNotFoundError,
 )
-from engine._indexer import IndexReport, Progress, content_sha
+from engine._indexer import IndexReport, Progress
 from engine._journal import Inputs, Journal
 from engine._layers import GcReport, Layers
 from engine._lock import WriterLock
-from engine._meta import FileRecord
 from engine._query import ToolSignal
 from engine._rerank import Scored
 from engine._search import FUSION_DEPTH, SearchHit, SearchMode, fuse
-from engine._segment import Hit, page_text
-from indexers import Skipped, TiktokenCounter, TokenCounter, sha256_text, span_text, walk
+from engine._segment import Hit
+from engine._status import Resolved, Status, combined_report, resolve_in, status_of
+from indexers import TiktokenCounter, TokenCounter, sha256_text, span_text
 from ledger import LedgerError, ToolResult, TurnRecord
-from overlays import Hunk, View, git_tracks, head_commit, working_diff
+from overlays import Hunk, View, git_tracks, working_diff
 
 if TYPE_CHECKING:
     from engine._embed import Embedder, EmbeddingCache
@@ -47,7 +47,6 @@ __all__ = ["Replay", "Resolved", "Status", "Workspace"]
 MANIFEST_SCHEMA = 2  # 2: bases + per-branch overlays (1 had one segment)
 _RECENT_PACKS = 256  # packs kept in memory for ``feedback`` (the ledger keeps them all)
 _CITATION = re.compile(r"^\s*\[?\s*(\d{1,6})\s*\]?\s*$")
-_URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,59 +59,6 @@ class Replay:
     text: str
     tokens_used: int
     diff: str = ""  # unified diff recorded -> rebuilt; "" when identical or not rebuilt
-
-
-@dataclass(frozen=True, slots=True)
-class Resolved:
-    """``Workspace.resolve``'s answer: where, what hash, how big; text only with a proof."""
-
-    uri: str
-    path: str
-    start_line: int | None
-    end_line: int | None
-    sha256: str | None  # of the lines' text as indexed
-    tokens: int | None
-    license: str | None
-    text: str | None = None
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Status:
-    """What is indexed, with which models, and how far the working tree has moved since."""
-
-    root: Path
-    state_dir: Path
-    indexed: bool
-    commit: str | None = None  # checked out now
-    indexed_commit: str | None = None
-    indexed_at: str | None = None
-    files: int = 0
-    chunks: int = 0
-    tokens: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    encoding: str | None = None
-    dense_model: str | None = None
-    dense_vectors: int = 0
-    dense_kind: str | None = None
-    dense_recall: float | None = None
-    dense_current: bool = False
-    changed: int = 0  # files whose content differs from the index
-    added: int = 0
-    removed: int = 0
-    disk_bytes: int = 0
-    branch: str = ""  # "detached" on a detached HEAD; "" outside git
-    user: str = ""
-    overlay_files: int = 0  # files that differ from the base (this branch, this user)
-    tombstones: int = 0  # base files the overlay hides (changed, renamed, deleted)
-    overlay_bytes: int = 0
-    base_bytes: int = 0
-    stale: bool = False  # the working tree moved since the overlay was built
-
-    @property
-    def stale_files(self) -> int:
-        """Files the index does not reflect."""
-        return self.changed + self.added + self.removed
 
 
 class Workspace:
@@ -306,7 +252,7 @@ class Workspace:
                 progress=progress,
             )
             skipped = self._layers.segment(self._layers.base_dir(info.base)).meta.skipped_counts()
-            return _combined(base, overlay, before, self._layers.view(info).files(), skipped)
+            return combined_report(base, overlay, before, self._layers.view(info).files(), skipped)
 
     def gc(self, *, dry_run: bool = False) -> GcReport:
         """Remove the overlays of branches and working trees that no longer exist, and the
@@ -541,141 +487,15 @@ class Workspace:
         comes from this user's View (base plus this user's overlay), never from another
         user's overlay, and never for a file the index skipped.
         """
-        match = _URI.match(uri.strip())
-        if match is None:
-            raise ConfigError(f"bad uri {uri!r}; use path#L10-L20, path#L10 or path")
-        path = match["path"]
         view, _ = self.view()
-        record = view.files().get(path)
-        if record is None:
-            why = "not in the index (skipped, ignored, or never indexed)"
-            return Resolved(uri, path, None, None, None, None, None, reason=why)
-        lines = page_text(view.chunks_of(path)).split("\n")
-        start = int(match["start"]) if match["start"] else 1
-        end = (
-            int(match["end"]) if match["end"] else (start if match["start"] else record.line_count)
-        )
-        if start < 1 or end < start:
-            raise ConfigError(f"bad line range in {uri!r}; lines count from 1, start <= end")
-        if start > record.line_count:
-            why = f"the indexed file has only {record.line_count} lines"
-            return Resolved(uri, path, start, end, None, None, record.license, reason=why)
-        end = min(end, record.line_count)
-        text = "\n".join(lines[start - 1 : end])
-        sha = sha256_text(text)
-        meta = Resolved(uri, path, start, end, sha, self.counter.count(text), record.license)
-        if proof is None:
-            return replace(meta, reason="metadata only: no proof of possession given")
-        if proof.get("path", "").strip().lstrip("./") != path:
-            return replace(meta, reason=f"metadata only: the proof is for {proof.get('path')!r}")
-        if str(proof.get("sha256", "")).lower() not in (sha, record.content_sha256):
-            return replace(meta, reason="metadata only: the proof does not match the indexed "
-                           "content (changed since, or another version)")  # fmt: skip
-        return replace(meta, text=text, reason="proof matches the indexed content")
+        return resolve_in(view, uri, proof, self.counter)
 
     # -- status ---------------------------------------------------------------------
 
     def status(self, *, check_files: bool = True) -> Status:
         """What is indexed (base, this branch's overlay); with ``check_files``, also how
         many files differ from the index now (a walk that reads every file)."""
-        commit = head_commit(self.root)
-        try:
-            info, token = self._layers.current()
-        except IndexNotBuiltError:
-            return Status(self.root, self.state_dir, indexed=False, commit=commit)
-        view = self._layers.view(info)
-        base = self._layers.segment(self._layers.base_dir(info.base))
-        overlay = self._layers.segment(self._layers.overlay_dir(info.branch))
-        meta = base.meta
-        files = view.files()
-        _, base_chunks, base_tokens = meta.counts()
-        _, over_chunks, over_tokens = overlay.meta.counts()
-        hidden = [files_ for p, files_ in base.files().items() if p in view.hidden]
-        model = meta.get_info("dense_model") or None
-        dense = base.dense(model) if model else None
-        changed = added = removed = 0
-        if check_files:
-            changed, added, removed = self._staleness(files)
-        return Status(
-            root=self.root,
-            state_dir=self.state_dir,
-            indexed=True,
-            commit=commit,
-            indexed_commit=info.base or None,
-            indexed_at=info.built,
-            files=len(files),
-            chunks=base_chunks - sum(f.chunks for f in hidden) + over_chunks,
-            tokens=base_tokens - sum(f.tokens for f in hidden) + over_tokens,
-            skipped=meta.skipped_counts(),
-            encoding=meta.get_info("encoding"),
-            dense_model=model,
-            dense_vectors=dense.ntotal if dense is not None else 0,
-            dense_kind=dense.kind if dense is not None else None,
-            dense_recall=dense.measured_recall if dense is not None else None,
-            dense_current=model is not None and base.dense_generation(model) == meta.generation,
-            changed=changed,
-            added=added,
-            removed=removed,
-            disk_bytes=_tree_size(self.state_dir),
-            branch=info.branch,
-            user=info.user,
-            overlay_files=len(info.paths),
-            tombstones=len(info.tombstones),
-            overlay_bytes=_tree_size(self._layers.overlay_dir(info.branch)),
-            base_bytes=_tree_size(self._layers.base_dir(info.base)),
-            stale=info.token != token,
-        )
-
-    def _staleness(self, known: Mapping[str, FileRecord]) -> tuple[int, int, int]:
-        seen: set[str] = set()
-        changed = added = 0
-        for item in walk(self.root, self.config.walk_options()):
-            if isinstance(item, Skipped):
-                continue
-            seen.add(item.path)
-            old = known.get(item.path)
-            if old is None:
-                added += 1
-            elif old.content_sha256 != content_sha(item.data):
-                changed += 1
-        return changed, added, len(set(known) - seen)
-
-
-def _combined(
-    base: IndexReport | None,
-    overlay: IndexReport,
-    before: Mapping[str, FileRecord],
-    after: Mapping[str, FileRecord],
-    skipped: dict[str, int],
-) -> IndexReport:
-    """One report for a run that may have built a base and refreshed an overlay, counted
-    against what the previous View held: what a caller sees change, and what was re-done."""
-    added = sum(1 for p in after if p not in before)
-    # A new base re-chunks every file (other chunker settings, or a move to another commit).
-    changed = sum(1 for p, f in after.items() if p in before and (
-        base is not None or before[p].content_sha256 != f.content_sha256))  # fmt: skip
-    seconds = {f"overlay {k}": v for k, v in overlay.seconds.items()}
-    computed, reused = overlay.embeddings_computed, overlay.embeddings_reused
-    chunks_added, chunks_removed = overlay.chunks_added, overlay.chunks_removed
-    if base is not None:
-        seconds = {**{f"base {k}": v for k, v in base.seconds.items()}, **seconds}
-        computed, reused = computed + base.embeddings_computed, reused + base.embeddings_reused
-        chunks_added += base.chunks_added
-    return IndexReport(
-        files=len(after),
-        added=added,
-        changed=changed,
-        removed=sum(1 for p in before if p not in after),
-        unchanged=len(after) - added - changed,
-        chunks=sum(f.chunks for f in after.values()),
-        chunks_added=chunks_added,
-        chunks_removed=chunks_removed,
-        skipped=skipped,
-        embeddings_computed=computed,
-        embeddings_reused=reused,
-        dense_model=overlay.dense_model,
-        seconds=seconds,
-    )
+        return status_of(self._layers, self.config, check_files=check_files)
 
 
 def _citation_number(raw: int | str) -> int | None:
@@ -686,10 +506,6 @@ def _citation_number(raw: int | str) -> int | None:
         return raw
     match = _CITATION.match(str(raw))
     return int(match.group(1)) if match else None
-
-
-def _tree_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def _remove_tree(path: Path) -> None:
