@@ -308,14 +308,11 @@ class Layers:
         key = (info.token, base.meta.generation, overlay.meta.generation)
         if self._view is not None and self._view[0] == key:
             return self._view[1]
-        files = base.files()
-        hidden = set(info.paths) | set(info.tombstones)
         view = View(
             base,
             overlay,
             overlay_paths=info.paths,
             tombstones=info.tombstones,
-            hidden_chunks=sum(files[p].chunks for p in hidden if p in files),
             ident=f"{info.base}:{overlay.meta.generation}:{info.token[:16]}",
         )
         self._view = (key, view)

@@ -297,6 +297,16 @@ class MetaStore:
                     out[int(int_key)] = str(cid)
         return out
 
+    def int_ids_of(self, paths: Sequence[str]) -> list[int]:
+        """The faiss int64 ids of every chunk under ``paths``."""
+        out: list[int] = []
+        with self._lock:
+            for batch in _batches(list(paths)):
+                marks = ",".join("?" * len(batch))
+                out.extend(int(r[0]) for r in self._db.execute(
+                    f"SELECT int_id FROM chunks WHERE path IN ({marks})", batch))  # fmt: skip
+        return out
+
     def chunks_of(self, path: str) -> list[Chunk]:
         """A file's chunks in line order."""
         got = self._select_chunks("c.path", [path])

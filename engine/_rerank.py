@@ -52,7 +52,11 @@ class RerankWeights:
     depth: float = 0.05  # top-level over deeply nested
     code_ratio: float = 0.05  # code over comment blocks
     entropy: float = 0.05  # readable text over tables and blobs
-    recency: float = 0.05  # recently changed files
+    # Recently modified files (the mtime recorded when a file's content was indexed; a base
+    # records its commit's time). Off by default: it moved no dev-set figure, and a View
+    # over an old base and a full index at HEAD record different (equally right) times, so
+    # with it on the two may order near-ties differently. Turn it on per workspace.
+    recency: float = 0.0
     size: float = 0.1  # substantial sections over one-liners
 
     def items(self) -> list[tuple[str, float]]:

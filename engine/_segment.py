@@ -67,6 +67,7 @@ class Segment:
         self._dense: dict[str, tuple[int, DenseIndex]] = {}
         self._lexical_generation = -1
         self._docs: dict[tuple[str, str], DocTerms] = {}
+        self._hidden_ints: tuple[tuple[frozenset[str], int], frozenset[int]] | None = None
 
     def close(self) -> None:
         """Release files and connections."""
@@ -171,10 +172,32 @@ class Segment:
             self._docs[key] = _doc(record.page_id, path, fields)
         return self._docs[key]
 
-    def dense_search(self, vector: np.ndarray, model_id: str, k: int) -> list[tuple[Chunk, float]]:
-        """Top ``k`` sections by cosine, ties by id."""
-        hits = self.search_dense(vector, model_id, k)
-        return sorted(((h.chunk, h.score) for h in hits), key=lambda p: (-p[1], p[0].id))
+    def dense_search(
+        self, vector: np.ndarray, model_id: str, k: int, exclude: Collection[str] = ()
+    ) -> list[tuple[Chunk, float]]:
+        """Top ``k`` sections by cosine outside the paths ``exclude``, ties by id.
+
+        Excluded sections are dropped by their faiss ids before any chunk is read, so a
+        View hiding thousands of base sections pays for k chunks, not for those."""
+        index = self.dense(model_id)
+        if index is None or index.ntotal == 0:
+            return []
+        hidden = self._int_ids_of(frozenset(exclude)) if exclude else frozenset()
+        ids, scores = index.search(vector, min(index.ntotal, k + len(hidden)))
+        pairs = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True)
+                 if i >= 0 and int(i) not in hidden]  # fmt: skip
+        if len(pairs) > k:  # keep the ties at the cut: the order below is by chunk id
+            pairs = [p for p in pairs if p[1] >= pairs[k - 1][1]]
+        chunks = self.meta.chunks_by_int_id([i for i, _ in pairs])
+        hits = [(chunks[i], s) for i, s in pairs if i in chunks]
+        return sorted(hits, key=lambda p: (-p[1], p[0].id))[:k]
+
+    def _int_ids_of(self, paths: frozenset[str]) -> frozenset[int]:
+        cached = self._hidden_ints
+        if cached is None or cached[0] != (paths, self.meta.generation):
+            ints = frozenset(self.meta.int_ids_of(sorted(paths)))
+            cached = self._hidden_ints = ((paths, self.meta.generation), ints)
+        return cached[1]
 
     def has_dense(self, model_id: str) -> bool:
         """Whether this segment has vectors of ``model_id``."""

@@ -104,22 +104,27 @@ class TableStats:
 def bm25(
     doc: DocTerms, terms: Sequence[str], stats: TableStats, weights: Mapping[str, float]
 ) -> float:
-    """``doc``'s score for the distinct ``terms`` under ``stats``; 0.0 when none occurs."""
+    """``doc``'s score for the distinct ``terms`` under ``stats``; 0.0 when none occurs.
+
+    The operations run in the same order as the View's vectorised scoring of overlay
+    documents, so two documents with the same terms and lengths get bit-identical scores
+    wherever they live (ties then fall to ids, as in one index)."""
     total = 0.0
+    if not stats.docs:
+        return total
     for name, weight in weights.items():
         if weight == 0.0 or name not in doc.fields:
             continue
         length, counts = doc.fields[name]
         fstats = stats.fields.get(name)
-        if fstats is None or not any(t in counts for t in terms):
-            continue
-        norm = K1 * (1.0 - B + B * stored_length(length) / stats.average(name))
-        part = 0.0
+        df = fstats.df if fstats is not None else {}
+        average = stats.average(name)
         for term in terms:
-            tf = counts.get(term, 0)
+            tf = float(counts.get(term, 0))
             if tf:
-                part += idf(stats.docs, fstats.df.get(term, 0)) * (K1 + 1.0) * tf / (tf + norm)
-        total += weight * part
+                norm = K1 * (1.0 - B + B * stored_length(length) / average)
+                weight_idf = weight * idf(stats.docs, df.get(term, 0)) * (K1 + 1.0)
+                total += weight_idf * tf / (tf + norm)
     return total
 
 

@@ -10,8 +10,8 @@ View's files would:
   hidden documents, plus the overlay's), the overlay's documents are scored in memory with
   the same statistics, and the base is read deeper until no unread base document could
   still enter the top k (see ``rescale_bound``).
-- dense: cosine does not depend on the corpus, so the base is read ``k`` plus as many
-  vectors as the hidden files hold, the hidden ones dropped, and both lists merged.
+- dense: cosine does not depend on the corpus, so the base's top k outside the hidden
+  paths and the overlay's top k are merged.
 - symbols, paths, chunks: merged, hidden base entries dropped, same order as one segment.
 
 Ties are broken by ids everywhere, never by which segment a result came from.
@@ -27,7 +27,17 @@ from typing import Any, Protocol
 import numpy as np
 
 from indexers import Chunk
-from overlays._bm25 import DocTerms, FieldStats, TableStats, bm25, rescale_bound
+from overlays._bm25 import (
+    K1,
+    B,
+    DocTerms,
+    FieldStats,
+    TableStats,
+    bm25,
+    idf,
+    rescale_bound,
+    stored_length,
+)
 
 __all__ = ["Found", "Part", "View"]
 
@@ -73,8 +83,11 @@ class Part(Protocol):
         """Every document of ``table`` under ``paths``."""
         ...
 
-    def dense_search(self, vector: np.ndarray, model_id: str, k: int) -> list[tuple[Chunk, float]]:
-        """Top ``k`` sections by cosine ([] without a dense index for ``model_id``)."""
+    def dense_search(
+        self, vector: np.ndarray, model_id: str, k: int, exclude: Collection[str] = ()
+    ) -> list[tuple[Chunk, float]]:
+        """Top ``k`` sections by cosine outside the paths ``exclude``, ties by chunk id
+        ([] without a dense index for ``model_id``)."""
         ...
 
     def has_dense(self, model_id: str) -> bool:
@@ -112,16 +125,13 @@ class View:
         *,
         overlay_paths: Collection[str] = (),
         tombstones: Collection[str] = (),
-        hidden_chunks: int = 0,
         ident: str = "",
     ) -> None:
-        """``hidden_chunks``: how many base sections the hidden paths hold (dense depth)."""
         self.base = base
         self.overlay = overlay
         self.overlay_paths = frozenset(overlay_paths)
         self.tombstones = frozenset(tombstones)
         self.hidden = self.overlay_paths | self.tombstones
-        self.hidden_chunks = hidden_chunks
         self.ident = ident
         self._docs: dict[str, _Memory] = {}
 
@@ -155,13 +165,8 @@ class View:
         memory = self._memory(table)
         own = self.base.lexical_stats(table, terms)
         view = memory.stats(own, terms)
-        scored: dict[str, Found] = {}
         wanted = None if paths is None else set(paths)
-        for doc in memory.matching(terms):
-            if wanted is None or doc.path in wanted:
-                score = bm25(doc, terms, view, weights)
-                if score > 0:
-                    scored[doc.id] = Found(doc.id, doc.path, score)
+        scored = {f.id: f for f in memory.top(terms, view, weights, k, wanted)}
         base_paths = None if wanted is None else sorted(wanted - self.hidden)
         if base_paths is None or base_paths:
             bound = rescale_bound(own, view, terms, weights)
@@ -206,11 +211,7 @@ class View:
         if not self.layered:
             return self.base.dense_search(vector, model_id, k)
         assert self.overlay is not None
-        hits = [
-            (c, s)
-            for c, s in self.base.dense_search(vector, model_id, k + self.hidden_chunks)
-            if c.path not in self.hidden
-        ]
+        hits = self.base.dense_search(vector, model_id, k, self.hidden)
         hits += self.overlay.dense_search(vector, model_id, k)
         return sorted(hits, key=lambda h: (-h[1], h[0].id))[:k]
 
@@ -275,27 +276,70 @@ class View:
 
 
 class _Memory:
-    """The overlay's documents in memory, and how they and the hidden ones move statistics."""
+    """The overlay's documents in memory (postings per field and term, lengths per field),
+    and how they and the hidden base documents move the statistics."""
 
     def __init__(self, added: Sequence[DocTerms], removed: Sequence[DocTerms]) -> None:
-        self.added = list(added)
-        self.by_term: dict[str, list[int]] = defaultdict(list)
-        for i, doc in enumerate(self.added):
-            for term in {t for _, counts in doc.fields.values() for t in counts}:
-                self.by_term[term].append(i)
-        self.docs_delta = len(self.added) - len(removed)
+        self.ids = [doc.id for doc in added]
+        self.paths = [doc.path for doc in added]
+        names = sorted({name for doc in added for name in doc.fields})
+        self.lengths = {
+            name: np.array([float(stored_length(d.fields[name][0])) if name in d.fields else 0.0
+                            for d in added], dtype=np.float64)
+            for name in names
+        }  # fmt: skip
+        postings: dict[str, dict[str, tuple[list[int], list[float]]]] = defaultdict(dict)
+        for i, doc in enumerate(added):
+            for name, (_, counts) in doc.fields.items():
+                table = postings[name]
+                for term, tf in counts.items():
+                    rows, tfs = table.setdefault(term, ([], []))
+                    rows.append(i)
+                    tfs.append(float(tf))
+        self.postings = {
+            name: {t: (np.array(r, dtype=np.int64), np.array(f)) for t, (r, f) in table.items()}
+            for name, table in postings.items()
+        }
+        self.docs_delta = len(added) - len(removed)
         self.tokens: Counter[str] = Counter()
         self.df: dict[str, Counter[str]] = defaultdict(Counter)
-        for sign, docs in ((1, self.added), (-1, removed)):
+        for sign, docs in ((1, added), (-1, removed)):
             for doc in docs:
                 for name, (length, counts) in doc.fields.items():
                     self.tokens[name] += sign * length
                     self.df[name].update({t: sign for t in counts})
 
-    def matching(self, terms: Sequence[str]) -> list[DocTerms]:
-        """Overlay documents holding any of ``terms``."""
-        hit = sorted({i for t in terms for i in self.by_term.get(t, ())})
-        return [self.added[i] for i in hit]
+    def top(
+        self,
+        terms: Sequence[str],
+        view: TableStats,
+        weights: Mapping[str, float],
+        k: int,
+        paths: Collection[str] | None,
+    ) -> list[Found]:
+        """The overlay's ``k`` best documents (and any tied with the k-th) under ``view``."""
+        total = np.zeros(len(self.ids))
+        for name, weight in weights.items():
+            table = self.postings.get(name)
+            if weight == 0.0 or table is None or not view.docs:
+                continue
+            average = view.average(name)
+            df = view.fields[name].df if name in view.fields else {}
+            for term in terms:
+                posting = table.get(term)
+                if posting is None:
+                    continue
+                rows, tf = posting  # same operations, same order as ``bm25``
+                norm = K1 * (1.0 - B + B * self.lengths[name][rows] / average)
+                weight_idf = weight * idf(view.docs, df.get(term, 0)) * (K1 + 1.0)
+                total[rows] += weight_idf * tf / (tf + norm)
+        if paths is not None:
+            total[[i for i, p in enumerate(self.paths) if p not in paths]] = 0.0
+        hit = np.flatnonzero(total > 0)
+        if len(hit) > k:
+            cut = np.partition(total[hit], len(hit) - k)[len(hit) - k]
+            hit = hit[total[hit] >= cut]
+        return [Found(self.ids[i], self.paths[i], float(total[i])) for i in hit]
 
     def stats(self, own: TableStats, terms: Sequence[str]) -> TableStats:
         """The View's statistics: the base's, minus the hidden documents, plus the overlay's."""

@@ -8,8 +8,9 @@ same order, scores within float tolerance) and build_context (the same citations
 their spans, hashes and scores, and the same pointers to what did not fit).
 
 The full rebuild indexes a plain copy of the working tree (no git: one segment, no
-overlay). Modification times are pinned to the base commit's time after every step: a base
-records its commit's time for its files, the overlay and the copy record the files' own.
+overlay). Modification times are pinned to the base commit's time after every step, so the
+comparison holds with the (off by default) recency feature on too: a base records its
+commit's time for its files, the overlay and the copy record the files' own.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,10 +28,12 @@ from hypothesis import strategies as st
 
 from engine import Config, ContextPack, Workspace
 from engine._context import Lane
-from engine._rerank import Scored
+from engine._rerank import RerankWeights, Scored
 from tests.engine.test_workspace import GIT_ENV
 
 CONFIG = Config(dense_model="hash", ledger=False)
+# Recency on: the View must match with every feature of the rerank contributing.
+SETTINGS = replace(CONFIG.context_settings(), weights=RerankWeights(recency=0.05))
 WORDS = ["parse", "value", "render", "token", "cache", "index", "branch", "merge", "query"]
 QUERIES = ["parse value", "render token cache", "branch merge", "index query parse", "fn_3"]
 REL = 1e-4  # tantivy scores in f32, the View rescores in f64
@@ -142,8 +146,12 @@ def _same_answers(ws: Workspace, reference: Path, context: str) -> None:
         for query in QUERIES[:3]:
             ranked_a: list[Scored] = []
             ranked_b: list[Scored] = []
-            a = ws.build_context(query, budget_tokens=1200, record=False, explain=ranked_a)
-            b = full.build_context(query, budget_tokens=1200, record=False, explain=ranked_b)
+            a = ws.build_context(
+                query, budget_tokens=1200, record=False, explain=ranked_a, settings=SETTINGS
+            )
+            b = full.build_context(
+                query, budget_tokens=1200, record=False, explain=ranked_b, settings=SETTINGS
+            )
             # The whole reranked candidate list, with every feature's contribution.
             assert [c.chunk.id for c in ranked_a] == [c.chunk.id for c in ranked_b], context
             for x, y in zip(ranked_a, ranked_b, strict=True):
