@@ -183,9 +183,15 @@ class Segment:
         if index is None or index.ntotal == 0:
             return []
         hidden = self._int_ids_of(frozenset(exclude)) if exclude else frozenset()
-        ids, scores = index.search(vector, min(index.ntotal, k + len(hidden)))
-        pairs = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True)
-                 if i >= 0 and int(i) not in hidden]  # fmt: skip
+        most = min(index.ntotal, k + len(hidden))  # deep enough whatever is hidden
+        depth = min(most, k + min(len(hidden), 2 * k + 16))
+        while True:  # read deeper only while hidden ones leave fewer than k (or a tie) behind
+            ids, scores = index.search(vector, depth)
+            pairs = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True)
+                     if i >= 0 and int(i) not in hidden]  # fmt: skip
+            if depth >= most or (len(pairs) >= k and float(scores[0][-1]) < pairs[k - 1][1]):
+                break
+            depth = min(most, depth * 4)
         if len(pairs) > k:  # keep the ties at the cut: the order below is by chunk id
             pairs = [p for p in pairs if p[1] >= pairs[k - 1][1]]
         chunks = self.meta.chunks_by_int_id([i for i, _ in pairs])

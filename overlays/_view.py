@@ -134,6 +134,7 @@ class View:
         self.hidden = self.overlay_paths | self.tombstones
         self.ident = ident
         self._docs: dict[str, _Memory] = {}
+        self._files: dict[str, Any] | None = None
 
     @property
     def layered(self) -> bool:
@@ -267,12 +268,16 @@ class View:
 
     def files(self) -> dict[str, Any]:
         """Every file's record by path (the overlay's where it holds the file)."""
-        out = dict(self.base.files())
-        if self.overlay is not None:
+        if not self.layered:
+            return dict(self.base.files())
+        if self._files is None:  # a View is fixed: its files do not change under it
+            assert self.overlay is not None
+            out = dict(self.base.files())
             for path in self.hidden:
                 out.pop(path, None)
             out.update(self.overlay.files())
-        return out
+            self._files = out
+        return dict(self._files)
 
 
 class _Memory:
