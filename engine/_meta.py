@@ -247,19 +247,6 @@ class MetaStore:
         found = self._select_chunks("c.int_id", list(ids))
         return {int_id(c.id): c for c in found.values()}
 
-    def defining(self, names: Sequence[str], limit: int = 50) -> dict[str, list[str]]:
-        """Chunk ids that define each of ``names`` (at most ``limit`` per name, id order)."""
-        out: dict[str, list[str]] = {}
-        with self._lock:
-            for name in dict.fromkeys(names):
-                rows = self._db.execute(
-                    "SELECT chunk_id FROM defs WHERE name = ? ORDER BY chunk_id LIMIT ?",
-                    (name, limit),
-                ).fetchall()
-                if rows:
-                    out[name] = [str(r[0]) for r in rows]
-        return out
-
     def definitions(
         self, names: Sequence[str], limit: int = 50
     ) -> dict[str, list[tuple[str, str]]]:
@@ -284,18 +271,6 @@ class MetaStore:
                 (suffix, "%/" + _like_escape(suffix), limit),
             ).fetchall()
         return [str(r[0]) for r in rows]
-
-    def chunk_ids_by_int_id(self, ids: Sequence[int]) -> dict[int, str]:
-        """Chunk ids for faiss int64 ids (unknown ones absent)."""
-        out: dict[int, str] = {}
-        with self._lock:
-            for batch in _batches(list(ids)):
-                marks = ",".join("?" * len(batch))
-                for int_key, cid in self._db.execute(
-                    f"SELECT int_id, id FROM chunks WHERE int_id IN ({marks})", batch
-                ):
-                    out[int(int_key)] = str(cid)
-        return out
 
     def int_ids_of(self, paths: Sequence[str]) -> list[int]:
         """The faiss int64 ids of every chunk under ``paths``."""

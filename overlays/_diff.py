@@ -147,30 +147,30 @@ def base_commit(root: Path) -> str | None:
         repo.close()
 
 
-def rev_parse(root: Path, ref: str) -> str | None:
-    """The commit ``ref`` names in the repository at ``root``, or None."""
+def _commit(root: Path, ref: str) -> tuple[str, int] | None:
+    """(sha, committer time in seconds) of what ``ref`` names at ``root``, or None."""
     repo = _repo(root)
     if repo is None:
         return None
     try:
-        return str(repo.commit(ref).hexsha)
-    except Exception:
+        commit = repo.commit(ref)
+        return str(commit.hexsha), int(commit.committed_date)
+    except Exception:  # gitdb, ValueError, BadName: all mean "not a commit here"
         return None
     finally:
         repo.close()
+
+
+def rev_parse(root: Path, ref: str) -> str | None:
+    """The commit ``ref`` names in the repository at ``root``, or None."""
+    found = _commit(root, ref)
+    return found[0] if found else None
 
 
 def commit_time_ns(root: Path, commit: str) -> int | None:
-    """The committer time of ``commit``, in nanoseconds since the epoch."""
-    repo = _repo(root)
-    if repo is None:
-        return None
-    try:
-        return int(repo.commit(commit).committed_date) * 1_000_000_000
-    except Exception:  # any failure means "unknown"
-        return None
-    finally:
-        repo.close()
+    """The committer time of ``commit``, in nanoseconds since the epoch (None if unknown)."""
+    found = _commit(root, commit)
+    return found[1] * 1_000_000_000 if found else None
 
 
 def changed_paths(root: Path, base: str, exclude: Sequence[str] = ()) -> set[str] | None:
