@@ -272,6 +272,18 @@ class MetaStore:
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def ids_of(self, paths: Sequence[str]) -> list[tuple[str, str]]:
+        """(path, chunk id) of every chunk under ``paths``, by path then line."""
+        out: list[tuple[str, str, int, int]] = []
+        with self._lock:
+            for batch in _batches(list(paths)):
+                marks = ",".join("?" * len(batch))
+                out.extend(self._db.execute(
+                    f"SELECT path, id, start_line, end_line FROM chunks WHERE path IN ({marks})",
+                    batch))  # fmt: skip
+        out.sort(key=lambda r: (r[0], r[2], r[3], r[1]))
+        return [(str(p), str(i)) for p, i, _, _ in out]
+
     def int_ids_of(self, paths: Sequence[str]) -> list[int]:
         """The faiss int64 ids of every chunk under ``paths``."""
         out: list[int] = []

@@ -154,13 +154,19 @@ class Segment:
 
     def docs_of(self, table: str, paths: Iterable[str]) -> list[DocTerms]:
         """Every document of ``table`` under ``paths``, in path order."""
-        out: list[DocTerms] = []
-        for path in sorted(set(paths)):
-            if table == "sections":
-                out.extend(_section_doc(c) for c in self.meta.chunks_of(path))
-            elif (doc := self._page_doc(path)) is not None:
-                out.append(doc)
-        return out
+        wanted = sorted(set(paths))
+        if table == "pages":
+            return [d for path in wanted if (d := self._page_doc(path)) is not None]
+        # Analysed sections are remembered by chunk id (ids name content): an overlay
+        # refreshed after an edit reads and analyses only the sections that changed.
+        ids = [cid for _, cid in self.meta.ids_of(wanted)]
+        missing = [cid for cid in ids if ("sections", cid) not in self._docs]
+        if len(self._docs) + len(missing) > _DOC_CACHE:
+            self._docs.clear()
+            missing = ids
+        for chunk in self.meta.chunks(missing).values():
+            self._docs[("sections", chunk.id)] = _section_doc(chunk)
+        return [self._docs[("sections", cid)] for cid in ids if ("sections", cid) in self._docs]
 
     def _page_doc(self, path: str) -> DocTerms | None:
         record = self.meta.file(path)
