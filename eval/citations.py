@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Config, ContextPack, Snippet, Workspace
-from eval.swebench import Instance, find_git_dir, load_instances, materialise
+from eval.swebench_data import Instance, find_git_dir, load_instances, materialise
 
 __all__ = ["main"]
 

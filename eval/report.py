@@ -155,3 +155,26 @@ def compare_runs(previous: Path, summary: dict[str, Any]) -> str:
             lines.append(f"  {side:<8} {metric:<12} {before * scale:9.2f} -> "
                          f"{value * scale:9.2f}  ({delta:+.2f}){flag}")  # fmt: skip
     return "\n".join(lines)
+
+
+def timing_summary(rows: Sequence[dict[str, Any]], wall_s: float) -> str:
+    """Wall and index time of the run, overall and per repository."""
+    index_s = [r["index_s"] for r in rows if "index_s" in r]
+    lines = [
+        f"Timing: {wall_s:.0f} s elapsed in this session; over {len(rows)} instances, "
+        f"sum of wall_s {sum(r.get('wall_s', 0.0) for r in rows):.0f} s, "
+        f"sum of index_s {sum(index_s):.0f} s"
+    ]
+    by_repo: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_repo.setdefault(row["repo"], []).append(row)
+    for repo, members in sorted(by_repo.items()):
+        times = [r["index_s"] for r in members if "index_s" in r]
+        if not times:
+            continue
+        bases = [f"{r['instance_id']} {r['index_s']:.1f} s" for r in members if r.get("base_build")]
+        lines.append(
+            f"  {repo}: {len(members)} instances, index_s median {statistics.median(times):.2f} "
+            f"sum {sum(times):.0f} s" + (f"; base built by {', '.join(bases)}" if bases else "")
+        )
+    return "\n".join(lines)

@@ -21,7 +21,7 @@ from typing import Any
 from engine import Config, ContextSettings, Fusion, Workspace, rank_files
 from eval import metrics
 from eval.metrics import Section
-from eval.swebench import load_instances
+from eval.swebench_data import load_instances
 
 
 def _apply(settings: ContextSettings, spec: str) -> ContextSettings:

@@ -6,12 +6,14 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from eval import metrics
 from eval.metrics import Section
-from eval.swebench import find_git_dir, load_instances, main
+from eval.swebench import main
+from eval.swebench_data import find_git_dir, load_instances, plan_repository
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 ISSUE = (
@@ -147,3 +149,121 @@ def test_load_instances_filters(dataset: tuple[Path, Path]) -> None:
     _, data = dataset
     assert [i.instance_id for i in load_instances(data, ["acme__*"])] == ["acme__widgets-1"]
     assert load_instances(data, ["nope"]) == []
+
+
+# Four commits, a day apart; instance ids deliberately out of date order.
+HISTORY = {
+    "acme__gadgets-7": {"widgets/headers.py": "def parse_header(raw):\n    return raw\n"},
+    "acme__gadgets-2": {"widgets/cache.py": "def cached(fn):\n    return fn\n"},
+    "acme__gadgets-9": {"widgets/colors.py": None},  # deleted
+    "acme__gadgets-4": {"widgets/render.py": "def render_page(t, b):\n    return t + b\n"},
+}
+
+
+@pytest.fixture(scope="module")
+def history(
+    dataset: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """A second repo of four dated commits, and one instance at each commit."""
+    repos, first = dataset
+    repo = repos / "acme+gadgets" / "repo"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "T")
+    (repo / "widgets").mkdir()
+    for name in ("headers.py", "render.py", "colors.py"):  # the first repo's base files
+        text = _git(repos / "acme+widgets" / "repo", "show", f"HEAD~1:widgets/{name}") + "\n"
+        (repo / "widgets" / name).write_text(text)
+    template = json.loads(first.read_text().splitlines()[0])
+    rows = []
+    for day, (instance_id, changes) in enumerate(HISTORY.items(), start=1):
+        for rel, text in changes.items():
+            if text is None:
+                (repo / rel).unlink()
+            else:
+                (repo / rel).write_text(text)
+        _git(repo, "add", "-A")
+        date = f"2024-01-0{day}T12:00:00+00:00"
+        subprocess.run(
+            ["git", "commit", "-q", "-m", instance_id], cwd=repo, check=True,
+            env={**GIT_ENV, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date},
+        )  # fmt: skip
+        commit = _git(repo, "rev-parse", "HEAD")
+        rows.append({**template, "instance_id": instance_id, "repo": "acme/gadgets",
+                     "base_commit": commit})  # fmt: skip
+    data = tmp_path_factory.mktemp("history") / "dev.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return repos, data
+
+
+def _rows(out: Path) -> dict[str, dict[str, Any]]:
+    lines = (out / "results.jsonl").read_text().splitlines()
+    return {r["instance_id"]: r for r in map(json.loads, lines)}
+
+
+def test_plan_starts_at_the_median_commit(history: tuple[Path, Path]) -> None:
+    """The base is the (lower) median by commit date; then later ones, then earlier ones."""
+    repos, data = history
+    plan = plan_repository(find_git_dir(repos, "acme/gadgets"), load_instances(data))
+    assert [i.instance_id for i in plan] == [
+        "acme__gadgets-2", "acme__gadgets-9", "acme__gadgets-4", "acme__gadgets-7"
+    ]  # fmt: skip
+
+
+def test_overlays_answer_as_fresh_indexes(history: tuple[Path, Path], tmp_path: Path) -> None:
+    """One base and an overlay per instance give every instance the answers of a fresh
+    index of its tree; overlay sizes and tombstones follow the history; resuming keeps
+    the same base and the same answers."""
+    repos, data = history
+    common = ["--data", str(data), "--repos", str(repos), "--dense", "hash", "--budgets",
+              "200,4000"]  # fmt: skip
+    assert main([*common, "--out", str(tmp_path / "fresh"), "--no-overlays"]) == 0
+    work = tmp_path / "work"
+    layered = tmp_path / "layered"
+    assert main([*common, "--out", str(layered), "--workdir", str(work)]) == 0
+    fresh, rows = _rows(tmp_path / "fresh"), _rows(layered)
+    assert set(rows) == set(HISTORY)
+    for instance_id, row in rows.items():
+        assert row["ours"] == fresh[instance_id]["ours"], instance_id
+        assert row["baseline"] == fresh[instance_id]["baseline"], instance_id
+    layers = {i: (r["base_build"], r["overlay_files"], r["tombstones"]) for i, r in rows.items()}
+    assert layers == {
+        "acme__gadgets-2": (True, 0, 0),  # the base
+        "acme__gadgets-9": (False, 0, 1),  # colors.py deleted
+        "acme__gadgets-4": (False, 1, 2),  # and render.py changed (replaced: hidden too)
+        "acme__gadgets-7": (False, 0, 1),  # before cache.py was added
+    }
+    assert sorted(p.name for p in (work / "acme__gadgets").iterdir()) == [
+        "state", "tree", "tree.json"
+    ]  # fmt: skip
+    # Resume after losing rows. Without the work folder, a done base instance's tree is
+    # indexed first, so the overlays are the same (else the base is the first one left).
+    for folder, lost, base_build in (
+        (None, {"acme__gadgets-4"}, True),  # -2's row is the first run's
+        (None, {"acme__gadgets-2", "acme__gadgets-4"}, True),
+        (work, {"acme__gadgets-2", "acme__gadgets-4"}, False),  # the base is kept
+    ):
+        lines = (layered / "results.jsonl").read_text().splitlines(keepends=True)
+        kept = [x for x in lines if json.loads(x)["instance_id"] not in lost]
+        (layered / "results.jsonl").write_text("".join(kept))
+        extra = [] if folder is None else ["--workdir", str(folder)]
+        assert main([*common, "--out", str(layered), *extra]) == 0
+        again = _rows(layered)
+        assert {i: r["ours"] for i, r in again.items()} == {i: r["ours"] for i, r in rows.items()}
+        assert (
+            again["acme__gadgets-4"]["base_build"],
+            again["acme__gadgets-4"]["overlay_files"],
+        ) == (False, 1)
+        assert again["acme__gadgets-2"]["base_build"] is base_build
+
+
+def test_workdir_inside_git_is_refused(history: tuple[Path, Path], tmp_path: Path) -> None:
+    """A work folder inside a git working tree would make the trees part of that repo."""
+    repos, data = history
+    inside = repos / "acme+gadgets" / "repo" / "work"
+    argv = ["--data", str(data), "--repos", str(repos), "--out", str(tmp_path / "out"),
+            "--workdir", str(inside)]  # fmt: skip
+    with pytest.raises(SystemExit, match="inside a git working tree"):
+        main(argv)
+    assert not inside.exists()
