@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import bisect
 import math
+import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 __all__ = [
     "K1",
@@ -28,8 +31,10 @@ __all__ = [
     "TableStats",
     "bm25",
     "idf",
+    "packed",
     "rescale_bound",
     "stored_length",
+    "term_id",
 ]
 
 K1 = 1.2
@@ -68,6 +73,31 @@ class DocTerms:
     id: str
     path: str
     fields: Mapping[str, tuple[int, Counter[str]]]
+    # Per field, (term ids, tfs) as arrays: computed on first use by ``packed``.
+    arrays: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False)
+
+
+_TERM_IDS: dict[str, int] = {}  # every term this process has packed, numbered once
+_TERM_LOCK = threading.Lock()  # two threads must never give two terms one number
+
+
+def term_id(term: str, *, create: bool = True) -> int | None:
+    """The process-wide number of ``term`` (None if unseen and not ``create``)."""
+    found = _TERM_IDS.get(term)
+    if found is None and create:
+        with _TERM_LOCK:
+            found = _TERM_IDS.setdefault(term, len(_TERM_IDS))
+    return found
+
+
+def packed(doc: DocTerms, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``doc``'s field ``name`` as (term ids, tfs) arrays, computed once per document."""
+    got = doc.arrays.get(name)
+    if got is None:
+        counts = doc.fields[name][1]
+        ids = np.fromiter((term_id(t) for t in counts), dtype=np.int64, count=len(counts))
+        got = doc.arrays[name] = (ids, np.fromiter(counts.values(), dtype=np.float64))
+    return got
 
 
 @dataclass(slots=True)

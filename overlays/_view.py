@@ -19,7 +19,6 @@ Ties are broken by ids everywhere, never by which segment a result came from.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -35,8 +34,10 @@ from overlays._bm25 import (
     TableStats,
     bm25,
     idf,
+    packed,
     rescale_bound,
     stored_length,
+    term_id,
 )
 
 __all__ = ["Found", "Part", "View"]
@@ -284,24 +285,17 @@ class _Memory:
     """The overlay's documents in memory (per field: term postings in one sorted array and
     lengths), and how they and the hidden base documents move the statistics.
 
-    Built once per View; per field it is three flat arrays, not an array per term, so a
-    View over thousands of changed sections is ready in a fraction of a second."""
+    Built once per View from each document's packed arrays (computed once per document
+    and kept with it), so a View over tens of thousands of changed sections is ready in a
+    fraction of a second and no per-term work happens until a query asks for the term."""
 
     def __init__(self, added: Sequence[DocTerms], removed: Sequence[DocTerms]) -> None:
         self.ids = [doc.id for doc in added]
         self.paths = [doc.path for doc in added]
         self.docs_delta = len(added) - len(removed)
-        self.tokens: Counter[str] = Counter()
-        self.df: dict[str, Counter[str]] = {}
-        self.fields: dict[str, _Postings] = {}
         names = sorted({name for doc in (*added, *removed) for name in doc.fields})
-        for name in names:
-            postings = self.fields[name] = _Postings(added, name)
-            gone = [d.fields[name] for d in removed if name in d.fields]
-            self.tokens[name] = int(postings.total) - sum(length for length, _ in gone)
-            df = Counter(postings.df())
-            df.subtract(Counter(t for _, counts in gone for t in counts))
-            self.df[name] = df
+        self.fields = {name: _Postings(added, name) for name in names}
+        self.gone = {name: _Postings(removed, name) for name in names}
 
     def top(
         self,
@@ -338,55 +332,57 @@ class _Memory:
     def stats(self, own: TableStats, terms: Sequence[str]) -> TableStats:
         """The View's statistics: the base's, minus the hidden documents, plus the overlay's."""
         fields: dict[str, FieldStats] = {}
-        for name in set(own.fields) | set(self.tokens):
+        for name in set(own.fields) | set(self.fields):
             mine = own.fields.get(name, FieldStats())
-            delta = self.df.get(name, Counter())
-            fields[name] = FieldStats(
-                mine.tokens + self.tokens.get(name, 0),
-                {t: mine.df.get(t, 0) + delta.get(t, 0) for t in terms},
-            )
+            add, gone = self.fields.get(name), self.gone.get(name)
+            tokens = mine.tokens + (add.total if add else 0) - (gone.total if gone else 0)
+            df = {t: mine.df.get(t, 0) + (add.df(t) if add else 0) - (gone.df(t) if gone else 0)
+                  for t in terms}  # fmt: skip
+            fields[name] = FieldStats(tokens, df)
         return TableStats(own.docs + self.docs_delta, fields)
 
 
 class _Postings:
-    """One field of the overlay's documents: (doc, tf) pairs sorted by term, and lengths."""
+    """One field of a set of documents: (doc, tf) pairs sorted by term id, and lengths."""
 
     def __init__(self, docs: Sequence[DocTerms], name: str) -> None:
-        vocab: dict[str, int] = {}
-        rows: list[int] = []
-        cols: list[int] = []
-        tfs: list[int] = []
-        lengths: list[float] = []
+        ids: list[np.ndarray] = []
+        tfs: list[np.ndarray] = []
+        widths: list[int] = []
+        lengths = np.zeros(len(docs), dtype=np.float64)
         total = 0
         for i, doc in enumerate(docs):
             entry = doc.fields.get(name)
             if entry is None:
-                lengths.append(0.0)
+                widths.append(0)
                 continue
-            length, counts = entry
-            total += length
-            lengths.append(float(stored_length(length)))
-            rows.extend([i] * len(counts))
-            cols.extend(vocab.setdefault(t, len(vocab)) for t in counts)
-            tfs.extend(counts.values())
-        order = np.argsort(np.array(cols, dtype=np.int64), kind="stable")
-        self.vocab = vocab
-        self.rows = np.array(rows, dtype=np.int64)[order]
-        self.tfs = np.array(tfs, dtype=np.float64)[order]
-        counts_by_term = np.bincount(np.array(cols, dtype=np.int64), minlength=len(vocab))
-        self.starts = np.concatenate(([0], np.cumsum(counts_by_term)))
-        self.lengths = np.array(lengths, dtype=np.float64)
+            total += entry[0]
+            lengths[i] = float(stored_length(entry[0]))
+            term_ids, counts = packed(doc, name)
+            ids.append(term_ids)
+            tfs.append(counts)
+            widths.append(len(term_ids))
+        cols = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        order = np.argsort(cols, kind="stable")
+        self.cols = cols[order]
+        self.rows = np.repeat(np.arange(len(docs), dtype=np.int64), widths)[order]
+        self.tfs = (np.concatenate(tfs) if tfs else np.zeros(0))[order]
+        self.lengths = lengths
         self.total = total
+
+    def _span(self, term: str) -> tuple[int, int]:
+        col = term_id(term, create=False)
+        if col is None:
+            return 0, 0
+        lo, hi = np.searchsorted(self.cols, [col, col + 1])
+        return int(lo), int(hi)
 
     def get(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(doc rows, tfs) of the documents holding ``term`` in this field."""
-        col = self.vocab.get(term)
-        if col is None:
-            return None
-        lo, hi = int(self.starts[col]), int(self.starts[col + 1])
-        return self.rows[lo:hi], self.tfs[lo:hi]
+        lo, hi = self._span(term)
+        return (self.rows[lo:hi], self.tfs[lo:hi]) if hi > lo else None
 
-    def df(self) -> dict[str, int]:
-        """Document frequency of every term (each document holds a term once here)."""
-        width = np.diff(self.starts)
-        return {t: int(width[c]) for t, c in self.vocab.items()}
+    def df(self, term: str) -> int:
+        """How many of the documents hold ``term`` in this field."""
+        lo, hi = self._span(term)
+        return hi - lo
