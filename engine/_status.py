@@ -17,7 +17,16 @@ from engine._segment import page_text
 from indexers import Skipped, TokenCounter, sha256_text, walk
 from overlays import View, head_commit
 
-__all__ = ["URI", "Resolved", "Status", "combined_report", "resolve_in", "status_of", "tree_size"]
+__all__ = [
+    "URI",
+    "Resolved",
+    "Status",
+    "combined_report",
+    "render_status",
+    "resolve_in",
+    "status_of",
+    "tree_size",
+]
 
 URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$")
 
@@ -214,3 +223,46 @@ def combined_report(
 
 def tree_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def render_status(st: Status, *, walked: bool) -> str:
+    """``cortex status``'s text (``walked``: ``st`` counted changed files)."""
+    if not st.indexed:
+        return f"{st.root}: not indexed yet (run `cortex index`)\n"
+    out: list[str] = []
+    base = (st.indexed_commit or "the folder at its first index")[:12]
+    where = f"branch {st.branch}" if st.branch else "no git"
+    head = f", HEAD {(st.commit or '-')[:12]}" if st.commit else ""
+    stale = "stale: the tree moved since (refreshed on the next call)" if st.stale else "current"
+    out.append(
+        f"{st.root}\n"
+        f"  base:       {base} ({st.base_bytes / 1e6:.1f} MB, shared by every branch)\n"
+        f"  overlay:    {where}{head}, user {st.user}: {st.overlay_files:,} files differ "
+        f"from the base, {st.tombstones:,} base files hidden; "
+        f"{st.overlay_bytes / 1e6:.2f} MB; built {st.indexed_at}; {stale}\n"
+        f"  contents:   {st.files:,} files, {st.chunks:,} chunks, {st.tokens:,} tokens "
+        f"({st.encoding})\n"
+    )
+    if st.dense_model:
+        current = "current" if st.dense_current else "behind the metadata: run `cortex index`"
+        recall = f", recall@10 {st.dense_recall:.3f}" if st.dense_recall is not None else ""
+        out.append(
+            f"  vectors:    {st.dense_vectors:,} {st.dense_kind} ({st.dense_model}{recall}); "
+            f"{current}\n"
+        )
+    else:
+        out.append("  vectors:    none (lexical only)\n")
+    if st.skipped:
+        out.append(f"  skipped:    {', '.join(f'{k} {v:,}' for k, v in st.skipped.items())}\n")
+    if walked:
+        fresh = (
+            "up to date"
+            if not st.stale_files
+            else (
+                f"{st.stale_files:,} files differ ({st.changed} changed, {st.added} added, "
+                f"{st.removed} removed): run `cortex index`"
+            )
+        )
+        out.append(f"  freshness:  {fresh}\n")
+    out.append(f"  disk:       {st.disk_bytes / 1e6:.1f} MB in {st.state_dir}\n")
+    return "".join(out)

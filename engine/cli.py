@@ -20,6 +20,7 @@ from engine._errors import ConfigError, CortexError
 from engine._query import ToolSignal
 from engine._rerank import Scored
 from engine._search import SearchMode
+from engine._status import render_status
 from engine._survey import Survey, survey
 from engine._workspace import Workspace
 from indexers import Chunk, ChunkedFile, Skipped
@@ -238,50 +239,13 @@ def cmd_search(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 
 def cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    """Say what is indexed (commit, files, chunks, model) and how stale it is."""
+    """Say what is indexed (base, this branch's overlay, files, model) and how stale it is."""
     with Workspace.open(args.path, config) as ws:
         st = ws.status(check_files=not args.fast)
     if args.json:
         out.write(json.dumps(_jsonable(st)) + "\n")
         return EXIT_OK
-    if not st.indexed:
-        out.write(f"{st.root}: not indexed yet (run `cortex index`)\n")
-        return EXIT_OK
-    base = (st.indexed_commit or "the folder at its first index")[:12]
-    where = f"branch {st.branch}" if st.branch else "no git"
-    head = f", HEAD {(st.commit or '-')[:12]}" if st.commit else ""
-    stale = "stale: the tree moved since (refreshed on the next call)" if st.stale else "current"
-    out.write(
-        f"{st.root}\n"
-        f"  base:       {base} ({st.base_bytes / 1e6:.1f} MB, shared by every branch)\n"
-        f"  overlay:    {where}{head}, user {st.user}: {st.overlay_files:,} files differ "
-        f"from the base, {st.tombstones:,} base files hidden; "
-        f"{st.overlay_bytes / 1e6:.2f} MB; built {st.indexed_at}; {stale}\n"
-        f"  contents:   {st.files:,} files, {st.chunks:,} chunks, {st.tokens:,} tokens "
-        f"({st.encoding})\n"
-    )
-    if st.dense_model:
-        current = "current" if st.dense_current else "behind the metadata: run `cortex index`"
-        recall = f", recall@10 {st.dense_recall:.3f}" if st.dense_recall is not None else ""
-        out.write(
-            f"  vectors:    {st.dense_vectors:,} {st.dense_kind} ({st.dense_model}{recall}); "
-            f"{current}\n"
-        )
-    else:
-        out.write("  vectors:    none (lexical only)\n")
-    if st.skipped:
-        out.write(f"  skipped:    {', '.join(f'{k} {v:,}' for k, v in st.skipped.items())}\n")
-    if not args.fast:
-        fresh = (
-            "up to date"
-            if not st.stale_files
-            else (
-                f"{st.stale_files:,} files differ ({st.changed} changed, {st.added} added, "
-                f"{st.removed} removed): run `cortex index`"
-            )
-        )
-        out.write(f"  freshness:  {fresh}\n")
-    out.write(f"  disk:       {st.disk_bytes / 1e6:.1f} MB in {st.state_dir}\n")
+    out.write(render_status(st, walked=not args.fast))
     return EXIT_OK
 
 
