@@ -89,15 +89,19 @@ class Workspace:
         self._git_tracked: bool | None = None
 
     @classmethod
-    def open(cls, path: str | Path, config: Config | None = None) -> Workspace:
-        """Open the workspace at ``path`` (a folder); checks the state layout if present."""
+    def open(
+        cls, path: str | Path, config: Config | None = None, *, check: bool = True
+    ) -> Workspace:
+        """Open the workspace at ``path`` (a folder); checks the state layout if present
+        (``check=False``: not, for a caller about to ``index(rebuild=True)``)."""
         root = Path(path).expanduser().resolve()
         if not root.exists():
             raise WorkspaceNotFoundError(f"no such folder: {root}")
         if not root.is_dir():
             raise WorkspaceError(f"not a folder: {root}")
         ws = cls(root, config or Config.from_env())
-        ws._check_manifest()
+        if check:
+            ws._check_manifest()
         return ws
 
     def close(self) -> None:
@@ -234,12 +238,14 @@ class Workspace:
 
     def _index_locked(self, progress: Progress | None, *, rebuild: bool) -> IndexReport:
         with WriterLock(self.state_dir / "lock"):
-            if rebuild:
+            if rebuild:  # whatever layout was there before, this one replaces it
                 self._layers.close()
-                for name in ("bases", "overlays", "segments"):
+                for name in ("bases", "overlays", "segments", "checkout"):
                     _remove_tree(self.state_dir / name)
-            if not self._manifest.exists():
+            if rebuild or not self._manifest.exists():
                 self._write_manifest()
+            else:
+                self._check_manifest()
             embedder = self.embedder
             try:
                 before = self._layers.view(self._layers.current()[0]).files()

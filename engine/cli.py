@@ -184,7 +184,7 @@ class _Bars:
 
 def cmd_index(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Index a folder (incremental: only changed files are re-chunked and re-embedded)."""
-    with Workspace.open(args.path, config) as ws:
+    with Workspace.open(args.path, config, check=not args.rebuild) as ws:
         bars = _Bars(enabled=sys.stderr.isatty() and not args.quiet)
         try:
             report = ws.index(progress=bars, rebuild=args.rebuild)

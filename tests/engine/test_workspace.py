@@ -152,6 +152,18 @@ def test_foreign_layout_is_refused(repo: Path) -> None:
         Workspace.open(repo, CONFIG)
 
 
+def test_rebuild_replaces_an_old_layout(repo: Path) -> None:
+    """What the error advises works: a rebuild over a layout-1 index leaves a usable one."""
+    old = repo / ".cortex"
+    (old / "segments" / "main").mkdir(parents=True)
+    (old / "manifest.json").write_text(json.dumps({"schema": 1}))
+    with Workspace.open(repo, CONFIG, check=False) as ws:
+        ws.index(rebuild=True)
+    assert not (old / "segments").exists()
+    with Workspace.open(repo, CONFIG) as ws:
+        assert ws.search("register_hook", mode="bm25")[0].chunk.symbol == "Session.register_hook"
+
+
 def test_status_reports_commit_and_vectors(repo: Path) -> None:
     """Status names the indexed commit, counts, the dense model and freshness."""
     with Workspace.open(repo, CONFIG) as ws:
