@@ -75,10 +75,11 @@ def _pathspec(exclude: Sequence[str]) -> list[str]:
 def git_state(root: Path, exclude: Sequence[str] = ()) -> GitState | None:
     """The working tree's state, or None outside git (or before the first commit).
 
-    The token hashes HEAD, the porcelain status (staged, unstaged, untracked) and the size
-    and modification time of every file the status names, so a second edit to a file that
-    is already modified moves it too. One ``git status`` per call: it uses git's stat cache,
-    milliseconds on a few thousand files. ``exclude``: folders under ``root`` that never
+    The token hashes HEAD, the porcelain status (staged, unstaged, untracked) and the size,
+    modification and change times of every file the status names, so a second edit to a
+    file that is already modified moves it too (ctime: even one that keeps size and mtime).
+    One ``git status`` per call: it uses git's stat cache, milliseconds on a few thousand
+    files. ``exclude``: folders under ``root`` that never
     count (the index's own state folder).
     """
     repo = _repo(root)
@@ -98,7 +99,7 @@ def git_state(root: Path, exclude: Sequence[str] = ()) -> GitState | None:
         digest.update(entry.encode("utf-8", "surrogateescape") + b"\0")
         with contextlib.suppress(OSError):  # porcelain paths are relative to the top
             st = os.lstat(top / entry[3:])
-            digest.update(f"{st.st_size}:{st.st_mtime_ns}\0".encode())
+            digest.update(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\0".encode())
     return GitState(commit, branch, digest.hexdigest())
 
 
@@ -110,8 +111,8 @@ def _git(root: Path) -> git.Git:
 
 
 def tree_token(root: Path, exclude: Sequence[str] = ()) -> str:
-    """A token over the path, size and mtime of every file under ``root`` (outside git),
-    skipping version-control, cache and virtualenv folders and ``exclude``."""
+    """A token over the path, size, mtime and ctime of every file under ``root`` (outside
+    git), skipping version-control, cache and virtualenv folders and ``exclude``."""
     digest = hashlib.sha256()
     top = str(root)
     skip = {os.path.join(top, e) for e in exclude}  # noqa: PTH118
@@ -121,7 +122,9 @@ def tree_token(root: Path, exclude: Sequence[str] = ()) -> str:
         for name in sorted(files):
             with contextlib.suppress(OSError):
                 st = os.lstat(os.path.join(folder, name))  # noqa: PTH118 - hot loop
-                digest.update(f"{folder}/{name}\0{st.st_size}:{st.st_mtime_ns}\0".encode())
+                digest.update(
+                    f"{folder}/{name}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\0".encode()
+                )
     return digest.hexdigest()
 
 
