@@ -183,8 +183,14 @@ def build_pack(
     places = locations(signal_text) if signal_text else []
     dense_model = embedder.model_id if embedder is not None else None
     qvec = embedder.embed_query(ask) if embedder is not None else None
+    # The goal is searched on its own when it says something the request does not.
+    goal_ask = clean_query(goal) if query.strip() else ""
+    if goal_ask.strip() == ask.strip():
+        goal_ask = ""
+    gvec = embedder.embed_query(goal_ask) if embedder is not None and goal_ask else None
     clock.lap("embed")
-    cands = recall(view, ask, idents, places, qvec, dense_model, settings.recall, timings)
+    cands = recall(view, ask, idents, places, qvec, dense_model, settings.recall, timings,
+                   goal=goal_ask, goal_vector=gvec)  # fmt: skip
     cands = cands[: settings.rerank_depth]
     clock.last = time.perf_counter()
     vectors = _candidate_vectors(cands, embedder, cache)

@@ -3,7 +3,8 @@
 Two stages: BM25 and dense hits on sections, plus BM25 on whole pages (files) whose best
 few sections are then pulled in; sections that define a name the request mentions; and
 sections a tool signal points at (a traceback frame, a failing test, a compiler error).
-Each list keeps its own ranks; fusion is reciprocal-rank (RRF) or max-normalised scores.
+A goal that differs from the request is searched on its own too. Each list keeps its own
+ranks; fusion is reciprocal-rank (RRF) or max-normalised scores.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ class RecallSettings:
         ("symbol", 1.0),
         ("signal", 2.0),
         ("expand", 0.5),
+        # The goal's own lists, weighted like the request's. Measured on the dev set (115
+        # SWE-bench instances, goal = issue title): file Acc@1/5 46.1/70.4 -> 53.0/80.0.
+        ("goal_bm25", 1.0),
+        ("goal_dense", 0.5),
+        ("goal_page", 1.0),
     )
 
 
@@ -85,12 +91,44 @@ def recall(
     dense_model: str | None,
     settings: RecallSettings,
     timings: dict[str, float] | None = None,
+    goal: str = "",
+    goal_vector: np.ndarray | None = None,
 ) -> list[Candidate]:
     """Candidates for ``query``, fused and sorted best first (ties by chunk id).
 
-    ``timings``, when given, accumulates seconds per stage (bm25, dense, symbols, fuse).
+    A ``goal`` that differs from the query gets its own BM25, page and dense lists
+    (``goal_bm25``, ``goal_page``, ``goal_dense``): a short statement of the task is a
+    sharper query than a long request whose words drown it. ``timings``, when given,
+    accumulates seconds per stage (bm25, dense, symbols, fuse).
     """
     clock = Clock(timings)
+    lists = _text_lists(view, query, query_vector, dense_model, settings, clock, "")
+    if goal.strip() and goal.strip() != query.strip():
+        lists |= _text_lists(view, goal, goal_vector, dense_model, settings, clock, "goal_")
+    if identifiers:
+        defined = view.defining(identifiers, limit=settings.symbol_hits)
+        lists["symbol"] = [(cid, 1.0) for name in identifiers for cid in defined.get(name, [])]
+    if signal_locations:
+        lists["signal"] = _signal_hits(view, signal_locations)
+    clock.lap("symbols")
+    fused = _fuse(view, lists, settings)
+    if settings.expand_from and weights_of(settings).get("expand", 0.0) > 0:
+        lists["expand"] = _expansion(view, fused, settings)
+        fused = _fuse(view, lists, settings)
+    clock.lap("fuse")
+    return fused
+
+
+def _text_lists(
+    view: View,
+    query: str,
+    query_vector: np.ndarray | None,
+    dense_model: str | None,
+    settings: RecallSettings,
+    clock: Clock,
+    prefix: str,
+) -> dict[str, list[tuple[str, float]]]:
+    """The BM25 section, BM25 page and dense lists for one text, named ``prefix + list``."""
     lists: dict[str, list[tuple[str, float]]] = {}
     lists["bm25"] = [(h.id, h.score) for h in view.search_sections(query, settings.bm25_sections)]
     pages = view.search_pages(query, settings.pages)
@@ -112,18 +150,7 @@ def recall(
         if dense:
             lists["dense"] = [(chunk.id, score) for chunk, score in dense]
     clock.lap("dense")
-    if identifiers:
-        defined = view.defining(identifiers, limit=settings.symbol_hits)
-        lists["symbol"] = [(cid, 1.0) for name in identifiers for cid in defined.get(name, [])]
-    if signal_locations:
-        lists["signal"] = _signal_hits(view, signal_locations)
-    clock.lap("symbols")
-    fused = _fuse(view, lists, settings)
-    if settings.expand_from and weights_of(settings).get("expand", 0.0) > 0:
-        lists["expand"] = _expansion(view, fused, settings)
-        fused = _fuse(view, lists, settings)
-    clock.lap("fuse")
-    return fused
+    return {prefix + name: pairs for name, pairs in lists.items()}
 
 
 def weights_of(settings: RecallSettings) -> dict[str, float]:

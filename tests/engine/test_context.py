@@ -190,3 +190,17 @@ def test_one_hop_expansion_pulls_in_a_callee(ws: Workspace) -> None:
     ws.build_context("strict parsing", "parse_strict", explain=ranked, settings=settings,
                      record=False)  # fmt: skip
     assert any("expand" in s.reason for s in ranked if s.chunk.symbol == "tokenize_header")
+
+
+def test_goal_is_searched_on_its_own(ws: Workspace) -> None:
+    """A goal that differs from the request gets its own lists; one that repeats it does not."""
+    ranked: list = []  # type: ignore[type-arg]
+    ws.build_context("split a raw header into name value pairs", "parse_strict",
+                     explain=ranked, record=False)  # fmt: skip
+    tokenizer = [s for s in ranked if s.chunk.symbol == "tokenize_header"]
+    assert tokenizer and "goal_bm25" in tokenizer[0].reason
+    strict = [s for s in ranked if s.chunk.symbol.endswith("parse_strict")]
+    assert strict and "bm25" in strict[0].reason.split("+")  # the request's own lists remain
+    same: list = []  # type: ignore[type-arg]
+    ws.build_context("parse_strict", "parse_strict", explain=same, record=False)
+    assert same and not any("goal_" in s.reason for s in same)
