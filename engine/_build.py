@@ -190,11 +190,12 @@ def build_pack(
     gvec = embedder.embed_query(goal_ask) if embedder is not None and goal_ask else None
     clock.lap("embed")
     cands = recall(view, ask, idents, places, qvec, dense_model, settings.recall, timings,
-                   goal=goal_ask, goal_vector=gvec)  # fmt: skip
-    cands = cands[: settings.rerank_depth]
+                   goal=goal_ask, goal_vector=gvec, keep=settings.rerank_depth)  # fmt: skip
     clock.last = time.perf_counter()
     vectors = _candidate_vectors(cands, embedder, cache)
-    mtimes = {p: f.mtime_ns for p, f in view.files().items()} if cands else {}
+    mtimes: dict[str, int] = {}
+    if cands and settings.weights.recency:  # every file's record: read only when it counts
+        mtimes = {p: f.mtime_ns for p, f in view.files().items()}
     scored = rerank(cands, idents, qvec, vectors, mtimes, settings.weights)
     if scored_out is not None:
         scored_out.extend(scored)

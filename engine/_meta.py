@@ -247,6 +247,16 @@ class MetaStore:
         found = self._select_chunks("c.int_id", list(ids))
         return {int_id(c.id): c for c in found.values()}
 
+    def ids_by_int_id(self, ints: Sequence[int]) -> dict[int, str]:
+        """Chunk ids by their faiss int64 id, without reading the chunks."""
+        out: dict[int, str] = {}
+        with self._lock:
+            for batch in _batches(list(ints)):
+                marks = ",".join("?" * len(batch))
+                out.update((int(r[0]), str(r[1])) for r in self._db.execute(
+                    f"SELECT int_id, id FROM chunks WHERE int_id IN ({marks})", batch))  # fmt: skip
+        return out
+
     def definitions(
         self, names: Sequence[str], limit: int = 50
     ) -> dict[str, list[tuple[str, str]]]:

@@ -93,13 +93,15 @@ def recall(
     timings: dict[str, float] | None = None,
     goal: str = "",
     goal_vector: np.ndarray | None = None,
+    keep: int | None = None,
 ) -> list[Candidate]:
     """Candidates for ``query``, fused and sorted best first (ties by chunk id).
 
     A ``goal`` that differs from the query gets its own BM25, page and dense lists
     (``goal_bm25``, ``goal_page``, ``goal_dense``): a short statement of the task is a
-    sharper query than a long request whose words drown it. ``timings``, when given,
-    accumulates seconds per stage (bm25, dense, symbols, fuse).
+    sharper query than a long request whose words drown it. Only the best ``keep``
+    candidates are returned (all when None). ``timings``, when given, accumulates seconds
+    per stage (bm25, dense, symbols, fuse).
     """
     clock = Clock(timings)
     lists = _text_lists(view, query, query_vector, dense_model, settings, clock, "")
@@ -111,10 +113,10 @@ def recall(
     if signal_locations:
         lists["signal"] = _signal_hits(view, signal_locations)
     clock.lap("symbols")
-    fused = _fuse(view, lists, settings)
+    fused = _fuse(view, lists, settings, keep)
     if settings.expand_from and weights_of(settings).get("expand", 0.0) > 0:
         lists["expand"] = _expansion(view, fused, settings)
-        fused = _fuse(view, lists, settings)
+        fused = _fuse(view, lists, settings, keep, {c.chunk.id: c.chunk for c in fused})
     clock.lap("fuse")
     return fused
 
@@ -128,7 +130,8 @@ def _text_lists(
     clock: Clock,
     prefix: str,
 ) -> dict[str, list[tuple[str, float]]]:
-    """The BM25 section, BM25 page and dense lists for one text, named ``prefix + list``."""
+    """The BM25 section, BM25 page and dense lists for one text, named ``prefix + list``
+    (chunk ids and scores: no chunk is read here)."""
     lists: dict[str, list[tuple[str, float]]] = {}
     lists["bm25"] = [(h.id, h.score) for h in view.search_sections(query, settings.bm25_sections)]
     pages = view.search_pages(query, settings.pages)
@@ -146,9 +149,9 @@ def _text_lists(
         ]
     clock.lap("bm25")
     if query_vector is not None and dense_model is not None:
-        dense = view.search_dense(query_vector, dense_model, settings.dense_sections)
+        dense = view.search_dense_ids(query_vector, dense_model, settings.dense_sections)
         if dense:
-            lists["dense"] = [(chunk.id, score) for chunk, score in dense]
+            lists["dense"] = dense
     clock.lap("dense")
     return {prefix + name: pairs for name, pairs in lists.items()}
 
@@ -217,29 +220,50 @@ def _signal_hits(view: View, places: Sequence[Location]) -> list[tuple[str, floa
 
 
 def _fuse(
-    view: View, lists: dict[str, list[tuple[str, float]]], settings: RecallSettings
+    view: View,
+    lists: dict[str, list[tuple[str, float]]],
+    settings: RecallSettings,
+    keep: int | None = None,
+    known: dict[str, Chunk] | None = None,
 ) -> list[Candidate]:
+    """Fuse the lists; the best ``keep`` (all when None) as candidates, best first.
+
+    Ranks are fused on ids alone; only the kept ones are read from the metadata (``known``
+    chunks are not read again), so a wide recall costs the depth it keeps, not its width.
+    An id whose chunk is missing (in an index but not in the metadata: half-written) is
+    skipped, and the next one takes its place."""
     weights = dict(settings.weights)
-    ids = list(dict.fromkeys(cid for pairs in lists.values() for cid, _ in pairs))
-    chunks = view.chunks(ids)
-    cands: dict[str, Candidate] = {}
+    fused: dict[str, float] = defaultdict(float)
+    ranks: dict[str, dict[str, int]] = defaultdict(dict)
+    scores: dict[str, dict[str, float]] = defaultdict(dict)
     for name, pairs in lists.items():
         top = max((s for _, s in pairs), default=0.0) or 1.0
+        weight = weights.get(name, 1.0)
         for rank, (cid, score) in enumerate(pairs, start=1):
-            chunk = chunks.get(cid)
-            if chunk is None:  # in an index but not in the metadata: half-written, skip
+            if name in ranks[cid]:
                 continue
-            cand = cands.setdefault(cid, Candidate(chunk))
-            if name in cand.ranks:
-                continue
-            cand.ranks[name] = rank
-            cand.scores[name] = score
-            weight = weights.get(name, 1.0)
+            ranks[cid][name] = rank
+            scores[cid][name] = score
             if settings.fusion is Fusion.RRF:
-                cand.fused += weight / (settings.rrf_k + rank)
+                fused[cid] += weight / (settings.rrf_k + rank)
             else:
-                cand.fused += weight * max(score, 0.0) / top
-    return sorted(cands.values(), key=lambda c: (-c.fused, c.chunk.id))
+                fused[cid] += weight * max(score, 0.0) / top
+    order = sorted(fused, key=lambda cid: (-fused[cid], cid))
+    want = len(order) if keep is None else keep
+    chunks = dict(known or {})
+    out: list[Candidate] = []
+    start = 0
+    while len(out) < want and start < len(order):
+        batch = order[start : start + want - len(out)]
+        start += len(batch)
+        missing = [cid for cid in batch if cid not in chunks]
+        if missing:
+            chunks.update(view.chunks(missing))
+        for cid in batch:
+            chunk = chunks.get(cid)
+            if chunk is not None:
+                out.append(Candidate(chunk, ranks[cid], scores[cid], fused[cid]))
+    return out
 
 
 def file_scores(cands: Sequence[Candidate], top: int = 3) -> dict[str, float]:

@@ -178,13 +178,14 @@ class Segment:
             self._docs[key] = _doc(record.page_id, path, fields)
         return self._docs[key]
 
-    def dense_search(
+    def dense_ids(
         self, vector: np.ndarray, model_id: str, k: int, exclude: Collection[str] = ()
-    ) -> list[tuple[Chunk, float]]:
-        """Top ``k`` sections by cosine outside the paths ``exclude``, ties by id.
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` (chunk id, cosine) outside the paths ``exclude``, ties by id.
 
-        Excluded sections are dropped by their faiss ids before any chunk is read, so a
-        View hiding thousands of base sections pays for k chunks, not for those."""
+        Excluded sections are dropped by their faiss ids, and no chunk is read: a View
+        hiding thousands of base sections pays for k ids, and recall reads only the
+        candidates it keeps."""
         index = self.dense(model_id)
         if index is None or index.ntotal == 0:
             return []
@@ -200,9 +201,9 @@ class Segment:
             depth = min(most, depth * 4)
         if len(pairs) > k:  # keep the ties at the cut: the order below is by chunk id
             pairs = [p for p in pairs if p[1] >= pairs[k - 1][1]]
-        chunks = self.meta.chunks_by_int_id([i for i, _ in pairs])
-        hits = [(chunks[i], s) for i, s in pairs if i in chunks]
-        return sorted(hits, key=lambda p: (-p[1], p[0].id))[:k]
+        names = self.meta.ids_by_int_id([i for i, _ in pairs])
+        hits = [(names[i], s) for i, s in pairs if i in names]
+        return sorted(hits, key=lambda p: (-p[1], p[0]))[:k]
 
     def _int_ids_of(self, paths: frozenset[str]) -> frozenset[int]:
         cached = self._hidden_ints

@@ -45,7 +45,11 @@ if TYPE_CHECKING:
 __all__ = ["Replay", "Resolved", "Status", "Workspace"]
 
 MANIFEST_SCHEMA = 2  # 2: bases + per-branch overlays (1 had one segment)
-_RECENT_PACKS = 256  # packs kept in memory for ``feedback`` (the ledger keeps them all)
+# Turns whose citations are kept in memory for ``feedback`` with the ledger off (the
+# ledger keeps them all). Only the citation refs are kept, not whole packs: hundreds of
+# packs' objects made each full garbage collection a 60-110 ms pause inside a call.
+_RECENT_PACKS = 256
+_Ref = tuple[int, str, int, int, str]  # a citation: id, uri, first and last line, sha256
 _CITATION = re.compile(r"^\s*\[?\s*(\d{1,6})\s*\]?\s*$")
 
 
@@ -84,7 +88,7 @@ class Workspace:
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self._cache: EmbeddingCache | None = None
-        self._packs: dict[str, ContextPack] = {}
+        self._recent: dict[str, tuple[_Ref, ...]] = {}  # replay key -> citation refs
         self._journal: Journal | None = None
         self._git_tracked: bool | None = None
 
@@ -363,10 +367,13 @@ class Workspace:
                 pack = replace(pack, advisory=(*pack.advisory, note))
             if timings is not None:
                 timings["ledger"] = timings.get("ledger", 0.0) + time.perf_counter() - started
-        with self._lock:
-            self._packs[pack.replay_key] = pack
-            while len(self._packs) > _RECENT_PACKS:
-                self._packs.pop(next(iter(self._packs)))
+        if not self.config.ledger:
+            refs = tuple((c.id, c.source_uri, c.span.start_line, c.span.end_line, c.sha256)
+                         for c in pack.citations)  # fmt: skip
+            with self._lock:
+                self._recent[pack.replay_key] = refs
+                while len(self._recent) > _RECENT_PACKS:
+                    self._recent.pop(next(iter(self._recent)))
         return pack
 
     @property
@@ -437,20 +444,20 @@ class Workspace:
         snippet whose source no longer matches its sha256 is flagged stale. The turn is
         found in the ledger (or, with the ledger off, among this process's recent packs).
         """
-        refs: list[tuple[int, str, int, int, str]]
+        refs: list[_Ref]
         turn: TurnRecord | None = None
         if self.config.ledger:
             turn = self._turn(replay_key)
             refs = [(r.local_id, r.source_uri, r.start_line, r.end_line, r.sha256)
                     for r in turn.snippets]  # fmt: skip
         else:
-            pack = self._packs.get(replay_key)
-            if pack is None:
+            with self._lock:
+                recent = self._recent.get(replay_key)
+            if recent is None:
                 raise UnknownReplayKeyError(
                     f"unknown replay key {replay_key!r} (not built in this process)"
                 )
-            refs = [(s.id, s.source_uri, s.span.start_line, s.span.end_line, s.sha256)
-                    for s in pack.citations]  # fmt: skip
+            refs = list(recent)
         by_id = {r[0]: r for r in refs}
         valid: list[int] = []
         dropped: list[str] = []

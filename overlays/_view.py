@@ -84,10 +84,10 @@ class Part(Protocol):
         """Every document of ``table`` under ``paths``."""
         ...
 
-    def dense_search(
+    def dense_ids(
         self, vector: np.ndarray, model_id: str, k: int, exclude: Collection[str] = ()
-    ) -> list[tuple[Chunk, float]]:
-        """Top ``k`` sections by cosine outside the paths ``exclude``, ties by chunk id
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` (chunk id, cosine) outside the paths ``exclude``, ties by chunk id
         ([] without a dense index for ``model_id``)."""
         ...
 
@@ -210,12 +210,20 @@ class View:
 
     def search_dense(self, vector: np.ndarray, model_id: str, k: int) -> list[tuple[Chunk, float]]:
         """The ``k`` sections nearest ``vector`` (cosine), best first, ties by id."""
+        hits = self.search_dense_ids(vector, model_id, k)
+        chunks = self.chunks([cid for cid, _ in hits])
+        return [(chunks[cid], s) for cid, s in hits if cid in chunks]
+
+    def search_dense_ids(
+        self, vector: np.ndarray, model_id: str, k: int
+    ) -> list[tuple[str, float]]:
+        """``search_dense`` as (chunk id, cosine) pairs, reading no chunk."""
         if not self.layered:
-            return self.base.dense_search(vector, model_id, k)
+            return self.base.dense_ids(vector, model_id, k)
         assert self.overlay is not None
-        hits = self.base.dense_search(vector, model_id, k, self.hidden)
-        hits += self.overlay.dense_search(vector, model_id, k)
-        return sorted(hits, key=lambda h: (-h[1], h[0].id))[:k]
+        hits = self.base.dense_ids(vector, model_id, k, self.hidden)
+        hits += self.overlay.dense_ids(vector, model_id, k)
+        return sorted(hits, key=lambda h: (-h[1], h[0]))[:k]
 
     # -- metadata -------------------------------------------------------------------
 

@@ -204,3 +204,35 @@ def test_goal_is_searched_on_its_own(ws: Workspace) -> None:
     same: list = []  # type: ignore[type-arg]
     ws.build_context("parse_strict", "parse_strict", explain=same, record=False)
     assert same and not any("goal_" in s.reason for s in same)
+
+
+def test_recall_reads_only_what_it_keeps(ws: Workspace) -> None:
+    """Keeping the best k gives the head of the full fused list; an id whose chunk is
+    missing is skipped and the next one takes its place."""
+    from engine._recall import RecallSettings, _fuse, recall
+
+    view, _ = ws.view()
+    full = recall(view, "parse header value", ["HeaderParser"], [], None, None, RecallSettings())
+    head = recall(view, "parse header value", ["HeaderParser"], [], None, None, RecallSettings(),
+                  keep=4)  # fmt: skip
+    assert len(full) > 4
+    assert [c.chunk.id for c in head] == [c.chunk.id for c in full[:4]]
+    assert [c.fused for c in head] == [c.fused for c in full[:4]]
+    lists = {"bm25": [("no-such-chunk", 9.0)] + [(c.chunk.id, 1.0) for c in full[:3]]}
+    fused = _fuse(view, lists, RecallSettings(), keep=3)
+    assert [c.chunk.id for c in fused] == [c.chunk.id for c in full[:3]]
+    assert [c.ranks["bm25"] for c in fused] == [2, 3, 4]  # ranks keep the missing one's place
+
+
+def test_feedback_without_a_ledger_uses_recent_turns(tmp_path: Path) -> None:
+    """With the ledger off, feedback checks citations against this process's recent turns."""
+    root = make_repo(tmp_path / "repo")
+    with Workspace.open(root, Config(dense_model="hash", ledger=False,
+                                     state_dir=str(tmp_path / "state"))) as local:  # fmt: skip
+        local.index()
+        pack = local.build_context("Fix compute", "compute offset", budget_tokens=1500)
+        assert pack.citations
+        result = local.feedback(pack.replay_key, [1, len(pack.citations) + 3])
+        assert result.valid == (1,) and result.dropped == (str(len(pack.citations) + 3),)
+        with pytest.raises(ConfigError, match="not built in this process"):
+            local.feedback("0" * 32, [1])
