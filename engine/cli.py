@@ -464,7 +464,9 @@ def _parser() -> argparse.ArgumentParser:
 
     context = sub.add_parser("context", help=cmd_context.__doc__, description=cmd_context.__doc__)
     context.add_argument("query", help="what the next step needs (also the goal by default)")
-    context.add_argument("--goal", help="the task's goal, pinned verbatim (default: the query)")
+    context.add_argument(
+        "--goal", help="the task's goal, pinned verbatim and searched too (default: the query)"
+    )
     context.add_argument("--path", default=".", help="the workspace folder (default: .)")
     context.add_argument("--budget", type=int, default=None, help="token budget (default 8000)")
     context.add_argument(
