@@ -75,32 +75,86 @@ def _pathspec(exclude: Sequence[str]) -> list[str]:
 def git_state(root: Path, exclude: Sequence[str] = ()) -> GitState | None:
     """The working tree's state, or None outside git (or before the first commit).
 
-    The token hashes HEAD, the porcelain status (staged, unstaged, untracked) and the size,
-    modification and change times of every file the status names, so a second edit to a
-    file that is already modified moves it too (ctime: even one that keeps size and mtime).
-    One ``git status`` per call: it uses git's stat cache, milliseconds on a few thousand
-    files. ``exclude``: folders under ``root`` that never
-    count (the index's own state folder).
+    The token hashes HEAD, the porcelain status (staged, unstaged, untracked, with the
+    HEAD and index blob ids of each changed path) and the size, modification and change
+    times of every file the status names, so a second edit to a file that is already
+    modified moves it too (ctime: even one that keeps size and mtime). One ``git status``
+    per call, which also names the commit and branch: it uses git's stat cache,
+    milliseconds on a few thousand files; build_context pays it every turn.
+    ``exclude``: folders under ``root`` that never count (the index's own state folder).
     """
-    repo = _repo(root)
-    if repo is None:
+    top = _toplevel(root)
+    if top is None:
         return None
+    import git
+
     try:
-        commit = str(repo.head.commit.hexsha)
-        branch = "" if repo.head.is_detached else str(repo.head.ref.name)
-        top = Path(str(repo.working_tree_dir))
         status = _git(root).status(
-            "--porcelain=v1", "-z", "--untracked-files=all", *_pathspec(exclude)
+            "--porcelain=v2", "--branch", "-z", "--untracked-files=all", *_pathspec(exclude)
         )
-    finally:
-        repo.close()
+    except (git.GitCommandError, OSError):  # the repository went away since its top was found
+        _TOPS.pop(str(root), None)
+        return None
+    records = _split(status)
+    heads = dict(r[2:].split(" ", 1) for r in records if r.startswith("# ") and " " in r[2:])
+    commit = heads.get("branch.oid", "(initial)")
+    if commit == "(initial)":  # an unborn branch has no commit to diff against
+        return None
+    branch = heads.get("branch.head", "(detached)")
+    branch = "" if branch == "(detached)" else branch
     digest = hashlib.sha256(f"{commit}\0{branch}\0".encode())
-    for entry in _split(status):
-        digest.update(entry.encode("utf-8", "surrogateescape") + b"\0")
+    for path, record in _status_paths(records):
+        digest.update(record.encode("utf-8", "surrogateescape") + b"\0")
         with contextlib.suppress(OSError):  # porcelain paths are relative to the top
-            st = os.lstat(top / entry[3:])
+            st = os.lstat(top / path)
             digest.update(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}\0".encode())
     return GitState(commit, branch, digest.hexdigest())
+
+
+# Fields before the path in a porcelain v2 record, by its first letter: ordinary change,
+# rename or copy (followed by a record holding the original path), unmerged, untracked,
+# ignored. See git-status(1), "Porcelain Format Version 2".
+_V2_FIELDS = {"1": 8, "2": 9, "u": 10, "?": 1, "!": 1}
+
+# The top of the work tree holding each root, found once (a root's repository rarely
+# moves; when it goes, its status fails and the entry is dropped).
+_TOPS: dict[str, Path] = {}
+
+
+def _toplevel(root: Path) -> Path | None:
+    """The top of the git work tree holding ``root`` (None outside one, or in a bare
+    repository, or without git)."""
+    top = _TOPS.get(str(root))
+    if top is not None:
+        return top
+    try:
+        import git
+    except ImportError:
+        return None
+    try:
+        top = Path(_git(root).rev_parse("--show-toplevel"))
+    except (git.GitCommandError, OSError):  # not a work tree, or no such folder
+        return None
+    _TOPS[str(root)] = top
+    return top
+
+
+def _status_paths(records: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """(path, record) of each entry in ``git status --porcelain=v2 -z`` output; a rename's
+    original path comes as an entry of its own."""
+    original = False
+    for record in records:
+        if original:
+            original = False
+            yield record, record
+            continue
+        fields = _V2_FIELDS.get(record[:1])
+        if fields is None:  # a "# branch..." header
+            continue
+        parts = record.split(" ", fields)
+        if len(parts) > fields:
+            yield parts[fields], record
+        original = record[:1] == "2"
 
 
 def _git(root: Path) -> git.Git:
