@@ -242,11 +242,6 @@ class MetaStore:
         """Chunks by id (unknown ids are absent from the result)."""
         return self._select_chunks("c.id", list(ids))
 
-    def chunks_by_int_id(self, ids: Sequence[int]) -> dict[int, Chunk]:
-        """Chunks by their faiss int64 id."""
-        found = self._select_chunks("c.int_id", list(ids))
-        return {int_id(c.id): c for c in found.values()}
-
     def ids_by_int_id(self, ints: Sequence[int]) -> dict[int, str]:
         """Chunk ids by their faiss int64 id, without reading the chunks."""
         out: dict[int, str] = {}

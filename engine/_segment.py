@@ -267,16 +267,6 @@ class Segment:
         with self._lock:
             self._dense.pop(model_id, None)
 
-    def search_dense(self, vector: np.ndarray, model_id: str, k: int) -> list[Hit]:
-        """Top ``k`` sections by cosine with ``vector``, resolved to chunks."""
-        index = self.dense(model_id)
-        if index is None or index.ntotal == 0:
-            return []
-        ids, scores = index.search(vector, k)
-        pairs = [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
-        chunks = self.meta.chunks_by_int_id([i for i, _ in pairs])
-        return [Hit(chunks[i], s) for i, s in pairs if i in chunks]
-
 
 def page_text(chunks: Iterable[Chunk]) -> str:
     """A file's text as its chunks hold it: every covered line once, in order, and the lines
