@@ -1,44 +1,57 @@
 """cortex's engine: configuration, indexes, the public ``Workspace`` API and the CLI.
 
 Importing it is free: no model, index, tree-sitter or tiktoken is loaded until used.
+The names below are the public API; the sub-packages (``engine.core``, ``engine.embed``,
+``engine.segment``, ``engine.index``, ``engine.retrieval``, ``engine.packing``,
+``engine.memory``, ``engine.serve``, ``engine.cli``) are its parts, by role.
 """
 
-from engine._build import ContextSettings, rank_files
-from engine._config import Config
-from engine._context import (
+from engine._workspace import Workspace
+from engine.core import (
     Block,
-    ContextPack,
-    Contribution,
-    FeedbackResult,
-    Lane,
-    Pointer,
-    SessionState,
-    Snippet,
-    Turn,
-)
-from engine._embed import EmbeddingModelError
-from engine._embedcache import CacheError
-from engine._errors import (
+    CacheError,
+    Config,
     ConfigError,
+    ContextPack,
+    ContextSettings,
+    Contribution,
     CortexError,
+    DenseIndexError,
+    EmbeddingModelError,
+    FeedbackResult,
+    Fusion,
+    GcReport,
     IndexBusyError,
     IndexNotBuiltError,
+    IndexReport,
     IndexSchemaError,
     IndexStateError,
+    Lane,
+    LedgerStateError,
+    NotFoundError,
+    NullProgress,
+    PackSettings,
+    PayloadTooLargeError,
+    Pointer,
+    Progress,
+    RecallSettings,
+    Replay,
+    RerankWeights,
+    Resolved,
+    SearchHit,
+    SearchMode,
+    SessionState,
+    SignalKind,
+    Snippet,
+    Status,
+    ToolSignal,
+    Turn,
     UnknownReplayKeyError,
     WorkspaceError,
     WorkspaceNotFoundError,
 )
-from engine._indexer import IndexReport, NullProgress, Progress
-from engine._layers import GcReport
-from engine._pack import PackSettings
-from engine._query import SignalKind, ToolSignal
-from engine._recall import Fusion, RecallSettings
-from engine._rerank import RerankWeights
-from engine._search import SearchHit, SearchMode
-from engine._status import Resolved, Status
-from engine._survey import Survey, survey
-from engine._workspace import Replay, Workspace
+from engine.index import Survey, survey
+from engine.retrieval import rank_files
 from indexers import Chunk, Span, TiktokenCounter, TokenCounter
 from ledger import ToolResult
 
@@ -52,6 +65,7 @@ __all__ = [
     "ContextSettings",
     "Contribution",
     "CortexError",
+    "DenseIndexError",
     "EmbeddingModelError",
     "FeedbackResult",
     "Fusion",
@@ -62,8 +76,11 @@ __all__ = [
     "IndexSchemaError",
     "IndexStateError",
     "Lane",
+    "LedgerStateError",
+    "NotFoundError",
     "NullProgress",
     "PackSettings",
+    "PayloadTooLargeError",
     "Pointer",
     "Progress",
     "RecallSettings",

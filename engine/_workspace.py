@@ -1,68 +1,63 @@
-"""``Workspace``: the public entry point over one folder and its ``.cortex`` state."""
+"""``Workspace``: the public entry point over one folder and its ``.cortex`` state.
+
+The composition root: it builds segments (``engine.index``), composes them into a View
+(``overlays``), loads the tokenizer and the embedder, and hands plain data to retrieval,
+packing and memory, which never see one another's state.
+"""
 
 from __future__ import annotations
 
 import difflib
-import json
-import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from engine._build import ContextSettings, build_pack
-from engine._config import Config
-from engine._context import ContextPack, FeedbackResult, SessionState
-from engine._errors import (
+from engine.core import (
+    Config,
     ConfigError,
+    ContextPack,
+    ContextSettings,
+    FeedbackResult,
+    GcReport,
     IndexBusyError,
     IndexNotBuiltError,
-    IndexSchemaError,
-    IndexStateError,
+    IndexReport,
+    LedgerStateError,
+    Progress,
+    Replay,
+    Resolved,
+    SearchHit,
+    SearchMode,
+    SessionState,
+    Status,
+    ToolSignal,
     UnknownReplayKeyError,
     WorkspaceError,
     WorkspaceNotFoundError,
 )
-from engine._indexer import IndexReport, Progress
-from engine._journal import Inputs, Journal
-from engine._layers import GcReport, Layers
-from engine._lock import WriterLock
-from engine._query import ToolSignal
-from engine._rerank import Scored
-from engine._search import FUSION_DEPTH, SearchHit, SearchMode, fuse
-from engine._segment import Hit
-from engine._status import Resolved, Status, combined_report, resolve_in, status_of
-from indexers import TiktokenCounter, TokenCounter, sha256_text, span_text
-from ledger import LedgerError, ToolResult, TurnRecord
+from engine.index import Layers, Manifest, WriterLock, combined_report, locate, status_of
+from engine.memory import (
+    CitedRef,
+    Inputs,
+    Journal,
+    RecentCitations,
+    check_citations,
+    still_matches,
+)
+from engine.packing import build_pack
+from engine.retrieval import Scored, resolve_in, search
+from indexers import TiktokenCounter, TokenCounter, sha256_text
+from ledger import ToolResult, TurnRecord
 from overlays import Hunk, View, git_tracks, working_diff
 
 if TYPE_CHECKING:
-    from engine._embed import Embedder, EmbeddingCache
+    from engine.embed import Embedder, EmbeddingCache
 
-__all__ = ["Replay", "Resolved", "Status", "Workspace"]
-
-MANIFEST_SCHEMA = 2  # 2: bases + per-branch overlays (1 had one segment)
-# Turns whose citations are kept in memory for ``feedback`` with the ledger off (the
-# ledger keeps them all). Only the citation refs are kept, not whole packs: hundreds of
-# packs' objects made each full garbage collection a 60-110 ms pause inside a call.
-_RECENT_PACKS = 256
-_Ref = tuple[int, str, int, int, str]  # a citation: id, uri, first and last line, sha256
-_CITATION = re.compile(r"^\s*\[?\s*(\d{1,6})\s*\]?\s*$")
-
-
-@dataclass(frozen=True, slots=True)
-class Replay:
-    """A recorded turn's prompt, byte for byte, and (with rebuild) today's difference."""
-
-    replay_key: str
-    turn_id: str
-    time: str
-    text: str
-    tokens_used: int
-    diff: str = ""  # unified diff recorded -> rebuilt; "" when identical or not rebuilt
+__all__ = ["Workspace"]
 
 
 class Workspace:
@@ -83,12 +78,13 @@ class Workspace:
         self._lock = threading.Lock()
         self._lazy = threading.RLock()  # lazy loaders: two first calls create one of each
         self._layers = Layers(root, self.state_dir, config)
+        self._manifest = Manifest(self.state_dir)
         self._refreshing = threading.Lock()  # one index/refresh at a time in this process
         self._counter: TokenCounter | None = None
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self._cache: EmbeddingCache | None = None
-        self._recent: dict[str, tuple[_Ref, ...]] = {}  # replay key -> citation refs
+        self._recent = RecentCitations()  # with the ledger off: what feedback checks against
         self._journal: Journal | None = None
         self._git_tracked: bool | None = None
 
@@ -105,8 +101,18 @@ class Workspace:
             raise WorkspaceError(f"not a folder: {root}")
         ws = cls(root, config or Config.from_env())
         if check:
-            ws._check_manifest()
+            ws._manifest.check()
         return ws
+
+    @staticmethod
+    def find(start: str | Path = ".", config: Config | None = None) -> Path:
+        """The workspace folder a call made in ``start`` means, found as git finds its
+        repository: the nearest folder at or above ``start`` that holds an index or is the
+        top of a git work tree; ``start`` itself when there is none."""
+        folder = Path(start).expanduser()
+        if not folder.is_dir():
+            raise WorkspaceNotFoundError(f"no such folder: {folder}")
+        return locate(folder, (config or Config.from_env()).state_dir)
 
     def close(self) -> None:
         """Release indexes, models and files."""
@@ -130,40 +136,6 @@ class Workspace:
         self.close()
 
     # -- state ----------------------------------------------------------------------
-
-    @property
-    def _manifest(self) -> Path:
-        return self.state_dir / "manifest.json"
-
-    def _check_manifest(self) -> None:
-        if not self._manifest.exists():
-            if self.state_dir.exists() and any(self.state_dir.iterdir()):
-                raise IndexSchemaError(
-                    f"{self.state_dir} exists but is not a cortex index (no manifest.json); "
-                    "move it away or set CORTEX_STATE_DIR"
-                )
-            return
-        try:
-            manifest = json.loads(self._manifest.read_text("utf-8"))
-            schema = int(manifest["schema"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise IndexSchemaError(
-                f"{self._manifest} is unreadable ({exc}); rebuild with `cortex index --rebuild`"
-            ) from exc
-        if schema != MANIFEST_SCHEMA:
-            raise IndexSchemaError(
-                f"{self.state_dir} was written with layout {schema}, this cortex uses "
-                f"{MANIFEST_SCHEMA}; rebuild with `cortex index --rebuild`"
-            )
-
-    def _write_manifest(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        # Never committed by accident (``git add -A``), so a checkout never deletes it.
-        (self.state_dir / ".gitignore").write_text("# written by cortex\n*\n", "utf-8")
-        body = {"schema": MANIFEST_SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        tmp = self._manifest.with_suffix(".tmp")
-        tmp.write_text(json.dumps(body, indent=2) + "\n", "utf-8")
-        tmp.replace(self._manifest)
 
     @property
     def layers(self) -> Layers:
@@ -210,7 +182,7 @@ class Workspace:
         """The dense model (loaded on first embed), or None when dense search is off."""
         with self._lazy:
             if not self._embedder_loaded:
-                from engine._models import make_embedder
+                from engine.embed import make_embedder
 
                 self._embedder = make_embedder(self.config.dense_model, self.config)
                 self._embedder_loaded = True
@@ -221,7 +193,7 @@ class Workspace:
         """The content-addressed vector cache."""
         with self._lazy:
             if self._cache is None:
-                from engine._embed import EmbeddingCache
+                from engine.embed import EmbeddingCache
 
                 path = self.config.embedding_cache or str(self.state_dir / "embeddings.sqlite")
                 self._cache = EmbeddingCache(Path(path).expanduser())
@@ -247,9 +219,9 @@ class Workspace:
                 for name in ("bases", "overlays", "segments", "checkout"):
                     _remove_tree(self.state_dir / name)
             if rebuild or not self._manifest.exists():
-                self._write_manifest()
+                self._manifest.write()
             else:
-                self._check_manifest()
+                self._manifest.check()
             embedder = self.embedder
             try:
                 before = self._layers.view(self._layers.current()[0]).files()
@@ -283,28 +255,21 @@ class Workspace:
         if k < 1:
             raise ConfigError(f"k must be >= 1, got {k}")
         view, _ = self.view()
-        depth = k if mode is not SearchMode.HYBRID else max(k * FUSION_DEPTH, 50)
-        bm25: list[Hit] = []
-        dense: list[Hit] = []
-        if mode is not SearchMode.DENSE:
-            found = view.search_sections(query, depth)
-            chunks = view.chunks([f.id for f in found])
-            bm25 = [Hit(chunks[f.id], f.score) for f in found if f.id in chunks]
+        vector = model = None
         if mode is not SearchMode.BM25:
             embedder = self.embedder
             if embedder is None:
                 if mode is SearchMode.DENSE:
                     raise ConfigError("dense search is off (dense_model = none)")
             elif view.has_dense(embedder.model_id):
-                vector = embedder.embed_query(query)
-                dense = [Hit(c, s) for c, s in view.search_dense(vector, embedder.model_id, depth)]
-        return fuse(bm25, dense, k)
+                vector, model = embedder.embed_query(query), embedder.model_id
+        return search(view, query, mode, k, vector, model)
 
     # -- context --------------------------------------------------------------------
 
     def build_context(
         self,
-        goal: str,
+        goal: str = "",
         query: str = "",
         tool_signals: Sequence[ToolSignal | str] | None = None,
         state: SessionState | None = None,
@@ -315,11 +280,13 @@ class Workspace:
         timings: dict[str, float] | None = None,
         settings: ContextSettings | None = None,
     ) -> ContextPack:
-        """The context for the planner's next step (see ``engine._build``).
+        """The context for the planner's next step (see ``engine.packing``).
 
-        ``query`` defaults to the goal; ``tool_signals`` are tool outputs (tracebacks,
-        failing tests, compiler errors) as ``ToolSignal`` or plain strings. The result's
-        ``render()`` never exceeds ``budget_tokens`` (default: the config's).
+        ``goal`` is the task, pinned verbatim; ``query`` is what this step needs. Either
+        may be empty, not both, and each defaults to the other (as on every surface).
+        ``tool_signals`` are tool outputs (tracebacks, failing tests, compiler errors) as
+        ``ToolSignal`` or plain strings. The result's ``render()`` never exceeds
+        ``budget_tokens`` (default: the config's).
 
         Every call is recorded in the ledger (``record=False`` skips that, for library use
         that wants no side effect); if recording fails (full disk, read-only ledger) the
@@ -330,6 +297,7 @@ class Workspace:
             raise ConfigError(f"budget_tokens must be >= 64, got {budget}")
         if not goal.strip() and not query.strip():
             raise ConfigError("build_context needs a goal or a query")
+        goal = goal if goal.strip() else query
         signals = tuple(
             s if isinstance(s, ToolSignal) else ToolSignal(str(s)) for s in tool_signals or ()
         )
@@ -362,18 +330,13 @@ class Workspace:
             started = time.perf_counter()
             try:
                 self.journal.record_turn(pack, inputs)
-            except (LedgerError, OSError) as exc:
+            except (LedgerStateError, OSError) as exc:
                 note = f"ledger: this turn was not recorded ({exc})"
                 pack = replace(pack, advisory=(*pack.advisory, note))
             if timings is not None:
                 timings["ledger"] = timings.get("ledger", 0.0) + time.perf_counter() - started
         if not self.config.ledger:
-            refs = tuple((c.id, c.source_uri, c.span.start_line, c.span.end_line, c.sha256)
-                         for c in pack.citations)  # fmt: skip
-            with self._lock:
-                self._recent[pack.replay_key] = refs
-                while len(self._recent) > _RECENT_PACKS:
-                    self._recent.pop(next(iter(self._recent)))
+            self._recent.remember(pack.replay_key, pack.citations)
         return pack
 
     @property
@@ -415,10 +378,7 @@ class Workspace:
         return Replay(replay_key, turn.turn_id, turn.time, text, turn.tokens_used, diff)
 
     def _turn(self, replay_key: str) -> TurnRecord:
-        try:
-            turn = self.journal.find(replay_key)
-        except LedgerError as exc:
-            raise IndexStateError(f"cannot read the ledger: {exc}") from exc
+        turn = self.journal.find(replay_key)
         if turn is None:
             raise UnknownReplayKeyError(
                 f"unknown replay key {replay_key!r}: no turn recorded under it"
@@ -442,52 +402,31 @@ class Workspace:
 
         Ids outside the turn's set (and malformed markers) are dropped and counted; a cited
         snippet whose source no longer matches its sha256 is flagged stale. The turn is
-        found in the ledger (or, with the ledger off, among this process's recent packs).
+        found in the ledger (or, with the ledger off, among this process's recent turns).
         """
-        refs: list[_Ref]
         turn: TurnRecord | None = None
+        refs: Sequence[CitedRef]
         if self.config.ledger:
             turn = self._turn(replay_key)
-            refs = [(r.local_id, r.source_uri, r.start_line, r.end_line, r.sha256)
-                    for r in turn.snippets]  # fmt: skip
+            refs = CitedRef.of_turn(turn)
         else:
-            with self._lock:
-                recent = self._recent.get(replay_key)
+            recent = self._recent.get(replay_key)
             if recent is None:
                 raise UnknownReplayKeyError(
                     f"unknown replay key {replay_key!r} (not built in this process)"
                 )
-            refs = list(recent)
-        by_id = {r[0]: r for r in refs}
-        valid: list[int] = []
-        dropped: list[str] = []
-        for raw in model_citations:
-            n = _citation_number(raw)
-            if n is None or n not in by_id:
-                dropped.append(str(raw))
-            elif n not in valid:
-                valid.append(n)
-        stale = [n for n in valid if not self._still_matches(*by_id[n][1:])]
-        result = FeedbackResult(replay_key, tuple(valid), tuple(dropped), tuple(stale))
+            refs = recent
+        result = check_citations(
+            replay_key, refs, model_citations, lambda ref: still_matches(self.root, ref)
+        )
         if turn is not None:
             results = [r if isinstance(r, ToolResult) else ToolResult("tool", True, str(r))
                        for r in tool_results]  # fmt: skip
             try:
                 self.journal.record_feedback(turn, result, results, outcome)
-            except LedgerError as exc:
-                raise IndexStateError(f"feedback was checked but not recorded: {exc}") from exc
+            except LedgerStateError as exc:
+                raise LedgerStateError(f"feedback was checked but not recorded: {exc}") from exc
         return result
-
-    def _still_matches(self, source_uri: str, start: int, end: int, sha256: str) -> bool:
-        path = (self.root / source_uri.split("#", 1)[0]).resolve()
-        if not path.is_relative_to(self.root):
-            return False
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return False
-        text = span_text(data, start, end)
-        return text is not None and sha256_text(text) == sha256
 
     # -- resolve --------------------------------------------------------------------
 
@@ -509,16 +448,6 @@ class Workspace:
         """What is indexed (base, this branch's overlay); with ``check_files``, also how
         many files differ from the index now (a walk that reads every file)."""
         return status_of(self._layers, self.config, check_files=check_files)
-
-
-def _citation_number(raw: int | str) -> int | None:
-    """``3``, ``"3"`` and ``"[3]"`` are citation 3; anything else is malformed."""
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    match = _CITATION.match(str(raw))
-    return int(match.group(1)) if match else None
 
 
 def _remove_tree(path: Path) -> None:

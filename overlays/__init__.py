@@ -10,6 +10,17 @@
 """
 
 from overlays._bm25 import DocTerms, FieldStats, TableStats, bm25, stored_length
+from overlays._diff import (
+    GitState,
+    base_commit,
+    changed_paths,
+    checkout,
+    commit_time_ns,
+    git_state,
+    live_refs,
+    rev_parse,
+    tree_token,
+)
 from overlays._git import Hunk, git_tracks, head_commit, working_diff
 from overlays._view import Found, Part, View
 
@@ -17,13 +28,22 @@ __all__ = [
     "DocTerms",
     "FieldStats",
     "Found",
+    "GitState",
     "Hunk",
     "Part",
     "TableStats",
     "View",
+    "base_commit",
     "bm25",
+    "changed_paths",
+    "checkout",
+    "commit_time_ns",
+    "git_state",
     "git_tracks",
     "head_commit",
+    "live_refs",
+    "rev_parse",
     "stored_length",
+    "tree_token",
     "working_diff",
 ]

@@ -25,3 +25,49 @@ def test_all_names_exist(package: str) -> None:
     assert len(set(module.__all__)) == len(module.__all__)
     for name in module.__all__:
         assert hasattr(module, name), name
+
+
+# The public names of ``engine`` before it was split into sub-packages: all must stay.
+ENGINE_NAMES_BEFORE_RESTRUCTURE = (
+    "Block", "CacheError", "Chunk", "Config", "ConfigError", "ContextPack", "ContextSettings",
+    "Contribution", "CortexError", "EmbeddingModelError", "FeedbackResult", "Fusion",
+    "GcReport", "IndexBusyError", "IndexNotBuiltError", "IndexReport", "IndexSchemaError",
+    "IndexStateError", "Lane", "NullProgress", "PackSettings", "Pointer", "Progress",
+    "RecallSettings", "Replay", "RerankWeights", "Resolved", "SearchHit", "SearchMode",
+    "SessionState", "SignalKind", "Snippet", "Span", "Status", "Survey", "TiktokenCounter",
+    "TokenCounter", "ToolResult", "ToolSignal", "Turn", "UnknownReplayKeyError", "Workspace",
+    "WorkspaceError", "WorkspaceNotFoundError", "rank_files", "survey",
+)  # fmt: skip
+SURFACES = (
+    "engine", "engine.core", "engine.embed", "engine.segment", "engine.index",
+    "engine.retrieval", "engine.packing", "engine.memory", "engine.serve", "engine.cli",
+    "indexers", "overlays", "ledger",
+)  # fmt: skip
+
+
+def test_engine_keeps_every_public_name() -> None:
+    """``from engine import X`` works for every name it exported before the restructure."""
+    import engine
+
+    missing = [n for n in ENGINE_NAMES_BEFORE_RESTRUCTURE if n not in engine.__all__]
+    assert not missing
+
+
+@pytest.mark.parametrize("name", SURFACES)
+def test_all_is_sorted_and_complete(name: str) -> None:
+    """Each package's ``__all__`` is sorted (constants, classes, then functions, as ruff
+    sorts it) and names exactly what its ``__init__`` binds, submodules aside."""
+    import importlib
+    import types
+
+    module = importlib.import_module(name)
+    names = list(module.__all__)
+    key = sorted(names, key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n))
+    assert names == key, f"{name}.__all__ is not sorted"
+    bound = {
+        n
+        for n, value in vars(module).items()
+        if not n.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert set(names) == bound, f"{name}: bound but not exported {sorted(bound - set(names))}, " \
+        f"exported but not bound {sorted(set(names) - bound)}"  # fmt: skip

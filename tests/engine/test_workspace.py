@@ -20,8 +20,8 @@ from engine import (
     IndexSchemaError,
     Workspace,
 )
-from engine._embed import HashEmbedder
-from engine._lock import WriterLock
+from engine.embed import HashEmbedder
+from engine.index import WriterLock
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 CONFIG = Config(dense_model="hash")
@@ -180,24 +180,24 @@ _CRASH = textwrap.dedent(
     import os, sys
     from pathlib import Path
     from engine import Config, Workspace
-    import engine._meta, engine._lexical, engine._dense
+    import engine.segment._dense, engine.segment._lexical, engine.segment._meta
     where = sys.argv[2]
     if where == "lexical":  # killed while the lexical writer is open, before its commit
-        real = engine._lexical.LexicalIndex.writer
+        real = engine.segment._lexical.LexicalIndex.writer
         def writer(self):
             ctx = real(self)
             w = ctx.__enter__()
             w.delete_path("mod0.py")
             os._exit(9)
-        engine._lexical.LexicalIndex.writer = writer
+        engine.segment._lexical.LexicalIndex.writer = writer
     elif where == "metadata":  # killed after the lexical commit, inside the metadata write
         def put_file(self, record, chunks):
             os._exit(9)
-        engine._meta.MetaStore.put_file = put_file
+        engine.segment._meta.MetaStore.put_file = put_file
     elif where == "dense":  # killed while saving the dense index
         def save(self, directory):
             os._exit(9)
-        engine._dense.DenseIndex.save = save
+        engine.segment._dense.DenseIndex.save = save
     Workspace.open(Path(sys.argv[1]), Config(dense_model="hash")).index()
     """
 )

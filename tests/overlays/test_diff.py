@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from overlays._diff import git_state
+from overlays import git_state
 from tests.engine.test_workspace import GIT_ENV, make_repo
 
 

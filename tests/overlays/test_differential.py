@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Config, ContextPack, Workspace
-from engine._context import Lane
-from engine._rerank import RerankWeights, Scored
+from engine.core import Lane, RerankWeights
+from engine.retrieval import Scored
 from tests.engine.test_workspace import GIT_ENV
 
 CONFIG = Config(dense_model="hash", ledger=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine import Config, Workspace
-from engine._context import Lane
+from engine.core import Lane
 from tests.engine.test_workspace import GIT_ENV, make_repo
 
 CONFIG = Config(dense_model="hash", ledger=False)

@@ -1,0 +1,356 @@
+"""The ``cortex`` commands: each parses nothing, calls the library, and prints.
+
+Each ``cmd_*`` gets the parsed arguments, the configuration and the output stream, and
+returns an exit code; errors propagate to ``main``, the one place they become messages.
+``--json`` prints the one JSON encoding every surface shares (``engine.serve.to_json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any, TextIO
+
+from engine import (
+    Config,
+    ConfigError,
+    SessionState,
+    ToolResult,
+    ToolSignal,
+    Turn,
+    UnknownReplayKeyError,
+    Workspace,
+    survey,
+)
+from engine.cli._text import render_index_report, render_status, render_summary
+from engine.serve import Proof, chunk_json, hits_json, resolve_checked, to_json
+from indexers import ChunkedFile, Skipped
+from ledger import FeedbackRecord, TurnRecord
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "cmd_chunks",
+    "cmd_context",
+    "cmd_feedback",
+    "cmd_gc",
+    "cmd_index",
+    "cmd_ledger",
+    "cmd_mcp",
+    "cmd_replay",
+    "cmd_resolve",
+    "cmd_search",
+    "cmd_serve",
+    "cmd_status",
+]
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # a CortexError: bad workspace, unreadable state, unknown replay key
+EXIT_USAGE = 2  # argparse's own code for bad arguments; ConfigError uses it too
+EXIT_INTERRUPTED = 130
+
+
+def _dump(body: Mapping[str, object], out: TextIO) -> None:
+    out.write(json.dumps(body) + "\n")
+
+
+def _progress(
+    items: Iterator[ChunkedFile | Skipped], enabled: bool
+) -> Iterator[ChunkedFile | Skipped]:
+    """Show a files/s counter on stderr while ``items`` is consumed (only on a terminal)."""
+    if not enabled:
+        yield from items
+        return
+    from tqdm import tqdm
+
+    with tqdm(unit=" files", desc="chunking", file=sys.stderr, leave=False) as bar:
+        for item in items:
+            bar.update(1)
+            yield item
+
+
+def cmd_chunks(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """List the chunks of a file or tree, and what was skipped and why."""
+    totals, items = survey(args.where, config)
+    for item in _progress(items, enabled=sys.stderr.isatty() and not args.json):
+        if args.json:
+            if isinstance(item, Skipped):
+                row = {"type": "skip", "path": item.path, "reason": item.reason.value,
+                       "detail": item.detail}  # fmt: skip
+                _dump(row, out)
+            elif not args.summary:
+                for c in item.chunks:
+                    _dump({"type": "chunk", **chunk_json(c, text=args.text)}, out)
+            continue
+        if args.summary:
+            continue
+        if isinstance(item, Skipped):
+            detail = f" ({item.detail})" if item.detail else ""
+            out.write(f"skip  {item.path}  {item.reason.value}{detail}\n")
+            continue
+        page = item.page
+        out.write(
+            f"{page.path}  [{page.language}, {page.doc_type.value}, {page.license}] "
+            f"{len(item.chunks)} chunks\n"
+        )
+        for c in item.chunks:
+            part = f" ({c.part}/{c.parts})" if c.parts > 1 else ""
+            out.write(
+                f"  {c.span!s:>11}  {c.kind.value:<9} {c.symbol or '-'}{part}  {c.tokens} tok\n"
+            )
+            if args.text:
+                for line in c.text.split("\n"):
+                    out.write(f"      | {line}\n")
+    if args.json:
+        summary = {
+            "type": "summary",
+            "root": str(totals.root),
+            "files": totals.files,
+            "chunks": totals.chunks,
+            "tokens": totals.tokens,
+            "bytes": totals.bytes,
+            "skipped": dict(sorted(totals.skipped.items())),
+            "languages": dict(sorted(totals.by_language.items())),
+            "kinds": dict(sorted(totals.by_kind.items())),
+            "seconds": round(totals.seconds, 3),
+        }
+        _dump(summary, out)
+    else:
+        render_summary(totals, out)
+    return EXIT_OK
+
+
+class _Bars:
+    """tqdm bars on stderr, one per indexing stage (files, chunks, embeddings) with ETA."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+
+    def stage(self, name: str, total: int | None, unit: str) -> None:
+        self.end()
+        if self.enabled:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=name, unit=f" {unit}", file=sys.stderr, leave=False)
+
+    def advance(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def end(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def cmd_index(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Index a folder (incremental: only changed files are re-chunked and re-embedded)."""
+    with Workspace.open(args.where, config, check=not args.rebuild) as ws:
+        bars = _Bars(enabled=sys.stderr.isatty() and not args.quiet)
+        try:
+            report = ws.index(progress=bars, rebuild=args.rebuild)
+        finally:
+            bars.end()
+        if args.json:
+            _dump(to_json(report), out)
+        else:
+            out.write(render_index_report(str(ws.root), report))
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Search the index: ranked sections with path:lines, symbol and score."""
+    with Workspace.open(args.where, config) as ws:
+        hits = ws.search(args.query, mode=args.mode, k=args.k)
+    if args.json:
+        _dump(hits_json(hits), out)
+        return EXIT_OK
+    if not hits:
+        out.write("no results\n")
+    for rank, hit in enumerate(hits, start=1):
+        c = hit.chunk
+        out.write(
+            f"{rank:>3}. {c.path}:{c.span.start_line}-{c.span.end_line}  "
+            f"{c.symbol or c.kind.value}  {hit.score:.4f}\n"
+        )
+        if args.text:
+            for line in c.text.split("\n"):
+                out.write(f"       | {line}\n")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Say what is indexed (base, this branch's overlay, files, model) and how stale it is."""
+    with Workspace.open(args.where, config) as ws:
+        st = ws.status(check_files=not args.fast)
+    if args.json:
+        _dump(to_json(st), out)
+        return EXIT_OK
+    out.write(render_status(st, walked=not args.fast))
+    return EXIT_OK
+
+
+def cmd_gc(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Remove the overlays of branches and working trees that no longer exist, and the bases
+    no overlay uses any more."""
+    with Workspace.open(args.where, config) as ws:
+        report = ws.gc(dry_run=args.dry_run)
+    if args.json:
+        _dump(to_json(report), out)
+        return EXIT_OK
+    verb = "would remove" if args.dry_run else "removed"
+    for overlay in report.overlays:
+        out.write(f"{verb} overlay {overlay}\n")
+    for base in report.bases:
+        out.write(f"{verb} base {base[:12]}\n")
+    out.write(
+        f"{verb} {len(report.overlays)} overlays and {len(report.bases)} bases: "
+        f"{report.freed_bytes / 1e6:.1f} MB\n"
+    )
+    return EXIT_OK
+
+
+def _state(args: argparse.Namespace) -> SessionState | None:
+    turns: list[Turn] = []
+    for raw in args.turn or ():
+        role, sep, text = raw.partition(":")
+        if not sep or not role.strip():
+            raise ConfigError(f"--turn takes ROLE:TEXT (e.g. user:fix the parser), got {raw!r}")
+        turns.append(Turn(role.strip(), text.strip()))
+    if not (turns or args.constraint or args.subgoal):
+        return None
+    return SessionState(tuple(turns), tuple(args.constraint or ()), tuple(args.subgoal or ()))
+
+
+def cmd_context(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Build the packed context for a request and print it (what a model would get)."""
+    with Workspace.open(args.where, config) as ws:
+        if args.index:
+            ws.index()
+        pack = ws.build_context(
+            args.goal or "",
+            args.query,
+            tool_signals=[ToolSignal(s) for s in args.signal or ()],
+            state=_state(args),
+            budget_tokens=args.budget,
+        )
+    if args.json:
+        _dump(to_json(pack), out)
+        return EXIT_OK
+    out.write(pack.render())
+    note = f"-- {pack.tokens_used:,}/{pack.budget_tokens:,} tokens, {len(pack.citations)} " \
+        f"snippets, {len(pack.reachable)} left out (~{pack.omitted_tokens:,} tokens); " \
+        f"replay key {pack.replay_key}\n"  # fmt: skip
+    sys.stderr.write(note)
+    for line in pack.advisory:
+        sys.stderr.write(f"-- advisory: {line}\n")
+    if args.explain:
+        out.write("\n## Why these\n")
+        for s in pack.citations:
+            parts = ", ".join(f"{c.feature} {c.points:+.2f}" for c in s.contributions if c.points)
+            out.write(f"[{s.id}] {s.title}  score {s.fused_score:.3f} ({s.reason_tag}): {parts}\n")
+    return EXIT_OK
+
+
+def cmd_feedback(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Report which [n] of a recorded context the model cited (and how the step ended)."""
+    results: list[ToolResult | str] = list(args.tool_result or ())
+    with Workspace.open(args.where, config) as ws:
+        fb = ws.feedback(args.key, args.citations, results, args.outcome)
+    if args.json:
+        _dump(to_json(fb), out)
+        return EXIT_OK
+    out.write(f"recorded: valid {list(fb.valid)}, dropped {list(fb.dropped)}, "
+              f"stale {list(fb.stale)}\n")  # fmt: skip
+    return EXIT_OK
+
+
+def cmd_resolve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Print the indexed lines behind a uri (path#L10-L20) for a caller holding their sha256."""
+    proof = (
+        Proof(args.proof_path or args.uri.split("#", 1)[0], args.sha256) if args.sha256 else None
+    )
+    with Workspace.open(args.where, config) as ws:
+        body = resolve_checked(ws, args.uri, proof)
+    if args.json:
+        _dump(body, out)
+        return EXIT_OK
+    text = body.get("text")
+    if isinstance(text, str):
+        out.write(text + "\n")
+        return EXIT_OK
+    out.write(f"no text: {body.get('reason')}\n")
+    if body.get("sha256"):
+        out.write(f"sha256 {body['sha256']}, {body.get('tokens')} tokens, "
+                  f"lines {body.get('start_line')}-{body.get('end_line')}\n")  # fmt: skip
+    return EXIT_ERROR if args.sha256 else EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Print the exact prompt recorded under a replay key (--rebuild: and today's diff)."""
+    with Workspace.open(args.where, config) as ws:
+        replay = ws.replay(args.key, rebuild=args.rebuild)
+    if args.json:
+        _dump(to_json(replay), out)
+    elif args.rebuild:
+        out.write(replay.diff or "no difference: retrieval gives the same context today\n")
+    else:
+        out.write(replay.text)
+    return EXIT_OK
+
+
+def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Read the evidence ledger: verify the chain, list recent records, show a turn."""
+    with Workspace.open(args.where, config) as ws:
+        if args.action == "verify":
+            report = ws.journal.verify(blobs=True)
+            if report.ok:
+                out.write(f"ok: {report.checked:,} records, chain and stored texts intact\n")
+                return EXIT_OK
+            out.write(
+                f"BROKEN at record {report.first_bad_seq} (turn {report.first_bad_turn}): "
+                f"{report.reason}\n"
+            )
+            return EXIT_ERROR
+        if args.action == "log":
+            for record in ws.journal.log(args.n):
+                turn = getattr(record, "turn_id", None) or "-"
+                extra = ""
+                if isinstance(record, TurnRecord):
+                    extra = f"{len(record.snippets)} snippets, {record.tokens_used} tokens, " \
+                        f"key {record.replay_key}"  # fmt: skip
+                elif isinstance(record, FeedbackRecord):
+                    extra = f"cited {list(record.cited)}, dropped {len(record.dropped)}, " \
+                        f"stale {list(record.stale)}, outcome {record.outcome}"  # fmt: skip
+                out.write(
+                    f"{record.seq:>6}  {record.time}  {record.kind.value:<9} {turn}  {extra}\n"
+                )
+            return EXIT_OK
+        if not args.key:
+            raise ConfigError("ledger show needs a replay key")
+        turn = ws.journal.find(args.key)
+        if turn is None:
+            raise UnknownReplayKeyError(f"unknown replay key {args.key!r}: no turn recorded")
+        out.write(json.dumps(to_json(turn), indent=2) + "\n")
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Serve the workspace to IDE agents over MCP (stdio): context, feedback, replay, ..."""
+    from engine.serve import run_stdio
+
+    run_stdio(args.where, config, watch=args.watch)
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Serve the workspace over HTTP: MCP at /mcp and a JSON API under /v1."""
+    from engine.serve import serve
+
+    serve(args.where, config, host=args.host, port=args.port, token=args.token, watch=args.watch)
+    return EXIT_OK

@@ -1,0 +1,239 @@
+"""The ``cortex`` command: a thin shell over the library.
+
+Each command parses its arguments, calls the library, and renders; errors are mapped to a
+message and an exit code in exactly one place, ``main``. Every command that reads a
+workspace takes ``--path`` (and a positional path where it reads naturally); with neither,
+the workspace is found by walking up from the current folder, as git finds its repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from engine import Config, ConfigError, CortexError, SearchMode, Workspace
+from engine.cli._commands import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    cmd_chunks,
+    cmd_context,
+    cmd_feedback,
+    cmd_gc,
+    cmd_index,
+    cmd_ledger,
+    cmd_mcp,
+    cmd_replay,
+    cmd_resolve,
+    cmd_search,
+    cmd_serve,
+    cmd_status,
+)
+
+__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
+
+_WATCH_HELP = "re-index when files change, checking this often (default 60; 0: off)"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cortex-context")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    func: Callable[[argparse.Namespace, Config, TextIO], int],
+    *,
+    positional: bool,
+    json: bool = True,
+) -> argparse.ArgumentParser:
+    """A subcommand with its help from ``func``'s docstring, ``--path`` (and, where it reads
+    naturally, an optional positional path) and ``--json``."""
+    doc = func.__doc__ or ""
+    parser = sub.add_parser(name, help=doc.split("\n", 1)[0], description=doc)
+    if positional:
+        parser.add_argument(
+            "path", nargs="?", default=None, help="the workspace folder (default: found from .)"
+        )
+    parser.add_argument(
+        "--path",
+        dest="path_option",
+        metavar="PATH",
+        default=None,
+        help="the workspace folder (default: the one holding the current folder)",
+    )
+    if json:
+        parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(func=func)
+    return parser
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cortex",
+        description="Retrieval and context packing for code workspaces.",
+    )
+    parser.add_argument("--version", action="version", version=f"cortex {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    chunks = _command(sub, "chunks", cmd_chunks, positional=True)
+    chunks.add_argument(
+        "--summary", action="store_true", help="only the totals (and skips in --json)"
+    )
+    chunks.add_argument("--text", action="store_true", help="include each chunk's text")
+    chunks.add_argument(
+        "--max-tokens",
+        type=int,
+        dest="max_section_tokens",
+        help="split sections larger than this many tokens (default 512)",
+    )
+    chunks.add_argument(
+        "--include", action="append", metavar="GLOB", help="only index matching paths (repeatable)"
+    )
+    chunks.add_argument(
+        "--exclude", action="append", metavar="GLOB", help="skip matching paths (repeatable)"
+    )
+
+    index = _command(sub, "index", cmd_index, positional=True)
+    index.add_argument("--rebuild", action="store_true", help="drop the index and start over")
+    index.add_argument(
+        "--dense",
+        dest="dense_model",
+        metavar="MODEL",
+        help="dense model: static (default), minilm, none, or a model name/path",
+    )
+    index.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+
+    search = _command(sub, "search", cmd_search, positional=False)
+    search.add_argument("query")
+    search.add_argument("--mode", choices=[m.value for m in SearchMode], default="hybrid")
+    search.add_argument("-k", type=int, default=10, help="how many results (default 10)")
+    search.add_argument("--text", action="store_true", help="show each section's text")
+    search.add_argument("--dense", dest="dense_model", metavar="MODEL", help=argparse.SUPPRESS)
+
+    context = _command(sub, "context", cmd_context, positional=False)
+    context.add_argument("query", help="what the next step needs (also the goal by default)")
+    context.add_argument(
+        "--goal", help="the task's goal, pinned verbatim and searched too (default: the query)"
+    )
+    context.add_argument("--budget", type=int, default=None, help="token budget (default 8000)")
+    context.add_argument(
+        "--signal",
+        action="append",
+        metavar="TEXT",
+        help="tool output to ground on (traceback, failing test); repeatable",
+    )
+    context.add_argument(
+        "--turn", action="append", metavar="ROLE:TEXT", help="a recent turn, shown verbatim"
+    )
+    context.add_argument(
+        "--constraint", action="append", metavar="TEXT", help="a hard constraint, pinned"
+    )
+    context.add_argument(
+        "--subgoal", action="append", metavar="TEXT", help="an active sub-goal, pinned"
+    )
+    context.add_argument("--index", action="store_true", help="refresh the index first")
+    context.add_argument("--explain", action="store_true", help="show why each snippet was chosen")
+
+    feedback = _command(sub, "feedback", cmd_feedback, positional=False)
+    feedback.add_argument("key", help="the replay key of the context the model was given")
+    feedback.add_argument("citations", nargs="*", help="the [n] the model cited (3 or [3])")
+    feedback.add_argument("--outcome", help="how the step ended: success, failure, ...")
+    feedback.add_argument(
+        "--tool-result", action="append", metavar="TEXT", help="what a tool reported; repeatable"
+    )
+
+    resolve = _command(sub, "resolve", cmd_resolve, positional=False)
+    resolve.add_argument("uri", help="path#L10-L20, path#L10 or path, relative to the workspace")
+    resolve.add_argument("--sha256", help="proof: the sha256 a citation carried (or the file's)")
+    resolve.add_argument("--proof-path", help="the path the proof is for (default: the uri's path)")
+
+    replay = _command(sub, "replay", cmd_replay, positional=False)
+    replay.add_argument("key", help="a replay key from `cortex context` or the API")
+    replay.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="re-run retrieval on the recorded inputs and show the difference",
+    )
+
+    led = _command(sub, "ledger", cmd_ledger, positional=False, json=False)
+    led.add_argument("action", choices=["verify", "log", "show"])
+    led.add_argument("key", nargs="?", help="for show: a replay key")
+    led.add_argument("-n", type=int, default=20, help="for log: how many records (default 20)")
+
+    status = _command(sub, "status", cmd_status, positional=True)
+    status.add_argument("--fast", action="store_true", help="skip the walk that counts changes")
+
+    gc = _command(sub, "gc", cmd_gc, positional=True)
+    gc.add_argument("--dry-run", action="store_true", help="only say what would be removed")
+
+    mcp = _command(sub, "mcp", cmd_mcp, positional=True, json=False)
+    mcp.add_argument("--watch", type=float, default=None, metavar="SECONDS", help=_WATCH_HELP)
+
+    serve = _command(sub, "serve", cmd_serve, positional=True, json=False)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
+    serve.add_argument(
+        "--token", help="require this bearer token (default: $CORTEX_TOKEN; none: no auth)"
+    )
+    serve.add_argument("--watch", type=float, default=None, metavar="SECONDS", help=_WATCH_HELP)
+    return parser
+
+
+def _config_from(args: argparse.Namespace) -> Config:
+    overrides: dict[str, object] = {}
+    for name in ("max_section_tokens", "dense_model"):
+        if getattr(args, name, None) is not None:
+            overrides[name] = getattr(args, name)
+    for name in ("include", "exclude"):
+        if getattr(args, name, None):
+            overrides[name] = tuple(getattr(args, name))
+    return Config.from_env(**overrides)
+
+
+def _where(args: argparse.Namespace, config: Config) -> Path:
+    """The folder a command reads: the positional path or ``--path`` (not both), else the
+    workspace found from the current folder (``chunks`` reads the current folder itself)."""
+    given = [p for p in (getattr(args, "path", None), args.path_option) if p is not None]
+    if len(given) == 2 and Path(given[0]).resolve() != Path(given[1]).resolve():
+        raise ConfigError(f"two paths given ({given[0]} and --path {given[1]}); give one")
+    if given:
+        return Path(given[0])
+    if args.func is cmd_chunks:
+        return Path()
+    return Workspace.find(Path.cwd(), config)
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the CLI; returns the exit code. The one place errors become messages: a
+    ``ConfigError`` (bad arguments or configuration) exits 2, like argparse's own usage
+    errors; any other ``CortexError`` exits 1; both print one line on stderr."""
+    out = out or sys.stdout
+    args = _parser().parse_args(argv)
+    func: Callable[[argparse.Namespace, Config, TextIO], int] = args.func
+    try:
+        config = _config_from(args)
+        args.where = _where(args, config)
+        return func(args, config, out)
+    except ConfigError as exc:
+        print(f"cortex: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except CortexError as exc:
+        print(f"cortex: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("cortex: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `cortex chunks . | head` closed our stdout; that is not an error.
+        sys.stderr.close()
+        return EXIT_OK

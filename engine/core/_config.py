@@ -1,0 +1,153 @@
+"""Configuration: one frozen object, named defaults, environment read in one place."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from engine.core._errors import ConfigError
+from engine.core._settings import ContextSettings, Fusion, PackSettings, RecallSettings
+from indexers import (
+    DEFAULT_ENCODING,
+    DEFAULT_MAX_SECTION_TOKENS,
+    DEFAULT_WINDOW_OVERLAP_LINES,
+    ChunkOptions,
+    WalkOptions,
+)
+
+__all__ = ["ENV_PREFIX", "Config"]
+
+ENV_PREFIX = "CORTEX_"
+DEFAULT_MAX_FILE_BYTES = 1 << 20  # 1 MiB: larger files are data or generated, not code to read
+DEFAULT_STATE_DIR = ".cortex"  # under the workspace root unless an absolute path is given
+# The dense index's model. "static" (distilled locally from the bundled MiniLM) embeds the
+# standard library in about a minute on 2 cores; MiniLM itself takes over an hour there.
+DEFAULT_DENSE_MODEL = "static"
+DEFAULT_EMBED_BATCH = 256  # texts per embedder call: progress and cache writes per batch
+DEFAULT_SEED = 0  # faiss k-means and anything else random: fixed, so builds repeat exactly
+DEFAULT_BUDGET = 8000  # tokens of context per turn: room for ~15-25 functions with headers
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything tunable. Build it with keywords, ``from_env``, or ``with_``; never mutate.
+
+    >>> Config(max_section_tokens=256).chunk_options().max_section_tokens
+    256
+    """
+
+    max_section_tokens: int = DEFAULT_MAX_SECTION_TOKENS
+    window_overlap_lines: int = DEFAULT_WINDOW_OVERLAP_LINES
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    encoding: str = DEFAULT_ENCODING  # tiktoken encoding used for every token count
+    state_dir: str = DEFAULT_STATE_DIR
+    # "static", "minilm", "none", "hash" (tests), or any sentence-transformers name or path.
+    dense_model: str = DEFAULT_DENSE_MODEL
+    embedding_cache: str = ""  # path of the vector cache; "" = <state_dir>/embeddings.sqlite
+    model_cache_dir: str = ""  # where distilled models live; "" = ~/.cache/cortex/models
+    embed_batch_size: int = DEFAULT_EMBED_BATCH
+    seed: int = DEFAULT_SEED
+    budget_tokens: int = DEFAULT_BUDGET
+    fusion: str = "rrf"  # how recall lists combine: "rrf" or "score"
+    mmr_lambda: float = 0.75  # evidence selection: relevance (1.0) vs novelty (0.0)
+    ledger: bool = True  # record every build_context turn in the evidence ledger
+    ledger_path: str = ""  # "" = <state_dir>/ledger.sqlite
+    # Overlays: whose overlay a call reads ("" = the login name), what a call does when the
+    # working tree moved since the overlay was built ("auto": refresh it first; "advise":
+    # answer from the index as it is and say so), the commit bases are built at ("" = the
+    # merge-base of HEAD with the default branch), and when an overlay that grew past this
+    # fraction of its base's files moves to a new base.
+    user: str = ""
+    refresh: str = "auto"
+    base_ref: str = ""
+    rebase_fraction: float = 0.3
+
+    def __post_init__(self) -> None:
+        if self.max_section_tokens < 16:
+            raise ConfigError(f"max_section_tokens must be >= 16, got {self.max_section_tokens}")
+        if self.window_overlap_lines < 0:
+            raise ConfigError(f"window_overlap_lines must be >= 0, got {self.window_overlap_lines}")
+        if self.embed_batch_size < 1:
+            raise ConfigError(f"embed_batch_size must be >= 1, got {self.embed_batch_size}")
+        if self.budget_tokens < 64:
+            raise ConfigError(f"budget_tokens must be >= 64, got {self.budget_tokens}")
+        if self.fusion not in ("rrf", "score"):
+            raise ConfigError(f"fusion must be 'rrf' or 'score', got {self.fusion!r}")
+        if not 0.0 <= self.mmr_lambda <= 1.0:
+            raise ConfigError(f"mmr_lambda must be within [0, 1], got {self.mmr_lambda}")
+        if not self.state_dir:
+            raise ConfigError("state_dir must not be empty")
+        if self.refresh not in ("auto", "advise"):
+            raise ConfigError(f"refresh must be 'auto' or 'advise', got {self.refresh!r}")
+        if not self.rebase_fraction > 0.0:
+            raise ConfigError(f"rebase_fraction must be > 0, got {self.rebase_fraction}")
+        if self.max_file_bytes < 1:
+            raise ConfigError(f"max_file_bytes must be >= 1, got {self.max_file_bytes}")
+
+    def with_(self, **changes: Any) -> Config:
+        """A copy with ``changes`` applied (validated like a new one)."""
+        try:
+            return replace(self, **changes)
+        except TypeError as exc:
+            raise ConfigError(str(exc)) from exc
+
+    def chunk_options(self) -> ChunkOptions:
+        """The indexers' chunking options."""
+        return ChunkOptions(self.max_section_tokens, self.window_overlap_lines)
+
+    def context_settings(self) -> ContextSettings:
+        """The retrieval and packing settings of ``build_context``."""
+        return ContextSettings(
+            recall=RecallSettings(fusion=Fusion(self.fusion)),
+            pack=PackSettings(mmr_lambda=self.mmr_lambda),
+        )
+
+    def walk_options(self) -> WalkOptions:
+        """The indexers' file-selection options."""
+        return WalkOptions(
+            max_file_bytes=self.max_file_bytes, include=self.include, exclude=self.exclude
+        )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: Any) -> Config:
+        """Defaults, then ``CORTEX_*`` environment variables, then ``overrides``.
+
+        ``CORTEX_MAX_SECTION_TOKENS=256``; tuples are comma-separated
+        (``CORTEX_EXCLUDE=docs/**,*.json``).
+        """
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = environ.get(ENV_PREFIX + f.name.upper())
+            if raw is None:
+                continue
+            values[f.name] = _parse(f.name, raw, f.default)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise ConfigError(str(exc)) from exc
+
+
+def _parse(name: str, raw: str, default: object) -> object:
+    if isinstance(default, bool):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if isinstance(default, float):
+        try:
+            return float(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be a number, got {raw!r}") from exc
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError as exc:
+            raise ConfigError(
+                f"{ENV_PREFIX}{name.upper()} must be an integer, got {raw!r}"
+            ) from exc
+    if isinstance(default, tuple):
+        return tuple(p.strip() for p in raw.split(",") if p.strip())
+    return raw

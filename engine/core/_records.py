@@ -1,0 +1,164 @@
+"""The records of the planner contract: what goes in (state, tool signals), what comes out
+(the pack, a search hit, what feedback made of the citations)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from indexers import Chunk, Span
+
+__all__ = [
+    "Block",
+    "ContextPack",
+    "Contribution",
+    "FeedbackResult",
+    "Lane",
+    "Pointer",
+    "SearchHit",
+    "SessionState",
+    "SignalKind",
+    "Snippet",
+    "ToolSignal",
+    "Turn",
+]
+
+
+class Lane(StrEnum):
+    """The ordered parts of a prompt; earlier lanes are kept under budget pressure."""
+
+    INSTRUCTION = "instruction"
+    GOAL = "goal"
+    RECENT = "recent"
+    DIFF = "diff"
+    EVIDENCE = "evidence"
+    OMITTED = "omitted"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One earlier turn of the session, verbatim."""
+
+    role: str  # "user", "assistant", "tool"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """What the planner knows beyond this turn's request."""
+
+    recent_turns: tuple[Turn, ...] = ()
+    constraints: tuple[str, ...] = ()  # hard constraints, pinned with the goal
+    subgoals: tuple[str, ...] = ()  # active sub-goals, pinned with the goal
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """One rerank feature's part in a snippet's score (for ``--explain``)."""
+
+    feature: str
+    value: float  # the feature, normalised to about [0, 1]
+    weight: float
+    points: float  # weight * value
+
+
+@dataclass(frozen=True, slots=True)
+class Snippet:
+    """A cited piece of evidence: ``[id]`` in the prompt."""
+
+    id: int
+    chunk_id: str
+    title: str
+    symbol: str  # the section's symbol path ("" for windows and paragraphs)
+    source_uri: str
+    span: Span
+    sha256: str  # of ``text``, exactly as shown (narrowed text has its own)
+    license: str
+    approx_tokens: int
+    fused_score: float
+    reason_tag: str  # why it is here: "bm25", "dense", "symbol", "signal", "page", ...
+    text: str
+    contributions: tuple[Contribution, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One lane's rendered text."""
+
+    lane: Lane
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pointer:
+    """Evidence that was found but left out, with the reason; reachable by its uri."""
+
+    source_uri: str
+    title: str
+    tokens: int
+    score: float
+    reason: str  # "budget", "redundant", "overlap", "source_cap"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPack:
+    """What ``build_context`` returns; ``render()`` is exactly the text the model gets."""
+
+    prompt_blocks: tuple[Block, ...]
+    citations: tuple[Snippet, ...]
+    replay_key: str
+    advisory: tuple[str, ...]
+    reachable: tuple[Pointer, ...]
+    tokens_used: int
+    budget_tokens: int
+    rendered: str = field(repr=False)
+
+    def render(self) -> str:
+        """The prompt text, byte for byte what was counted against the budget."""
+        return self.rendered
+
+    @property
+    def omitted_tokens(self) -> int:
+        """Tokens of evidence found but not packed."""
+        return sum(p.tokens for p in self.reachable)
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackResult:
+    """What ``feedback`` made of the model's citations."""
+
+    replay_key: str
+    valid: tuple[int, ...]
+    dropped: tuple[str, ...]  # out-of-set or malformed, as given
+    stale: tuple[int, ...]  # cited, but the source no longer matches its sha256
+
+
+class SignalKind(StrEnum):
+    """What a tool signal is, as far as grounding cares."""
+
+    TRACEBACK = "traceback"
+    TEST_FAILURE = "test_failure"
+    COMPILER_ERROR = "compiler_error"
+    LOG = "log"
+    TEXT = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSignal:
+    """Output from a tool the agent ran (a traceback, a failing test, a compiler error)."""
+
+    text: str
+    kind: SignalKind = SignalKind.TEXT
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A ranked section with each retriever's rank and score (None where it did not find it)."""
+
+    chunk: Chunk
+    score: float
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    dense_rank: int | None = None
+    dense_score: float | None = None

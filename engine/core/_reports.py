@@ -1,0 +1,106 @@
+"""What the workspace reports: an index run, a gc, its status, a resolved uri, a replay."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["GcReport", "IndexReport", "Replay", "Resolved", "Status"]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What an index run did."""
+
+    files: int
+    added: int
+    changed: int
+    removed: int
+    unchanged: int
+    chunks: int
+    chunks_added: int
+    chunks_removed: int
+    skipped: dict[str, int]
+    embeddings_computed: int
+    embeddings_reused: int
+    dense_model: str | None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total_seconds(self) -> float:
+        """Wall time of the whole run."""
+        return sum(self.seconds.values())
+
+
+@dataclass(frozen=True, slots=True)
+class GcReport:
+    """What ``gc`` removed."""
+
+    overlays: list[str]
+    bases: list[str]
+    freed_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """``Workspace.resolve``'s answer: where, what hash, how big; text only with a proof."""
+
+    uri: str
+    path: str
+    start_line: int | None
+    end_line: int | None
+    sha256: str | None  # of the lines' text as indexed
+    tokens: int | None
+    license: str | None
+    text: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What is indexed, with which models, and how far the working tree has moved since."""
+
+    root: Path
+    state_dir: Path
+    indexed: bool
+    commit: str | None = None  # checked out now
+    indexed_commit: str | None = None
+    indexed_at: str | None = None
+    files: int = 0
+    chunks: int = 0
+    tokens: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    encoding: str | None = None
+    dense_model: str | None = None
+    dense_vectors: int = 0
+    dense_kind: str | None = None
+    dense_recall: float | None = None
+    dense_current: bool = False
+    changed: int = 0  # files whose content differs from the index
+    added: int = 0
+    removed: int = 0
+    disk_bytes: int = 0
+    branch: str = ""  # "detached" on a detached HEAD; "" outside git
+    user: str = ""
+    overlay_files: int = 0  # files that differ from the base (this branch, this user)
+    tombstones: int = 0  # base files the overlay hides (changed, renamed, deleted)
+    overlay_bytes: int = 0
+    base_bytes: int = 0
+    stale: bool = False  # the working tree moved since the overlay was built
+
+    @property
+    def stale_files(self) -> int:
+        """Files the index does not reflect."""
+        return self.changed + self.added + self.removed
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A recorded turn's prompt, byte for byte, and (with rebuild) today's difference."""
+
+    replay_key: str
+    turn_id: str
+    time: str
+    text: str
+    tokens_used: int
+    diff: str = ""  # unified diff recorded -> rebuilt; "" when identical or not rebuilt

@@ -1,0 +1,136 @@
+"""Every settings record of retrieval and packing: what ``build_context`` and ``search`` can
+be tuned with. Each number has a name and a one-line reason; the records are frozen, and
+``ContextSettings`` as a whole is part of a turn's replay key (``canonical`` encodes it).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+
+__all__ = [
+    "ContextSettings",
+    "Fusion",
+    "PackSettings",
+    "RecallSettings",
+    "RerankWeights",
+    "SearchMode",
+    "canonical",
+]
+
+
+class SearchMode(StrEnum):
+    """Which retriever answers ``search``."""
+
+    BM25 = "bm25"
+    DENSE = "dense"
+    HYBRID = "hybrid"
+
+
+class Fusion(StrEnum):
+    """How ranked lists are combined."""
+
+    RRF = "rrf"
+    SCORE = "score"
+
+
+@dataclass(frozen=True, slots=True)
+class RecallSettings:
+    """How wide recall casts its net (named so tuning can move them)."""
+
+    bm25_sections: int = 150  # direct BM25 section hits
+    dense_sections: int = 100  # direct dense section hits
+    pages: int = 25  # BM25 pages whose best sections are pulled in
+    sections_per_page: int = 3  # ... this many per page
+    symbol_hits: int = 8  # definitions per named identifier
+    # One hop along the call/import graph: definitions of names that the best candidates
+    # use (the fix often sits one call away from what the request names). Off by default:
+    # measured adding only definitions recall had not found,
+    # on the dev set it moved nothing beyond noise (from 20 candidates: Acc@1 46.1 either
+    # way, Acc@5 69.6 vs 70.4 off, gold-file hit at 8k 80.9 vs 81.7 off).
+    expand_from: int = 0  # best fused candidates whose references are followed (0: off)
+    expand_names: int = 40  # most-used names followed
+    expand_defs: int = 2  # definitions taken per name (a name defined everywhere is noise)
+    fusion: Fusion = Fusion.RRF
+    rrf_k: int = 60  # Cormack et al.'s constant: flattens the head of each list
+    # Per-list weights: a definition the request names, or a place a tool points at, is
+    # stronger evidence than a bag-of-words hit.
+    weights: tuple[tuple[str, float], ...] = (
+        ("bm25", 1.0),
+        ("dense", 0.5),
+        ("page", 1.0),
+        ("symbol", 1.0),
+        ("signal", 2.0),
+        ("expand", 0.5),
+        # The goal's own lists, weighted like the request's. Measured on the dev set (115
+        # SWE-bench instances, goal = issue title): file Acc@1/5 46.1/70.4 -> 53.0/80.0.
+        ("goal_bm25", 1.0),
+        ("goal_dense", 0.5),
+        ("goal_page", 1.0),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RerankWeights:
+    """Weights of the rerank features, each scaled to about [0, 1] per request (defaults
+    chosen on the SWE-bench dev set with ``eval/swebench.py``; ``engine.retrieval``'s rerank
+    computes the features)."""
+
+    recall: float = 1.0  # fused rank from recall
+    file: float = 1.0  # the file's strength: its best three sections together
+    cosine: float = 0.3  # query-section cosine, dense model
+    defines: float = 0.8  # defines a name the request mentions
+    mentions: float = 0.2  # uses names the request mentions
+    signal: float = 2.0  # a tool signal points here
+    # Implementation over tests and docs. Tuned on the dev set: 0.6 -> 4.0 took file Acc@1
+    # 34.8 -> 46.1 and gold-file hit at 8k 71.3 -> 81.7 (sphinx's docs crowded its code out).
+    source: float = 4.0
+    depth: float = 0.05  # top-level over deeply nested
+    code_ratio: float = 0.05  # code over comment blocks
+    entropy: float = 0.05  # readable text over tables and blobs
+    # Recently modified files (the mtime recorded when a file's content was indexed; a base
+    # records its commit's time). Off by default: it moved no dev-set figure, and a View
+    # over an old base and a full index at HEAD record different (equally right) times, so
+    # with it on the two may order near-ties differently. Turn it on per workspace.
+    recency: float = 0.0
+    size: float = 0.1  # substantial sections over one-liners
+
+    def items(self) -> list[tuple[str, float]]:
+        """(feature, weight) pairs in declaration order."""
+        return [(f.name, float(getattr(self, f.name))) for f in fields(self)]
+
+
+@dataclass(frozen=True, slots=True)
+class PackSettings:
+    """Knobs of evidence selection."""
+
+    mmr_lambda: float = 0.75  # relevance vs novelty
+    cost_exponent: float = 0.5  # 0: ignore cost; 1: pure relevance per token
+    pool: int = 80  # best-scored candidates considered for packing
+    per_source_cap: int = 4  # sections of one file before the penalty applies
+    source_cap_penalty: float = 0.5
+    narrow_min_relevance: float = 0.5  # only strong sections are worth narrowing
+    narrow_min_tokens: int = 80  # below this much room, narrowing leaves too little
+    duplicate_similarity: float = 0.8  # word-set Jaccard at or above: a near-copy, left out
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSettings:
+    """Everything ``build_context`` can be tuned with (part of the replay key)."""
+
+    recall: RecallSettings = field(default_factory=RecallSettings)
+    weights: RerankWeights = field(default_factory=RerankWeights)
+    pack: PackSettings = field(default_factory=PackSettings)
+    rerank_depth: int = 150  # candidates reranked (by fused recall); the pool packs from these
+    recent_turns: int = 4  # the last N turns, verbatim
+    goal_share: float = 0.3  # lane caps as shares of the budget; unused room goes to evidence
+    recent_share: float = 0.2
+    diff_share: float = 0.2
+    min_candidates: int = 3
+
+
+def canonical(settings: ContextSettings | RecallSettings | RerankWeights | PackSettings) -> str:
+    """A settings record as canonical JSON (sorted keys, no spaces): equal settings give
+    equal text on every Python version and machine, unlike ``repr``."""
+    return json.dumps(asdict(settings), sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,47 @@
+"""Embedders by name: the one place a configured model name becomes an ``Embedder``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from engine.core import Config, ConfigError
+from engine.embed._embedders import (
+    DEFAULT_MODEL,
+    Embedder,
+    HashEmbedder,
+    SentenceTransformerEmbedder,
+    StaticEmbedder,
+)
+
+__all__ = ["make_embedder", "model_cache_dir"]
+
+_MINILM_ALIASES = frozenset(
+    {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+)
+
+
+def model_cache_dir(config: Config) -> Path:
+    """Where locally distilled models are kept: shared by every workspace of this user."""
+    if config.model_cache_dir:
+        return Path(config.model_cache_dir).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cortex" / "models"
+
+
+def make_embedder(name: str, config: Config) -> Embedder | None:
+    """The embedder ``name`` stands for; None for ``"none"`` (no dense index)."""
+    key = name.strip().lower()
+    if key in ("", "none", "off"):
+        return None
+    if key == "static":
+        return StaticEmbedder(model_cache_dir(config), source=DEFAULT_MODEL)
+    if key.startswith("hash"):
+        _, _, dim = key.partition(":")
+        try:
+            return HashEmbedder(int(dim) if dim else 64)
+        except ValueError as exc:
+            raise ConfigError(f"bad hash embedder {name!r}; use 'hash' or 'hash:DIM'") from exc
+    if key in _MINILM_ALIASES:
+        return SentenceTransformerEmbedder(DEFAULT_MODEL)
+    return SentenceTransformerEmbedder(name)

@@ -1,0 +1,26 @@
+"""Keeping segments fresh: incremental updates in recoverable stages, immutable bases and
+per-branch overlays (``Layers``), the writer lock, the state folder's manifest, what
+``status`` and ``index`` report, and the survey behind ``cortex chunks``."""
+
+from engine.index._layers import Layers, OverlayInfo
+from engine.index._lock import WriterLock
+from engine.index._manifest import MANIFEST_SCHEMA, Manifest, locate
+from engine.index._status import combined_report, status_of, tree_size
+from engine.index._survey import Survey, survey
+from engine.index._update import ensure_dense, update_segment
+
+__all__ = [
+    "MANIFEST_SCHEMA",
+    "Layers",
+    "Manifest",
+    "OverlayInfo",
+    "Survey",
+    "WriterLock",
+    "combined_report",
+    "ensure_dense",
+    "locate",
+    "status_of",
+    "survey",
+    "tree_size",
+    "update_segment",
+]

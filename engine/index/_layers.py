@@ -1,0 +1,397 @@
+"""Bases and overlays on disk: which exist, building them, composing a View, removing old ones.
+
+    <state>/bases/<commit>/                 a Segment of the tree at a commit ("tree" outside git),
+                                            written once and never patched (exact BM25 stats)
+    <state>/overlays/<workspace>/<branch>/<user>/
+                                            a Segment of the files that differ from the base
+        overlay.json                        base, root, branch, user, freshness token,
+                                            overlay paths, tombstones
+
+Many branches and working trees share one base; each overlay holds only its diff. ``overlays``
+says what differs (git) and composes the View; this module builds the Segments.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import re
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.core import (
+    Config,
+    ConfigError,
+    GcReport,
+    IndexNotBuiltError,
+    IndexReport,
+    Progress,
+    chunker_fingerprint,
+    content_sha,
+)
+from engine.index._update import ensure_dense, update_segment
+from engine.segment import Segment
+from indexers import SourceFile, TokenCounter, walk
+from overlays import (
+    View,
+    base_commit,
+    changed_paths,
+    checkout,
+    commit_time_ns,
+    git_state,
+    live_refs,
+    rev_parse,
+    tree_token,
+)
+
+if TYPE_CHECKING:
+    from engine.embed import Embedder, EmbeddingCache
+
+__all__ = ["Layers", "OverlayInfo"]
+
+_NO_GIT = "tree"  # the base of a folder outside git: its content at the first index
+_INFO = "overlay.json"
+
+
+@dataclass(frozen=True, slots=True)
+class OverlayInfo:
+    """What an overlay was built from, and what it holds."""
+
+    base: str
+    root: str
+    branch: str
+    user: str
+    token: str
+    paths: list[str] = field(default_factory=list)
+    tombstones: list[str] = field(default_factory=list)
+    built: str = ""
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "_"
+
+
+class Layers:
+    """The bases and overlays of one workspace root for one user, under one state folder."""
+
+    def __init__(self, root: Path, state_dir: Path, config: Config) -> None:
+        self.root = root
+        self.state_dir = state_dir
+        self.config = config
+        self.user = config.user or _login()
+        self.workspace = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+        self._segments: dict[Path, Segment] = {}
+        self._view: tuple[tuple[str, int, int], View] | None = None
+        # The state folder, when it lives in the tree: never part of what differs.
+        inside = state_dir.resolve()
+        self.inside = (inside.relative_to(root).as_posix(),) if inside.is_relative_to(root) else ()
+
+    def close(self) -> None:
+        """Close every open segment."""
+        for segment in self._segments.values():
+            segment.close()
+        self._segments.clear()
+        self._view = None
+
+    # -- where things are -------------------------------------------------------------
+
+    def token(self) -> tuple[str, str]:
+        """(branch, freshness token) of the working tree now; cheap (one ``git status``)."""
+        state = git_state(self.root, self.inside)
+        if state is None:
+            return "", tree_token(self.root, self.inside)
+        return state.branch or "detached", state.token
+
+    def base_dir(self, base: str) -> Path:
+        """Where the base at ``base`` lives."""
+        return self.state_dir / "bases" / _slug(base)
+
+    def overlay_dir(self, branch: str) -> Path:
+        """Where this user's overlay of ``branch`` in this workspace lives."""
+        return self.state_dir / "overlays" / self.workspace / _slug(branch) / _slug(self.user)
+
+    def info(self, branch: str) -> OverlayInfo | None:
+        """The overlay record of ``branch`` (None before its first index)."""
+        path = self.overlay_dir(branch) / _INFO
+        try:
+            return OverlayInfo(**json.loads(path.read_text("utf-8")))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def segment(self, directory: Path, *, create: bool = False) -> Segment:
+        """The Segment in ``directory`` (opened once)."""
+        segment = self._segments.get(directory)
+        if segment is None:
+            segment = self._segments[directory] = Segment(directory, create=create)
+        return segment
+
+    def complete_bases(self) -> list[str]:
+        """Bases fully written, newest first."""
+        found: list[tuple[float, str]] = []
+        for directory in (self.state_dir / "bases").glob("*"):
+            marker = directory / "complete"
+            if marker.exists():
+                found.append((marker.stat().st_mtime, marker.read_text("utf-8").strip()))
+        return [b for _, b in sorted(found, reverse=True)]
+
+    # -- building -------------------------------------------------------------------
+
+    def refresh(
+        self,
+        *,
+        counter: TokenCounter,
+        embedder: Embedder | None,
+        cache: EmbeddingCache | None,
+        progress: Progress | None = None,
+    ) -> tuple[IndexReport, OverlayInfo, IndexReport | None]:
+        """Bring this branch's overlay (and, when needed, a base) up to the working tree.
+
+        Returns (overlay report, overlay record, base report or None when no base was built).
+        Call under the workspace's writer lock.
+        """
+        branch, token = self.token()
+        info = self.info(branch)
+        base = self._choose_base(info)
+        base_report = None
+        if not self._usable(base, counter):
+            base_report = self._build_base(base, counter, embedder, cache, progress)
+        elif embedder is not None and cache is not None:
+            ensure_dense(self.segment(self.base_dir(base)), self.config,
+                         embedder=embedder, cache=cache, progress=progress)  # fmt: skip
+        candidates = None if base == _NO_GIT else changed_paths(self.root, base, self.inside)
+        far = self.config.rebase_fraction * len(self.segment(self.base_dir(base)).files())
+        if candidates is not None and not self.config.base_ref and len(candidates) > far:
+            target = self._target_base()
+            if target not in (None, base):  # the branch moved far: a base closer to it
+                base = target
+                if not self._usable(base, counter):
+                    base_report = self._build_base(base, counter, embedder, cache, progress)
+                candidates = changed_paths(self.root, base, self.inside)
+        report, record = self._build_overlay(
+            base, branch, token, candidates, counter, embedder, cache, progress
+        )
+        self._view = None
+        return report, record, base_report
+
+    def _usable(self, base: str, counter: TokenCounter) -> bool:
+        """Whether the base at ``base`` is complete and chunked as configured now (a base is
+        never patched: other chunker settings mean a new one)."""
+        if not (self.base_dir(base) / "complete").exists():
+            return False
+        meta = self.segment(self.base_dir(base)).meta
+        return meta.get_info("chunker") == chunker_fingerprint(self.config, counter)
+
+    def _target_base(self) -> str | None:
+        if self.config.base_ref:
+            commit = rev_parse(self.root, self.config.base_ref)
+            if commit is None:
+                raise ConfigError(
+                    f"base_ref {self.config.base_ref!r} is not a commit in {self.root}"
+                )
+            return commit
+        return base_commit(self.root)
+
+    def _choose_base(self, info: OverlayInfo | None) -> str:
+        target = self._target_base()
+        if target is None:
+            return _NO_GIT
+        if self.config.base_ref:
+            return target
+        if info is not None and (self.base_dir(info.base) / "complete").exists():
+            return info.base
+        existing = self.complete_bases()
+        if target in existing or not existing:
+            return target
+        return existing[0]  # share the newest base; a far one is replaced in ``refresh``
+
+    def _build_base(
+        self,
+        base: str,
+        counter: TokenCounter,
+        embedder: Embedder | None,
+        cache: EmbeddingCache | None,
+        progress: Progress | None,
+    ) -> IndexReport:
+        directory = self.base_dir(base)
+        old = self._segments.pop(directory, None)
+        if old is not None:
+            old.close()
+        shutil.rmtree(directory, ignore_errors=True)  # an interrupted build starts over
+        segment = self.segment(directory, create=True)
+
+        def build(tree: Path) -> IndexReport:
+            return update_segment(segment, tree, self.config, counter=counter,
+                                  embedder=embedder, cache=cache, progress=progress)  # fmt: skip
+
+        if base == _NO_GIT or not changed_paths(self.root, base, self.inside):
+            report = build(self.root)  # the folder is exactly the base: no checkout needed
+        else:
+            with checkout(self.root, base, self.state_dir / "checkout") as tree:
+                report = build(tree)
+        when = None if base == _NO_GIT else commit_time_ns(self.root, base)
+        if when is not None:  # the base's files are as old as its commit, wherever built
+            segment.meta.set_mtimes(when)
+        segment.meta.set_info("commit", "" if base == _NO_GIT else base)
+        (directory / "complete").write_text(base + "\n", "utf-8")
+        return report
+
+    def _build_overlay(
+        self,
+        base: str,
+        branch: str,
+        token: str,
+        candidates: set[str] | None,
+        counter: TokenCounter,
+        embedder: Embedder | None,
+        cache: EmbeddingCache | None,
+        progress: Progress | None,
+    ) -> tuple[IndexReport, OverlayInfo]:
+        base_files = self.segment(self.base_dir(base)).files()
+        directory = self.overlay_dir(branch)
+        previous = self.info(branch)
+        if previous is not None and previous.base != base:
+            old = self._segments.pop(directory, None)
+            if old is not None:
+                old.close()
+            shutil.rmtree(directory, ignore_errors=True)  # built against another base
+        differ: list[SourceFile] = []
+        present: set[str] = set()
+        opts = self.config.walk_options()
+        for item in walk(self.root, opts, only=candidates):
+            if isinstance(item, SourceFile):
+                present.add(item.path)
+                known = base_files.get(item.path)
+                if known is None or known.content_sha256 != content_sha(item.data):
+                    differ.append(item)
+        # Every base path the overlay replaces or drops: changed, renamed away, deleted, or
+        # no longer indexable (now ignored, too large...).
+        looked = set(base_files) if candidates is None else candidates & set(base_files)
+        changed = {s.path for s in differ}
+        tombstones = sorted(p for p in looked if p not in present or p in changed)
+        segment = self.segment(directory, create=True)
+        report = update_segment(segment, self.root, self.config, counter=counter,
+                                embedder=embedder, cache=cache, progress=progress,
+                                listing=differ, lexical=False)  # fmt: skip
+        record = OverlayInfo(
+            base=base,
+            root=str(self.root),
+            branch=branch,
+            user=self.user,
+            token=token,
+            paths=sorted(s.path for s in differ),
+            tombstones=tombstones,
+            built=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        )
+        tmp = directory / (_INFO + ".tmp")
+        tmp.write_text(json.dumps(asdict(record), indent=1) + "\n", "utf-8")
+        tmp.replace(directory / _INFO)
+        return report, record
+
+    # -- reading --------------------------------------------------------------------
+
+    def view(self, info: OverlayInfo) -> View:
+        """The View of ``info``'s base and overlay (cached until either changes)."""
+        base = self.segment(self.base_dir(info.base))
+        overlay = self.segment(self.overlay_dir(info.branch), create=True)
+        key = (info.token, base.meta.generation, overlay.meta.generation)
+        if self._view is not None and self._view[0] == key:
+            return self._view[1]
+        view = View(
+            base,
+            overlay,
+            overlay_paths=info.paths,
+            tombstones=info.tombstones,
+            ident=f"{info.base}:{overlay.meta.generation}:{info.token[:16]}",
+        )
+        self._view = (key, view)
+        return view
+
+    def base_segment(self) -> Segment:
+        """The base segment this branch's View reads (for tools that sample the index)."""
+        return self.segment(self.base_dir(self.current()[0].base))
+
+    def current(self) -> tuple[OverlayInfo, str]:
+        """This branch's overlay record and the working tree's token now.
+
+        A branch without an overlay yet gets a stand-in over the newest base (empty, with a
+        token that never matches, so the caller refreshes it or says it is stale); no base
+        at all raises ``IndexNotBuiltError``.
+        """
+        branch, token = self.token()
+        info = self.info(branch)
+        if info is not None and (self.base_dir(info.base) / "complete").exists():
+            return info, token
+        bases = self.complete_bases()
+        if not bases:
+            raise IndexNotBuiltError(f"no index of {self.root}; run `cortex index` first")
+        return OverlayInfo(bases[0], str(self.root), branch, self.user, token=""), token
+
+    # -- cleaning -------------------------------------------------------------------
+
+    def gc(self, *, dry_run: bool = False) -> GcReport:
+        """Remove overlays of working trees or branches that no longer exist, then bases
+        no overlay uses. Call under the writer lock."""
+        removed: list[str] = []
+        keep_bases: set[str] = set()
+        freed = 0
+        for marker in sorted((self.state_dir / "overlays").glob(f"*/*/*/{_INFO}")):
+            try:
+                info = OverlayInfo(**json.loads(marker.read_text("utf-8")))
+            except (OSError, ValueError, TypeError):
+                info = None
+            if info is not None and _alive(info):
+                keep_bases.add(info.base)
+                continue
+            freed += _size(marker.parent)
+            removed.append(str(marker.parent.relative_to(self.state_dir)))
+            if not dry_run:
+                self._drop(marker.parent)
+        gone_bases: list[str] = []
+        for directory in sorted((self.state_dir / "bases").glob("*")):
+            name = (directory / "complete").read_text("utf-8").strip() if (
+                directory / "complete").exists() else directory.name  # fmt: skip
+            if name in keep_bases:
+                continue
+            freed += _size(directory)
+            gone_bases.append(name)
+            if not dry_run:
+                self._drop(directory)
+        return GcReport(removed, gone_bases, freed)
+
+    def _drop(self, directory: Path) -> None:
+        segment = self._segments.pop(directory, None)
+        if segment is not None:
+            segment.close()
+        self._view = None
+        shutil.rmtree(directory, ignore_errors=True)
+        parent = directory.parent
+        while parent != self.state_dir and parent.exists() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+
+
+def _alive(info: OverlayInfo) -> bool:
+    """Whether the working tree and branch an overlay was built for still exist."""
+    root = Path(info.root)
+    if not root.is_dir():
+        return False
+    refs = live_refs(root)
+    if refs is None:
+        return info.base == _NO_GIT
+    branches, _ = refs
+    return info.branch == "detached" or info.branch in branches
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        return "user"

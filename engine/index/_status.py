@@ -1,0 +1,122 @@
+"""What ``Workspace.status`` and ``index`` report, put together from the bases, this branch's
+overlay and the working tree."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from engine.core import Config, IndexNotBuiltError, IndexReport, Status, content_sha
+from engine.index._layers import Layers
+from engine.segment import FileRecord
+from indexers import Skipped, walk
+from overlays import head_commit
+
+__all__ = ["combined_report", "status_of", "tree_size"]
+
+
+def status_of(layers: Layers, config: Config, *, check_files: bool) -> Status:
+    """``Workspace.status`` (see there)."""
+    commit = head_commit(layers.root)
+    try:
+        info, token = layers.current()
+    except IndexNotBuiltError:
+        return Status(layers.root, layers.state_dir, indexed=False, commit=commit)
+    view = layers.view(info)
+    base = layers.segment(layers.base_dir(info.base))
+    overlay = layers.segment(layers.overlay_dir(info.branch))
+    meta = base.meta
+    files = view.files()
+    _, base_chunks, base_tokens = meta.counts()
+    _, over_chunks, over_tokens = overlay.meta.counts()
+    hidden = [files_ for p, files_ in base.files().items() if p in view.hidden]
+    model = meta.get_info("dense_model") or None
+    dense = base.dense(model) if model else None
+    changed = added = removed = 0
+    if check_files:
+        changed, added, removed = _staleness(layers.root, config, files)
+    return Status(
+        root=layers.root,
+        state_dir=layers.state_dir,
+        indexed=True,
+        commit=commit,
+        indexed_commit=info.base or None,
+        indexed_at=info.built,
+        files=len(files),
+        chunks=base_chunks - sum(f.chunks for f in hidden) + over_chunks,
+        tokens=base_tokens - sum(f.tokens for f in hidden) + over_tokens,
+        skipped=meta.skipped_counts(),
+        encoding=meta.get_info("encoding"),
+        dense_model=model,
+        dense_vectors=dense.ntotal if dense is not None else 0,
+        dense_kind=dense.kind if dense is not None else None,
+        dense_recall=dense.measured_recall if dense is not None else None,
+        dense_current=model is not None and base.dense_generation(model) == meta.generation,
+        changed=changed,
+        added=added,
+        removed=removed,
+        disk_bytes=tree_size(layers.state_dir),
+        branch=info.branch,
+        user=info.user,
+        overlay_files=len(info.paths),
+        tombstones=len(info.tombstones),
+        overlay_bytes=tree_size(layers.overlay_dir(info.branch)),
+        base_bytes=tree_size(layers.base_dir(info.base)),
+        stale=info.token != token,
+    )
+
+
+def _staleness(root: Path, config: Config, known: Mapping[str, FileRecord]) -> tuple[int, int, int]:
+    seen: set[str] = set()
+    changed = added = 0
+    for item in walk(root, config.walk_options()):
+        if isinstance(item, Skipped):
+            continue
+        seen.add(item.path)
+        old = known.get(item.path)
+        if old is None:
+            added += 1
+        elif old.content_sha256 != content_sha(item.data):
+            changed += 1
+    return changed, added, len(set(known) - seen)
+
+
+def combined_report(
+    base: IndexReport | None,
+    overlay: IndexReport,
+    before: Mapping[str, FileRecord],
+    after: Mapping[str, FileRecord],
+    skipped: dict[str, int],
+) -> IndexReport:
+    """One report for a run that may have built a base and refreshed an overlay, counted
+    against what the previous View held: what a caller sees change, and what was re-done."""
+    added = sum(1 for p in after if p not in before)
+    # A new base re-chunks every file (other chunker settings, or a move to another commit).
+    changed = sum(1 for p, f in after.items() if p in before and (
+        base is not None or before[p].content_sha256 != f.content_sha256))  # fmt: skip
+    seconds = {f"overlay {k}": v for k, v in overlay.seconds.items()}
+    computed, reused = overlay.embeddings_computed, overlay.embeddings_reused
+    chunks_added, chunks_removed = overlay.chunks_added, overlay.chunks_removed
+    if base is not None:
+        seconds = {**{f"base {k}": v for k, v in base.seconds.items()}, **seconds}
+        computed, reused = computed + base.embeddings_computed, reused + base.embeddings_reused
+        chunks_added += base.chunks_added
+    return IndexReport(
+        files=len(after),
+        added=added,
+        changed=changed,
+        removed=sum(1 for p in before if p not in after),
+        unchanged=len(after) - added - changed,
+        chunks=sum(f.chunks for f in after.values()),
+        chunks_added=chunks_added,
+        chunks_removed=chunks_removed,
+        skipped=skipped,
+        embeddings_computed=computed,
+        embeddings_reused=reused,
+        dense_model=overlay.dense_model,
+        seconds=seconds,
+    )
+
+
+def tree_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())

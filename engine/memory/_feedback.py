@@ -1,0 +1,115 @@
+"""Feedback: what the model cited, checked against the turn it was given.
+
+A citation is a number from the turn's evidence (``3``, ``"3"`` or ``"[3]"``). Numbers
+outside the turn's set and malformed markers are dropped and counted; a cited snippet whose
+source no longer holds the text it had (by sha256) is flagged stale.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.core import FeedbackResult, Snippet
+from indexers import sha256_text, span_text
+from ledger import TurnRecord
+
+__all__ = ["CitedRef", "RecentCitations", "check_citations", "citation_number", "still_matches"]
+
+_CITATION = re.compile(r"^\s*\[?\s*(\d{1,6})\s*\]?\s*$")
+# Turns whose citations are kept in memory for ``feedback`` with the ledger off (the
+# ledger keeps them all). Only the citation refs are kept, not whole packs: hundreds of
+# packs' objects made each full garbage collection a 60-110 ms pause inside a call.
+RECENT_TURNS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class CitedRef:
+    """What a turn's citation pointed at: its number, uri, lines and the text's sha256."""
+
+    local_id: int
+    source_uri: str
+    start_line: int
+    end_line: int
+    sha256: str
+
+    @classmethod
+    def of_snippet(cls, s: Snippet) -> CitedRef:
+        """The ref of a packed snippet."""
+        return cls(s.id, s.source_uri, s.span.start_line, s.span.end_line, s.sha256)
+
+    @classmethod
+    def of_turn(cls, turn: TurnRecord) -> list[CitedRef]:
+        """The refs a ledger turn recorded."""
+        return [cls(r.local_id, r.source_uri, r.start_line, r.end_line, r.sha256)
+                for r in turn.snippets]  # fmt: skip
+
+
+def citation_number(raw: int | str) -> int | None:
+    """``3``, ``"3"`` and ``"[3]"`` are citation 3; anything else is malformed."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    match = _CITATION.match(str(raw))
+    return int(match.group(1)) if match else None
+
+
+def check_citations(
+    replay_key: str,
+    refs: Sequence[CitedRef],
+    model_citations: Sequence[int | str],
+    matches: Callable[[CitedRef], bool],
+) -> FeedbackResult:
+    """Valid citations (first mention order, each once), dropped ones (as given), and the
+    valid ones whose source no longer ``matches``."""
+    by_id = {r.local_id: r for r in refs}
+    valid: list[int] = []
+    dropped: list[str] = []
+    for raw in model_citations:
+        n = citation_number(raw)
+        if n is None or n not in by_id:
+            dropped.append(str(raw))
+        elif n not in valid:
+            valid.append(n)
+    stale = [n for n in valid if not matches(by_id[n])]
+    return FeedbackResult(replay_key, tuple(valid), tuple(dropped), tuple(stale))
+
+
+def still_matches(root: Path, ref: CitedRef) -> bool:
+    """Whether the file under ``root`` still holds, at the ref's lines, the text it had."""
+    path = (root / ref.source_uri.split("#", 1)[0]).resolve()
+    if not path.is_relative_to(root):
+        return False
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    text = span_text(data, ref.start_line, ref.end_line)
+    return text is not None and sha256_text(text) == ref.sha256
+
+
+class RecentCitations:
+    """The citation refs of this process's last turns, by replay key (for ``feedback``
+    when the ledger is off); safe to share between threads."""
+
+    def __init__(self, keep: int = RECENT_TURNS) -> None:
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._turns: dict[str, tuple[CitedRef, ...]] = {}
+
+    def remember(self, replay_key: str, snippets: Sequence[Snippet]) -> None:
+        """Keep a turn's refs, forgetting the oldest beyond the limit."""
+        refs = tuple(CitedRef.of_snippet(s) for s in snippets)
+        with self._lock:
+            self._turns[replay_key] = refs
+            while len(self._turns) > self._keep:
+                self._turns.pop(next(iter(self._turns)))
+
+    def get(self, replay_key: str) -> tuple[CitedRef, ...] | None:
+        """A remembered turn's refs, or None."""
+        with self._lock:
+            return self._turns.get(replay_key)

@@ -1,0 +1,178 @@
+"""The workspace's side of the evidence ledger: recording turns and feedback, replaying.
+
+``ledger/`` stores plain records; this module decides what a turn records (the rendered
+prompt, every snippet's exact text, and the call's inputs, all by sha256) and translates
+ledger errors at the boundary: every ``ledger.LedgerError`` leaves here as
+``LedgerStateError`` (the original chained).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.core import (
+    ContextPack,
+    FeedbackResult,
+    LedgerStateError,
+    SessionState,
+    SignalKind,
+    ToolSignal,
+    Turn,
+)
+from indexers import sha256_text
+from ledger import (
+    FeedbackDraft,
+    Ledger,
+    LedgerError,
+    SnippetRef,
+    ToolResult,
+    TurnDraft,
+    TurnRecord,
+    VerifyReport,
+)
+
+__all__ = ["Inputs", "Journal"]
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """A build_context call's inputs, as recorded (enough to run it again)."""
+
+    goal: str
+    query: str
+    tool_signals: tuple[ToolSignal, ...]
+    state: SessionState
+    budget: int
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys, compact), so equal inputs have one sha256."""
+        body = {
+            "goal": self.goal,
+            "query": self.query,
+            "tool_signals": [[s.kind.value, s.text] for s in self.tool_signals],
+            "recent_turns": [[t.role, t.text] for t in self.state.recent_turns],
+            "constraints": list(self.state.constraints),
+            "subgoals": list(self.state.subgoals),
+            "budget": self.budget,
+        }
+        return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Inputs:
+        """Inverse of ``to_json``."""
+        raw: dict[str, Any] = json.loads(text)
+        return cls(
+            goal=raw["goal"],
+            query=raw["query"],
+            tool_signals=tuple(ToolSignal(t, SignalKind(k)) for k, t in raw["tool_signals"]),
+            state=SessionState(
+                recent_turns=tuple(Turn(r, t) for r, t in raw["recent_turns"]),
+                constraints=tuple(raw["constraints"]),
+                subgoals=tuple(raw["subgoals"]),
+            ),
+            budget=int(raw["budget"]),
+        )
+
+
+class Journal:
+    """A workspace's ledger, opened on first use; safe to share between threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._ledger: Ledger | None = None
+
+    @contextmanager
+    def _held(self) -> Iterator[Ledger]:
+        """The open ledger, under the lock; ledger errors leave as ``LedgerStateError``."""
+        with self._lock:
+            try:
+                if self._ledger is None:
+                    self._ledger = Ledger.open(self.path, create=True)
+                yield self._ledger
+            except LedgerError as exc:
+                raise LedgerStateError(f"ledger {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the ledger file."""
+        with self._lock:
+            if self._ledger is not None:
+                self._ledger.close()
+                self._ledger = None
+
+    def record_turn(self, pack: ContextPack, inputs: Inputs) -> TurnRecord:
+        """Store the prompt, snippet texts and inputs, then append the turn (one chain link)."""
+        with self._held() as ledger:
+            render_sha = ledger.put_text(pack.render())
+            inputs_sha = ledger.put_text(inputs.to_json())
+            for snippet in pack.citations:
+                ledger.put_text(snippet.text)
+            draft = TurnDraft(
+                turn_id=uuid.uuid4().hex,
+                goal_ref=sha256_text(inputs.goal),
+                tokens_used=pack.tokens_used,
+                budget=pack.budget_tokens,
+                snippets=tuple(
+                    SnippetRef(
+                        s.id,
+                        s.source_uri,
+                        s.span.start_line,
+                        s.span.end_line,
+                        s.sha256,
+                        s.license,
+                        s.reason_tag,
+                    )
+                    for s in pack.citations
+                ),
+                replay_key=pack.replay_key,
+                render_sha256=render_sha,
+                inputs_sha256=inputs_sha,
+            )
+            return ledger.append_turn(draft)
+
+    def find(self, replay_key: str) -> TurnRecord | None:
+        """The latest turn recorded under ``replay_key``."""
+        with self._held() as ledger:
+            return ledger.turn_by_replay_key(replay_key)
+
+    def text(self, sha256: str) -> str:
+        """A stored text (verified against its hash on read)."""
+        with self._held() as ledger:
+            return ledger.get_text(sha256)
+
+    def record_feedback(
+        self,
+        turn: TurnRecord,
+        result: FeedbackResult,
+        tool_results: Sequence[ToolResult],
+        outcome: str | None,
+    ) -> None:
+        """Append what the model cited and what happened."""
+        with self._held() as ledger:
+            ledger.append_feedback(
+                FeedbackDraft(
+                    turn_id=turn.turn_id,
+                    cited=result.valid,
+                    dropped=result.dropped,
+                    stale=result.stale,
+                    tool_results=tuple(tool_results),
+                    outcome=outcome,
+                )
+            )
+
+    def verify(self, *, blobs: bool = True) -> VerifyReport:
+        """Walk the chain (and the stored texts)."""
+        with self._held() as ledger:
+            return ledger.verify(blobs=blobs)
+
+    def log(self, n: int) -> list[Any]:
+        """The last ``n`` records, oldest first."""
+        with self._held() as ledger:
+            return list(ledger.last(n))

@@ -1,0 +1,38 @@
+"""Candidates to prompt: the fixed lanes, evidence chosen by token-cost-aware MMR, the text
+rendered under a hard budget, the advisory, and the replay key of a request. Imports
+``engine.core``, ``engine.retrieval`` and ``engine.embed``; never ``engine.memory``
+(what memory knows reaches packing as plain data through the workspace)."""
+
+from engine.packing._advice import advise
+from engine.packing._build import Request, build_pack, replay_key, retrieve
+from engine.packing._render import (
+    INSTRUCTION,
+    Lanes,
+    Rendered,
+    evidence_room,
+    fixed_lanes,
+    header_cost,
+    render,
+    request_words,
+)
+from engine.packing._select import REFERENCE_TOKENS, Picked, select_evidence, window_pick
+
+__all__ = [
+    "INSTRUCTION",
+    "REFERENCE_TOKENS",
+    "Lanes",
+    "Picked",
+    "Rendered",
+    "Request",
+    "advise",
+    "build_pack",
+    "evidence_room",
+    "fixed_lanes",
+    "header_cost",
+    "render",
+    "replay_key",
+    "request_words",
+    "retrieve",
+    "select_evidence",
+    "window_pick",
+]

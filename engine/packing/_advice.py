@@ -1,0 +1,47 @@
+"""The advisory: say when the evidence is thin, and name what is missing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.core import ContextSettings
+from engine.packing._select import Picked
+from engine.retrieval import Scored
+from overlays import View
+
+__all__ = ["advise"]
+
+
+def advise(
+    view: View,
+    scored: Sequence[Scored],
+    shown: Sequence[Picked],
+    idents: Sequence[str],
+    settings: ContextSettings,
+) -> tuple[str, ...]:
+    """Notes for the planner: too few candidates, names the index does not hold, or no
+    definition of the names asked about among the evidence ``shown``."""
+    notes: list[str] = []
+    if len(scored) < settings.min_candidates:
+        notes.append(f"insufficient evidence: only {len(scored)} candidate sections found")
+    asked = list(idents[:20])
+    known = view.defining(asked, limit=1) if asked else {}
+    missing = [i for i in asked if i not in known and not _mentioned(view, i)]
+    if missing:
+        notes.append(
+            f"not found in the index: {', '.join(missing[:5])}; need the definition of {missing[0]}"
+        )
+    defined_here = {d for p in shown for d in p.scored.chunk.defines}
+    undefined = [i for i in asked if i in known and i not in defined_here]
+    if known and len(undefined) == len(known):
+        notes.append(
+            "weak evidence: no definition of the names asked about fits in the context "
+            f"(e.g. {undefined[0]}); raise the budget or ask for it by name"
+        )
+    return tuple(notes)
+
+
+def _mentioned(view: View, name: str) -> bool:
+    """Whether any section's text uses ``name`` (a BM25 hit on the exact term)."""
+    chunks = view.chunks([h.id for h in view.search_sections(name, 3)])
+    return any(name in c.references or name in c.text for c in chunks.values())

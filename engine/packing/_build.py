@@ -1,0 +1,189 @@
+"""``build_context``'s pipeline: retrieve, then select, then render, under a hard budget.
+
+- retrieve: clean the request, find the names and places it points at, recall candidates
+  from every retriever, and rerank them (``engine.retrieval``);
+- select: lay out the fixed lanes (instruction, goal, recent turns, diff), then choose
+  evidence for the room left by token-cost-aware MMR (``select_evidence``);
+- render: the text in lane order, shed until it fits (``render``), and the advisory.
+
+Ties everywhere are broken by stable ids, so the same view and inputs give byte-identical
+output and the same replay key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.core import (
+    Clock,
+    ContextPack,
+    ContextSettings,
+    SessionState,
+    ToolSignal,
+    canonical,
+    embedding_text,
+    is_trivial,
+)
+from engine.embed import Embedder, EmbeddingCache, embed_with_cache
+from engine.packing._advice import advise
+from engine.packing._render import (
+    evidence_room,
+    fixed_lanes,
+    header_cost,
+    render,
+    request_words,
+)
+from engine.packing._select import select_evidence
+from engine.retrieval import (
+    Candidate,
+    Location,
+    Scored,
+    clean_query,
+    locations,
+    query_identifiers,
+    recall,
+    rerank,
+)
+from indexers import TokenCounter
+from overlays import Hunk, View
+
+__all__ = ["Request", "build_pack", "replay_key", "retrieve"]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a call asks, parsed: the cleaned request, the goal when it says something the
+    request does not ("" otherwise), the names and places it points at."""
+
+    ask: str
+    goal_ask: str
+    identifiers: list[str]
+    places: list[Location]
+
+    @classmethod
+    def parse(cls, goal: str, query: str, signals: Sequence[ToolSignal]) -> Request:
+        """Parse a call's goal, query and tool signals."""
+        ask = clean_query(query or goal)
+        signal_text = "\n".join(s.text for s in signals)
+        idents = query_identifiers(f"{goal}\n{ask}\n{signal_text}")
+        places = locations(signal_text) if signal_text else []
+        goal_ask = clean_query(goal) if query.strip() else ""
+        if goal_ask.strip() == ask.strip():
+            goal_ask = ""
+        return cls(ask, goal_ask, idents, places)
+
+
+def replay_key(view: str, goal: str, query: str, signals: Sequence[ToolSignal],
+               state: SessionState, budget: int, settings: ContextSettings) -> str:  # fmt: skip
+    """A key that names this exact request against this exact view and configuration
+    (the settings in their canonical JSON, so the key is the same on every machine)."""
+    body = {
+        "v": 2,
+        "view": view,
+        "goal": goal,
+        "query": query,
+        "signals": [[s.kind.value, s.text] for s in signals],
+        "recent": [[t.role, t.text] for t in state.recent_turns],
+        "constraints": list(state.constraints),
+        "subgoals": list(state.subgoals),
+        "budget": budget,
+        "settings": canonical(settings),
+    }
+    raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+def _candidate_vectors(
+    cands: Sequence[Candidate], embedder: Embedder | None, cache: EmbeddingCache | None
+) -> dict[str, np.ndarray]:
+    """Candidates' vectors from the cache; any missing (a cache deleted or shared with
+    another machine) are embedded now and cached, so cosine never silently reads 0."""
+    if embedder is None or cache is None or not cands:
+        return {}
+    targets = [c for c in cands if not is_trivial(c.chunk)]  # trivial ones have no vector
+    result = embed_with_cache(embedder, cache, [embedding_text(c.chunk) for c in targets])
+    return {c.chunk.id: result.vectors[i] for i, c in enumerate(targets)}
+
+
+def retrieve(
+    view: View,
+    request: Request,
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+    settings: ContextSettings,
+    timings: dict[str, float] | None = None,
+) -> list[Scored]:
+    """Recall and rerank: the candidates for ``request``, best first, with the features
+    behind each score. ``timings`` accumulates seconds per stage (embed, bm25, dense,
+    symbols, fuse, rerank)."""
+    clock = Clock(timings)
+    dense_model = embedder.model_id if embedder is not None else None
+    qvec = embedder.embed_query(request.ask) if embedder is not None else None
+    gvec = (embedder.embed_query(request.goal_ask)
+            if embedder is not None and request.goal_ask else None)  # fmt: skip
+    clock.lap("embed")
+    cands = recall(view, request.ask, request.identifiers, request.places, qvec, dense_model,
+                   settings.recall, timings, goal=request.goal_ask, goal_vector=gvec,
+                   keep=settings.rerank_depth)  # fmt: skip
+    clock.last = time.perf_counter()
+    vectors = _candidate_vectors(cands, embedder, cache)
+    mtimes: dict[str, int] = {}
+    if cands and settings.weights.recency:  # every file's record: read only when it counts
+        mtimes = {p: f.mtime_ns for p, f in view.files().items()}
+    scored = rerank(cands, request.identifiers, qvec, vectors, mtimes, settings.weights)
+    clock.lap("rerank")
+    return scored
+
+
+def build_pack(
+    view: View,
+    *,
+    goal: str,
+    query: str,
+    tool_signals: Sequence[ToolSignal],
+    state: SessionState,
+    budget: int,
+    counter: TokenCounter,
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+    diff: Sequence[Hunk],
+    view_id: str,
+    settings: ContextSettings,
+    scored_out: list[Scored] | None = None,
+    timings: dict[str, float] | None = None,
+) -> ContextPack:
+    """Build the context pack (see the module docstring). ``scored_out``, when given,
+    receives the full reranked candidate list (for evaluation and ``--explain``);
+    ``timings`` accumulates seconds per stage (embed, bm25, dense, symbols, fuse, rerank,
+    pack, render, advisory)."""
+    key = replay_key(view_id, goal, query, tool_signals, state, budget, settings)
+    request = Request.parse(goal, query, tool_signals)
+    scored = retrieve(view, request, embedder, cache, settings, timings)
+    if scored_out is not None:
+        scored_out.extend(scored)
+    clock = Clock(timings)
+
+    words = request_words(f"{goal} {request.ask}") | {i.lower() for i in request.identifiers}
+    lanes = fixed_lanes(goal, state, diff, words, budget, counter, settings)
+    header_costs: dict[str, int] = {}
+    picked, pointers = select_evidence(
+        scored,
+        evidence_room(lanes, budget, counter),
+        lambda chunk, tokens: tokens + header_cost(chunk, counter, header_costs),
+        counter,
+        request.identifiers + sorted(words),
+        settings.pack,
+    )
+    clock.lap("pack")
+    out = render(lanes, picked, pointers, budget, counter)
+    clock.lap("render")
+    advisory = advise(view, scored, out.shown, request.identifiers, settings)
+    clock.lap("advisory")
+    return ContextPack(out.blocks, out.citations, key, advisory, out.pointers, out.tokens,
+                       budget, out.text)  # fmt: skip

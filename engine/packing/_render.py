@@ -1,0 +1,240 @@
+"""Render: lanes of text in a fixed order, counted with the configured tokenizer.
+
+The budget is checked on the final rendered text, headers included; if estimates
+overshoot, the least useful part is shed and the text rendered again (the lowest-scored
+evidence first, then the "not shown" note, diff hunks, the oldest turns), so
+``count(render) <= budget`` always holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.core import (
+    Block,
+    ConfigError,
+    ContextSettings,
+    Lane,
+    Pointer,
+    SessionState,
+    Snippet,
+)
+from engine.packing._select import Picked
+from indexers import Chunk, TokenCounter
+from overlays import Hunk
+
+__all__ = [
+    "INSTRUCTION",
+    "Lanes",
+    "Rendered",
+    "evidence_room",
+    "fixed_lanes",
+    "header_cost",
+    "render",
+    "request_words",
+]
+
+INSTRUCTION = (
+    "You are working in a code repository. The numbered evidence below was retrieved for "
+    "this request. Cite evidence by its number, like [2], wherever you rely on it, and cite "
+    "nothing else. If the evidence is not enough, say what is missing."
+)
+_FENCES = {
+    "python": "python", "javascript": "javascript", "typescript": "typescript", "tsx": "tsx",
+    "go": "go", "rust": "rust", "java": "java", "c": "c", "cpp": "cpp", "shell": "sh",
+    "json": "json", "yaml": "yaml", "toml": "toml", "html": "html", "css": "css",
+    "sql": "sql", "markdown": "markdown", "rst": "rst",
+}  # fmt: skip
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_OMITTED_LINE = 40  # tokens the "not shown" note may take, reserved before evidence
+
+
+@dataclass(slots=True)
+class Lanes:
+    """The lanes before the evidence: fixed text, and the items that can be shed."""
+
+    instruction: str
+    goal: str
+    recent: list[str]  # oldest first
+    hunks: list[str]  # most relevant first
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """The final text and what it holds."""
+
+    blocks: tuple[Block, ...]
+    citations: tuple[Snippet, ...]
+    shown: tuple[Picked, ...]  # the evidence behind the citations, in citation order
+    pointers: tuple[Pointer, ...]
+    text: str
+    tokens: int
+
+
+def _goal_text(goal: str, state: SessionState) -> str:
+    parts = [goal.strip()]
+    if state.constraints:
+        parts.append("Constraints:\n" + "\n".join(f"- {c}" for c in state.constraints))
+    if state.subgoals:
+        parts.append("Sub-goals:\n" + "\n".join(f"- {g}" for g in state.subgoals))
+    return "## Goal\n" + "\n\n".join(parts)
+
+
+def _fit_lines(items: Sequence[str], cap: int, counter: TokenCounter) -> list[str]:
+    """As many whole items as fit in ``cap`` tokens, in order."""
+    out, used = [], 0
+    for item in items:
+        cost = counter.count(item) + 1
+        if used + cost > cap:
+            continue
+        out.append(item)
+        used += cost
+    return out
+
+
+def fixed_lanes(
+    goal: str,
+    state: SessionState,
+    diff: Sequence[Hunk],
+    words: set[str],
+    budget: int,
+    counter: TokenCounter,
+    settings: ContextSettings,
+) -> Lanes:
+    """The instruction, the goal (with constraints and sub-goals), the last turns and the
+    diff hunks that share most words with the request, each lane within its share of the
+    budget. Raises ``ConfigError`` when the instruction and goal alone do not fit."""
+    goal_block = _goal_text(goal, state)
+    fixed = counter.count(f"{INSTRUCTION}\n\n{goal_block}")
+    if fixed > budget:
+        raise ConfigError(
+            f"budget of {budget} tokens cannot hold the instruction and the goal "
+            f"({fixed} tokens); raise the budget or shorten the goal"
+        )
+    recent = [f"[{t.role}] {t.text}" for t in state.recent_turns[-settings.recent_turns :]]
+    recent = list(
+        reversed(_fit_lines(list(reversed(recent)), int(budget * settings.recent_share), counter))
+    )
+    ranked = sorted(
+        diff, key=lambda h: (-sum(1 for w in _WORD.findall(h.text) if w.lower() in words), h.path)
+    )
+    hunks = _fit_lines([f"--- {h.path}\n{h.text}" for h in ranked],
+                       int(budget * settings.diff_share), counter)  # fmt: skip
+    return Lanes(INSTRUCTION, goal_block, recent, hunks)
+
+
+def request_words(text: str) -> set[str]:
+    """The lowercased words of ``text`` that rank diff hunks (three characters or more)."""
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def evidence_room(lanes: Lanes, budget: int, counter: TokenCounter) -> int:
+    """Tokens left for evidence once the fixed lanes (and the "not shown" note) are in."""
+    used = counter.count("\n\n".join(text for _, text in _parts(lanes, [], []))) + _OMITTED_LINE
+    return max(0, budget - used)
+
+
+def header_cost(chunk: Chunk, counter: TokenCounter, cache: dict[str, int]) -> int:
+    """What a snippet's header and fences cost beside its text (estimated once per chunk)."""
+    cost = cache.get(chunk.id)
+    if cost is None:
+        probe = f"[99] {chunk.title} (narrowed)\nSource: {chunk.source_uri}\nLines: 1-1\n"
+        cost = cache[chunk.id] = counter.count(probe) + 16  # hash line, fences, spacing
+    return cost
+
+
+def _fence_for(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _snippet_text(n: int, p: Picked) -> str:
+    chunk = p.scored.chunk
+    fence = _fence_for(p.text)
+    title = chunk.title + (" (narrowed)" if p.narrowed else "")
+    uri = f"{chunk.path}#L{p.span.start_line}-L{p.span.end_line}"
+    return (
+        f"[{n}] {title}\nSource: {uri}\nLines: {p.span.start_line}-{p.span.end_line}\n"
+        f"Hash: sha256:{p.sha256[:12]}\n{fence}{_FENCES.get(chunk.language, '')}\n{p.text}\n{fence}"
+    )
+
+
+def _parts(
+    lanes: Lanes, evidence: Sequence[Picked], omitted: Sequence[Pointer]
+) -> list[tuple[Lane, str]]:
+    out = [(Lane.INSTRUCTION, lanes.instruction), (Lane.GOAL, lanes.goal)]
+    if lanes.recent:
+        out.append((Lane.RECENT, "## Recent turns\n" + "\n\n".join(lanes.recent)))
+    if lanes.hunks:
+        out.append(
+            (Lane.DIFF, "## Working-tree diff\n```diff\n" + "\n".join(lanes.hunks) + "\n```")
+        )
+    if evidence:
+        body = "\n\n".join(_snippet_text(n, p) for n, p in enumerate(evidence, start=1))
+        out.append((Lane.EVIDENCE, "## Evidence\n" + body))
+    if omitted:
+        tokens = sum(p.tokens for p in omitted)
+        out.append((Lane.OMITTED, f"## Not shown\n{len(omitted)} more sections "
+                    f"(~{tokens:,} tokens) were found but left out; they are listed "
+                    "with their sources in this context's pointers."))  # fmt: skip
+    return out
+
+
+def render(
+    lanes: Lanes,
+    picked: Sequence[Picked],
+    pointers: Sequence[Pointer],
+    budget: int,
+    counter: TokenCounter,
+) -> Rendered:
+    """The prompt: evidence shown best first (by rerank score, then id) whatever order it
+    was chosen in, numbered [1..n]; parts shed until the whole text fits ``budget``."""
+    chosen = sorted(picked, key=lambda p: (-p.scored.score, p.scored.chunk.id))
+    left = list(pointers)
+    recent, hunks = list(lanes.recent), list(lanes.hunks)
+    show_omitted = True
+    while True:
+        now = Lanes(lanes.instruction, lanes.goal, recent, hunks)
+        parts = _parts(now, chosen, left if show_omitted else [])
+        text = "\n\n".join(body for _, body in parts) + "\n"
+        total = counter.count(text)
+        if total <= budget:
+            break
+        if chosen:
+            dropped = min(chosen, key=lambda p: (p.scored.score, p.scored.chunk.id))
+            chosen.remove(dropped)
+            chunk = dropped.scored.chunk
+            score = round(dropped.scored.score, 6)
+            left.insert(0, Pointer(chunk.source_uri, chunk.title, dropped.tokens, score, "budget"))
+        elif show_omitted and left:
+            show_omitted = False
+        elif hunks:
+            hunks.pop()
+        elif recent:
+            recent.pop(0)
+        else:  # instruction + goal alone were checked to fit; unreachable in practice
+            raise ConfigError(f"budget of {budget} tokens is too small for this request")
+    blocks = tuple(Block(lane, body, counter.count(body)) for lane, body in parts)
+    citations = tuple(_snippet(n, p) for n, p in enumerate(chosen, start=1))
+    return Rendered(blocks, citations, tuple(chosen), tuple(left), text, total)
+
+
+def _snippet(n: int, p: Picked) -> Snippet:
+    chunk = p.scored.chunk
+    return Snippet(
+        id=n,
+        chunk_id=chunk.id,
+        title=chunk.title,
+        symbol=chunk.symbol,
+        source_uri=f"{chunk.path}#L{p.span.start_line}-L{p.span.end_line}",
+        span=p.span,
+        sha256=p.sha256,
+        license=chunk.license,
+        approx_tokens=p.tokens,
+        fused_score=round(p.scored.score, 6),
+        reason_tag=p.scored.reason + ("+narrowed" if p.narrowed else ""),
+        text=p.text,
+        contributions=p.scored.contributions,
+    )

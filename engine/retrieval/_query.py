@@ -1,0 +1,138 @@
+"""What a request asks for: a cleaned query, the identifiers it names, the places it points at.
+
+Issue text is noisy: HTML comments from templates, "installed versions" dumps, pages of log.
+Measured on SWE-bench issues, cleaning that away gained ~5 points of file Acc@1, and
+boosting sections that define the names an issue mentions gained ~5 more.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Location", "clean_query", "locations", "query_identifiers"]
+
+LONG_BLOCK_LINES = 24  # a fenced block longer than this is a log: keep its head and tail
+KEEP_HEAD_LINES = 8
+KEEP_TAIL_LINES = 8
+_MIN_IDENT = 3  # `id`, `io` and `os` match too much to be evidence of intent
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.S | re.M)
+_VERSIONS_HEADING = re.compile(
+    r"^\s*(?:#+\s*|\*\*)?(?:installed versions|versions?|environment|system info(?:rmation)?"
+    r"|platform|pip (?:list|freeze)|conda list|output of .*(?:version|show_versions))\b.*$",
+    re.I | re.M,
+)
+_PACKAGE_LINE = re.compile(r"^\s*[-*]?\s*[\w.\-\[\]]+\s*(?:==|:|\s)\s*v?\d+(?:\.\d+)+\S*\s*$")
+_BACKTICKED = re.compile(r"`{1,3}([^`\n]{1,120})`{1,3}")
+_CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b")
+_SNAKE = re.compile(r"\b_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*\b")
+_DOTTED = re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+\b")
+_CALL = re.compile(r"\b([A-Za-z_]\w{2,})\(")
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|rst|md|txt|toml|cfg|ini))\b"
+)
+_PY_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
+_COLON_LOC = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4}):(\d+)(?::\d+)?")
+_PYTEST_ID = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py)::([\w:\[\]-]+)")
+_RUST_ARROW = re.compile(r"-->\s*((?:[\w.-]+/)*[\w.-]+\.\w+):(\d+)")
+_STOP = frozenset(
+    (
+        "the", "and", "for", "with", "this", "that", "from", "into", "when", "then", "else",
+        "have", "has", "not", "but", "are", "was", "were", "its", "can", "use", "used",
+        "using", "should", "would", "could", "will", "also", "http", "https", "www", "com",
+        "org", "html", "true", "false", "none", "null", "self", "def", "class", "return",
+        "import", "print", "error", "warning",
+    )
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Location:
+    """A place a signal points at: a path (as written), maybe a line, maybe a name."""
+
+    path: str
+    line: int | None = None
+    name: str | None = None
+
+
+def clean_query(text: str) -> str:
+    """The text without template comments, version dumps, and the middle of long logs."""
+    text = _HTML_COMMENT.sub(" ", text.replace("\r\n", "\n"))
+    text = _FENCE.sub(_shorten_block, text)
+    kept: list[str] = []
+    skipping = False
+    for line in text.split("\n"):
+        if _VERSIONS_HEADING.match(line):
+            skipping = True
+            continue
+        if skipping:
+            if not line.strip() or _PACKAGE_LINE.match(line) or (":" in line and len(line) < 80):
+                continue
+            skipping = False
+        kept.append(line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+
+
+def _shorten_block(match: re.Match[str]) -> str:
+    fence, body = match.group(1), match.group(2)
+    lines = body.split("\n")
+    if len(lines) <= LONG_BLOCK_LINES:
+        return match.group(0)
+    frames = [ln for ln in lines if _PY_FRAME.search(ln)]
+    head, tail = lines[:KEEP_HEAD_LINES], lines[-KEEP_TAIL_LINES:]
+    middle = [ln for ln in frames if ln not in head and ln not in tail]
+    return f"{fence}\n" + "\n".join([*head, *middle, *tail]) + f"\n{fence}"
+
+
+def query_identifiers(text: str) -> list[str]:
+    """Names the text mentions as code, strongest evidence first, each once.
+
+    Backticked names, names called like ``f(``, traceback functions, CamelCase, snake_case
+    and dotted names (each dotted part too). Ordinary words are left to BM25.
+    """
+    found: dict[str, None] = {}
+
+    def add(name: str) -> None:
+        name = name.strip("_.()[]:,'\" ")
+        if len(name) >= _MIN_IDENT and name.lower() not in _STOP and not name.isdigit():
+            found.setdefault(name, None)
+
+    for inner in _BACKTICKED.findall(text):
+        for part in re.findall(r"[A-Za-z_][\w.]*", inner):
+            add(part)
+            for piece in part.split("."):
+                add(piece)
+    for _, _, func in _PY_FRAME.findall(text):
+        if func and not func.startswith("<"):
+            add(func.rsplit(".", 1)[-1])
+    for name in _CALL.findall(text):
+        add(name)
+    for pattern in (_CAMEL, _SNAKE):
+        for name in pattern.findall(text):
+            add(name)
+    for dotted in _DOTTED.findall(text):
+        if _PATH.fullmatch(dotted):
+            continue
+        for piece in dotted.split("."):
+            if _CAMEL.fullmatch(piece) or _SNAKE.fullmatch(piece):
+                add(piece)
+    return list(found)
+
+
+def locations(text: str) -> list[Location]:
+    """Paths (with lines and names where given) that a traceback, a failing test id, a
+    compiler error or plain prose points at, in order of appearance, each once."""
+    found: dict[Location, None] = {}
+    for path, line, func in _PY_FRAME.findall(text):
+        found.setdefault(Location(path, int(line), func or None), None)
+    for path, test in _PYTEST_ID.findall(text):
+        found.setdefault(Location(path, None, test.split("::")[-1].split("[")[0]), None)
+    for pattern in (_RUST_ARROW, _COLON_LOC):
+        for path, line in pattern.findall(text):
+            found.setdefault(Location(path, int(line)), None)
+    for path in _PATH.findall(text):
+        if not any(loc.path == path for loc in found):
+            found.setdefault(Location(path), None)
+    return list(found)

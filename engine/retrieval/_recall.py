@@ -1,0 +1,145 @@
+"""Recall: gather candidate sections from every retriever, then fuse their ranks.
+
+Two stages: BM25 and dense hits on sections, plus BM25 on whole pages (files) whose best
+few sections are then pulled in; sections that define a name the request mentions; and
+sections a tool signal points at (a traceback frame, a failing test, a compiler error).
+A goal that differs from the request is searched on its own too. Each list keeps its own
+ranks; fusion is reciprocal-rank (RRF) or max-normalised scores.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+from engine.core import Clock, RecallSettings
+from engine.retrieval._fusion import Candidate, fuse_lists
+from engine.retrieval._query import Location
+from overlays import View
+
+__all__ = ["recall", "weights_of"]
+
+
+def recall(
+    view: View,
+    query: str,
+    identifiers: Sequence[str],
+    signal_locations: Sequence[Location],
+    query_vector: np.ndarray | None,
+    dense_model: str | None,
+    settings: RecallSettings,
+    timings: dict[str, float] | None = None,
+    goal: str = "",
+    goal_vector: np.ndarray | None = None,
+    keep: int | None = None,
+) -> list[Candidate]:
+    """Candidates for ``query``, fused and sorted best first (ties by chunk id).
+
+    A ``goal`` that differs from the query gets its own BM25, page and dense lists
+    (``goal_bm25``, ``goal_page``, ``goal_dense``): a short statement of the task is a
+    sharper query than a long request whose words drown it. Only the best ``keep``
+    candidates are returned (all when None). ``timings``, when given, accumulates seconds
+    per stage (bm25, dense, symbols, fuse).
+    """
+    clock = Clock(timings)
+    lists = _text_lists(view, query, query_vector, dense_model, settings, clock, "")
+    if goal.strip() and goal.strip() != query.strip():
+        lists |= _text_lists(view, goal, goal_vector, dense_model, settings, clock, "goal_")
+    if identifiers:
+        defined = view.defining(identifiers, limit=settings.symbol_hits)
+        lists["symbol"] = [(cid, 1.0) for name in identifiers for cid in defined.get(name, [])]
+    if signal_locations:
+        lists["signal"] = _signal_hits(view, signal_locations)
+    clock.lap("symbols")
+    fused = fuse_lists(view, lists, settings, keep)
+    if settings.expand_from and weights_of(settings).get("expand", 0.0) > 0:
+        lists["expand"] = _expansion(view, fused, settings)
+        fused = fuse_lists(view, lists, settings, keep, {c.chunk.id: c.chunk for c in fused})
+    clock.lap("fuse")
+    return fused
+
+
+def _text_lists(
+    view: View,
+    query: str,
+    query_vector: np.ndarray | None,
+    dense_model: str | None,
+    settings: RecallSettings,
+    clock: Clock,
+    prefix: str,
+) -> dict[str, list[tuple[str, float]]]:
+    """The BM25 section, BM25 page and dense lists for one text, named ``prefix + list``
+    (chunk ids and scores: no chunk is read here)."""
+    lists: dict[str, list[tuple[str, float]]] = {}
+    lists["bm25"] = [(h.id, h.score) for h in view.search_sections(query, settings.bm25_sections)]
+    pages = view.search_pages(query, settings.pages)
+    if pages:
+        page_rank = {h.path: i for i, h in enumerate(pages)}
+        hits = view.search_sections(
+            query, settings.pages * settings.sections_per_page * 4, paths=list(page_rank)
+        )
+        per_page: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        for h in hits:
+            if len(per_page[h.path]) < settings.sections_per_page:
+                per_page[h.path].append((h.id, h.score))
+        lists["page"] = [
+            pair for path in sorted(per_page, key=page_rank.__getitem__) for pair in per_page[path]
+        ]
+    clock.lap("bm25")
+    if query_vector is not None and dense_model is not None:
+        dense = view.search_dense_ids(query_vector, dense_model, settings.dense_sections)
+        if dense:
+            lists["dense"] = dense
+    clock.lap("dense")
+    return {prefix + name: pairs for name, pairs in lists.items()}
+
+
+def weights_of(settings: RecallSettings) -> dict[str, float]:
+    """The per-list weights as a dict."""
+    return dict(settings.weights)
+
+
+def _expansion(
+    view: View, fused: Sequence[Candidate], settings: RecallSettings
+) -> list[tuple[str, float]]:
+    """Definitions of the names the best candidates reference, most-referenced first."""
+    top = fused[: settings.expand_from]
+    counts: dict[str, float] = defaultdict(float)
+    for rank, cand in enumerate(top, start=1):
+        for name in cand.chunk.references:
+            if len(name) >= 4:
+                counts[name] += 1.0 / rank
+    names = sorted(counts, key=lambda n: (-counts[n], n))[: settings.expand_names]
+    defined = view.defining(names, limit=settings.expand_defs + 1)
+    out: list[tuple[str, float]] = []
+    for name in names:
+        ids = defined.get(name, [])
+        if len(ids) > settings.expand_defs:  # defined in many places: not a call edge
+            continue
+        out.extend((cid, counts[name]) for cid in ids)
+    return list(dict.fromkeys(out))
+
+
+def _signal_hits(view: View, places: Sequence[Location]) -> list[tuple[str, float]]:
+    """Sections containing a signal's line, or defining its function, in matching paths."""
+    out: list[tuple[str, float]] = []
+    for place in places:
+        path = place.path.replace("\\", "/").lstrip("./")
+        candidates = view.paths_like(path) if path else []
+        if not candidates and "/" in path:  # an absolute path from another machine
+            parts = path.split("/")
+            for cut in range(1, len(parts)):
+                candidates = view.paths_like("/".join(parts[cut:]))
+                if candidates:
+                    break
+        for indexed in candidates[:3]:
+            for chunk in view.chunks_of(indexed):
+                inside = place.line is not None and (
+                    chunk.span.start_line <= place.line <= chunk.span.end_line
+                )
+                named = place.name is not None and chunk.symbol.split(".")[-1] == place.name
+                if inside or named:
+                    out.append((chunk.id, 1.0))
+    return list(dict.fromkeys(out))

@@ -1,0 +1,403 @@
+"""``cortex serve``: MCP's streamable HTTP transport at ``/mcp`` and a JSON API under ``/v1``.
+
+For planners that do not speak MCP::
+
+    POST /v1/context        {goal, query, tool_signals, state, budget_tokens} -> the pack
+    POST /v1/feedback       {replay_key, model_citations, tool_results, outcome}
+    GET  /v1/replay/{key}   the recorded prompt, byte for byte
+    GET  /v1/search?q=&mode=&k=
+    GET  /v1/resolve?uri=&path=&sha256=     POST /v1/resolve {uri, proof: {path, sha256}}
+    GET  /v1/status         POST /v1/index?wait=1
+    GET  /healthz           GET /openapi.json
+
+Every route but ``/healthz`` checks the bearer token when one is set. Answers are the one
+JSON encoding of the records (``engine.serve``'s ``to_json``); errors are
+``{"error": {"type", "message"}}``, mapped from the exception tree in ``_status``: 400 (bad
+input), 401, 404 (unknown key or route), 413 (body over ``MAX_BODY_BYTES``), 503 (the index
+is being built, busy, or unusable: the message says what to run), 504 (over
+``REQUEST_TIMEOUT_S``); 500 only for a bug. Reads run in parallel on ``Service``'s thread
+pool; index refreshes run in the background, one at a time. Starlette and uvicorn (both dependencies
+of the MCP SDK) are imported inside ``build_app`` and ``serve``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.core import (
+    Config,
+    ConfigError,
+    CortexError,
+    IndexBusyError,
+    IndexNotBuiltError,
+    NotFoundError,
+    PayloadTooLargeError,
+)
+from engine.serve._encode import hits_json, to_json
+from engine.serve._mcp import build_mcp_server
+from engine.serve._requests import Proof, field, proof_of, state_of, strings, tool_results_of
+from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+__all__ = ["MAX_BODY_BYTES", "OPENAPI", "TOKEN_ENV", "build_app", "serve"]
+
+MAX_BODY_BYTES = 1 << 20  # 1 MiB: 32 KiB of query plus 256 KiB of signals, JSON-escaped, fits
+# A body a little over the limit is read to its end before the 413, so the client can read
+# the answer (a server that stops reading makes most clients fail with a broken pipe).
+_DRAIN_BYTES = 8 * MAX_BODY_BYTES
+TOKEN_ENV = "CORTEX_TOKEN"  # kept out of Config: a secret must not land in logs or records
+_OPEN_PATHS = frozenset({"/healthz"})
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _status(exc: BaseException) -> tuple[int, str]:
+    """The HTTP status and error type for an exception (the one place they are mapped)."""
+    if isinstance(exc, PayloadTooLargeError):
+        return 413, "too_large"
+    if isinstance(exc, NotFoundError):
+        return 404, "not_found"
+    if isinstance(exc, ConfigError):
+        return 400, "bad_request"
+    if isinstance(exc, IndexNotBuiltError):
+        return 503, "not_ready"
+    if isinstance(exc, IndexBusyError):
+        return 503, "busy"
+    if isinstance(exc, CortexError):  # the index, ledger, cache or model cannot be used now
+        return 503, "unavailable"
+    if isinstance(exc, TimeoutError):
+        return 504, "timeout"
+    return 500, "internal"
+
+
+def _error(status: int, kind: str, message: str) -> Response:
+    from starlette.responses import JSONResponse
+
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    body = {"error": {"type": kind, "message": message}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _answer(work: Callable[[], Awaitable[object]]) -> Response:
+    from starlette.responses import JSONResponse
+
+    try:
+        return JSONResponse(await work())
+    except (CortexError, TimeoutError) as exc:
+        status, kind = _status(exc)
+        message = str(exc) or f"timed out after {REQUEST_TIMEOUT_S:.0f} s"
+        return _error(status, kind, message)
+    except Exception as exc:  # a bug: say so without leaking internals, keep serving
+        print(f"cortex: internal error: {exc!r}", file=sys.stderr)
+        return _error(500, "internal", "internal error; see the server's log")
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > _DRAIN_BYTES:
+        raise PayloadTooLargeError(f"the body is over {MAX_BODY_BYTES} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size <= MAX_BODY_BYTES:
+            chunks.append(chunk)
+        elif size > _DRAIN_BYTES:
+            break
+    if size > MAX_BODY_BYTES:
+        raise PayloadTooLargeError(f"the body is over {MAX_BODY_BYTES} bytes")
+    try:
+        body = json.loads(b"".join(chunks) or b"{}")
+    except ValueError as exc:
+        raise ConfigError(f"the body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ConfigError("the body must be a JSON object")
+    return body
+
+
+def build_app(service: Service, *, token: str | None = None, host: str = "127.0.0.1") -> ASGIApp:
+    """The ASGI app: the JSON routes, MCP at ``/mcp``, the token check and JSON errors."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    call = service.call
+
+    async def context(request: Request) -> Response:
+        async def work() -> object:
+            body = await _json_body(request)
+            pack = await call(
+                service.context,
+                field(body, "goal", str, ""),
+                field(body, "query", str, ""),
+                strings(body, "tool_signals"),
+                field(body, "budget_tokens", (int, type(None)), None),
+                state_of(body.get("state")),
+            )
+            return to_json(pack)
+
+        return await _answer(work)
+
+    async def feedback(request: Request) -> Response:
+        async def work() -> object:
+            body = await _json_body(request)
+            key = field(body, "replay_key", str, None)
+            if key is None:
+                raise ConfigError("replay_key is required")
+            cited = field(body, "model_citations", list, [])
+            if any(isinstance(c, bool) or not isinstance(c, int | str) for c in cited):
+                raise ConfigError("model_citations must be a list of int or str")
+            outcome = field(body, "outcome", (str, type(None)), None)
+            results = tool_results_of(body.get("tool_results"))
+            fb = await call(service.feedback, key, cited, results, outcome)
+            return to_json(fb)
+
+        return await _answer(work)
+
+    async def replay(request: Request) -> Response:
+        async def work() -> object:
+            return to_json(await call(service.replay, request.path_params["key"]))
+
+        return await _answer(work)
+
+    async def search(request: Request) -> Response:
+        async def work() -> object:
+            q = request.query_params
+            k = q.get("k", "10")
+            if not k.isdigit():
+                raise ConfigError(f"k must be a whole number, got {k!r}")
+            hits = await call(service.search, q.get("q", ""), q.get("mode", "hybrid"), int(k))
+            return hits_json(hits)
+
+        return await _answer(work)
+
+    async def resolve(request: Request) -> Response:
+        async def work() -> object:
+            if request.method == "POST":
+                body = await _json_body(request)
+                uri = field(body, "uri", str, "")
+                proof = proof_of(body.get("proof"))
+            else:
+                uri = request.query_params.get("uri", "")
+                sha = request.query_params.get("sha256")
+                path = request.query_params.get("path") or uri.split("#", 1)[0]
+                proof = Proof(path, sha) if sha else None
+            return await call(service.resolve, uri, proof)
+
+        return await _answer(work)
+
+    async def status(request: Request) -> Response:
+        return await _answer(lambda: call(service.status))
+
+    async def index(request: Request) -> Response:
+        wait = request.query_params.get("wait", "") in ("1", "true", "yes")
+        return await _answer(lambda: call(service.refresh, wait=wait))
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(OPENAPI)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        code = exc.status_code if isinstance(exc, HTTPException) else 500
+        kinds = {404: "not_found", 405: "method_not_allowed"}
+        return _error(code, kinds.get(code, "http_error"), getattr(exc, "detail", "") or "")
+
+    mcp = build_mcp_server(service)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/mcp", host=host, max_request_body_size=MAX_BODY_BYTES
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with mcp.session_manager.run():
+            yield
+
+    routes = [
+        Route("/v1/context", context, methods=["POST"]),
+        Route("/v1/feedback", feedback, methods=["POST"]),
+        Route("/v1/replay/{key}", replay, methods=["GET"]),
+        Route("/v1/search", search, methods=["GET"]),
+        Route("/v1/resolve", resolve, methods=["GET", "POST"]),
+        Route("/v1/status", status, methods=["GET"]),
+        Route("/v1/index", index, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        *mcp_app.routes,
+    ]
+    app = Starlette(
+        routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error}
+    )
+    return _Gate(app, token, loopback=_hostname(host) in _LOOPBACK)
+
+
+class _Gate:
+    """Pure ASGI (MCP's streamed responses pass untouched): the bearer token and, on a
+    loopback address, the Host and Origin checks that stop DNS rebinding and cross-site
+    requests from a browser (the SDK does the same for /mcp alone)."""
+
+    def __init__(self, app: ASGIApp, token: str | None, *, loopback: bool) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode() if token else None
+        self.loopback = loopback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = self._refusal(dict(scope["headers"]), scope["path"])
+            if refusal is not None:
+                await _error(*refusal)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, headers: dict[bytes, bytes], path: str) -> tuple[int, str, str] | None:
+        if self.loopback:
+            host = headers.get(b"host", b"").decode("latin-1")
+            origin = headers.get(b"origin", b"").decode("latin-1")
+            if _hostname(host) not in _LOOPBACK or (
+                origin and _hostname(origin.split("://", 1)[-1]) not in _LOOPBACK
+            ):
+                return 403, "forbidden", "only local pages may call a server on a loopback address"
+        given = headers.get(b"authorization", b"")
+        if (
+            self.expected
+            and path not in _OPEN_PATHS
+            and not hmac.compare_digest(given, self.expected)
+        ):
+            return 401, "unauthorized", "missing or wrong bearer token"
+        return None
+
+
+def _hostname(netloc: str) -> str:
+    """``127.0.0.1:8765`` -> ``127.0.0.1``; ``[::1]:80`` -> ``::1``."""
+    if netloc.startswith("["):
+        return netloc[1 : netloc.find("]")]
+    return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
+
+
+def serve(
+    path: str | Path,
+    config: Config,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    watch: float | None = None,
+) -> None:
+    """Serve ``path`` over HTTP until interrupted; prints the address on stderr once ready."""
+    import uvicorn
+
+    token = token or os.environ.get(TOKEN_ENV) or None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    service = Service.open(path, config, watch=WATCH_INTERVAL_S if watch is None else watch)
+    try:
+        app = build_app(service, token=token, host=host)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        where = f"[{host}]" if family == socket.AF_INET6 else host
+        url = f"http://{where}:{sock.getsockname()[1]}"
+        if not token and host not in ("127.0.0.1", "localhost", "::1"):
+            print(f"cortex: warning: {url} is reachable without a token", file=sys.stderr)
+        print(f"cortex: serving {service.ws.root} at {url} (MCP: {url}/mcp, API: {url}/v1)",
+              file=sys.stderr, flush=True)  # fmt: skip
+        server.run(sockets=[sock])
+    finally:
+        service.close()
+        sock.close()
+
+
+# fmt: off
+_ERR = {"$ref": "#/components/schemas/Error"}
+_Q = {"in": "query", "schema": {"type": "string"}}
+_OK = {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}
+_ERRS = {str(c): {"description": d, "content": {"application/json": {"schema": _ERR}}}
+         for c, d in ((400, "bad input"), (401, "missing or wrong token"), (404, "unknown key"),
+                      (413, "body too large"), (503, "index not ready, busy or unusable"),
+                      (504, "timeout"))}
+
+
+def _body(props: dict[str, object], required: list[str]) -> dict[str, object]:
+    schema = {"type": "object", "properties": props, "required": required}
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+_STRS = {"type": "array", "items": {"type": "string"}}
+_TURN = {"type": "object", "properties": {"role": {"type": "string"}, "text": {"type": "string"}},
+         "required": ["role", "text"], "additionalProperties": False}
+_STATE = {"type": "object", "additionalProperties": False,
+          "properties": {"recent_turns": {"type": "array", "items": _TURN},
+                         "constraints": _STRS, "subgoals": _STRS}}
+_PROOF = {"type": "object", "additionalProperties": False, "required": ["path", "sha256"],
+          "properties": {"path": {"type": "string"}, "sha256": {"type": "string"}}}
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "cortex", "version": "1",
+             "description": "Budgeted, cited context for coding agents. MCP lives at /mcp."},
+    "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "schemas": {"Error": {"type": "object", "properties": {"error": {"type": "object",
+                    "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}}}},
+    },
+    "security": [{"bearer": []}],
+    "paths": {
+        "/v1/context": {"post": {
+            "summary": "Build the context for the next step (render is the prompt text)",
+            "requestBody": _body({"goal": {"type": "string"}, "query": {"type": "string"},
+                                  "tool_signals": _STRS, "budget_tokens": {"type": "integer"},
+                                  "state": _STATE}, []),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/feedback": {"post": {
+            "summary": "Report the [n] citations the model used",
+            "requestBody": _body({"replay_key": {"type": "string"},
+                                  "model_citations": {"type": "array", "items": {}},
+                                  "tool_results": {"type": "array", "items": {}},
+                                  "outcome": {"type": "string"}}, ["replay_key"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/replay/{key}": {"get": {
+            "summary": "The recorded prompt, byte for byte",
+            "parameters": [{"name": "key", "in": "path", "required": True,
+                            "schema": {"type": "string"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/search": {"get": {
+            "summary": "Ranked sections (not citable evidence)",
+            "parameters": [{"name": "q", **_Q, "required": True},
+                           {"name": "mode", "in": "query",
+                            "schema": {"enum": ["bm25", "dense", "hybrid"]}},
+                           {"name": "k", "in": "query", "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/resolve": {"get": {
+            "summary": "The text of path#Lstart-Lend, checked against an optional proof",
+            "parameters": [{"name": "uri", **_Q, "required": True}, {"name": "path", **_Q},
+                           {"name": "sha256", **_Q}],
+            "responses": {"200": _OK, **_ERRS}}, "post": {
+            "summary": "The text of path#Lstart-Lend, checked against an optional proof",
+            "requestBody": _body({"uri": {"type": "string"}, "proof": _PROOF}, ["uri"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/status": {"get": {"summary": "What is indexed, how stale, refresh state",
+                               "responses": {"200": _OK, **_ERRS}}},
+        "/v1/index": {"post": {"summary": "Refresh the index in the background (wait=1 blocks)",
+                               "parameters": [{"name": "wait", **_Q}],
+                               "responses": {"200": _OK, **_ERRS}}},
+        "/healthz": {"get": {"summary": "Liveness (no token needed)", "security": [],
+                             "responses": {"200": _OK}}},
+    },
+}
+# fmt: on

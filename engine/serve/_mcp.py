@@ -1,0 +1,204 @@
+"""``cortex mcp``: the planner contract as MCP tools over stdio (see ``Service``).
+
+The MCP SDK is imported inside ``build_mcp_server``, so importing this module loads none of it.
+"""
+
+# No ``from __future__ import annotations`` here: the SDK reads each tool function's
+# annotations when the tool is registered, and some of them are names local to the builder.
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from engine.core import Config, CortexError
+from engine.serve._encode import JSON, hits_json, to_json
+from engine.serve._requests import proof_of, state_of, tool_results_of
+from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = ["build_mcp_server", "run_stdio"]
+
+_T = TypeVar("_T")
+
+
+INSTRUCTIONS = """\
+cortex retrieves evidence from this repository under a hard token budget, with provenance.
+Loop per step: build_context (goal, what this step needs, fresh tool output) -> read the
+numbered evidence and cite what you use as [n] -> feedback (replay_key, the numbers you
+cited). Use resolve to read a pointer the pack left out or to re-check a citation, search
+for quick lookups, index after you edit files, replay to audit an earlier step."""
+
+BUILD_CONTEXT = """\
+Get the evidence for your next step. Call at the start of each step of a coding task, and
+again when the step changes or a tool shows a new error. Pass the task's goal (pinned
+verbatim), the query (what this step needs), fresh tool output as tool_signals
+(tracebacks, failing tests, compiler errors: they point retrieval at the right files),
+optionally state (recent_turns [{role, text}], constraints, subgoals: pinned or shown
+verbatim) and budget_tokens (default 8000); goal and query each default to the other.
+Returns a prompt with numbered evidence [1]..[n] that never exceeds the budget. Rely on it
+and cite evidence as [n] wherever you use it; cite nothing else. If the advisory says
+evidence is missing, call again with a sharper query, or resolve one of the pointers
+listed as not shown. Then call feedback with the replay_key and the numbers you cited."""
+
+FEEDBACK = """\
+Report which evidence you used. Call once after acting on a build_context result: its
+replay_key, the [n] numbers you cited (3 or "[3]"), optionally tool_results (what you ran:
+a short string, or {name, ok, summary}) and an outcome ("success", "failure", ...). Numbers
+that were not in that context are dropped and counted; cited evidence whose file changed
+since is flagged stale: resolve it or build_context again before relying on it."""
+
+SEARCH = """\
+Quick lookup of code and docs by identifiers or words, without building a context: "where is
+X defined?", "what calls Y?". mode: bm25 for exact names, dense for concepts, hybrid (default)
+for both; k results (1..100). Hits are not numbered evidence: do not cite them as [n]; call
+build_context when you need citable evidence for a step."""
+
+RESOLVE = """\
+Read the exact lines behind a uri: a citation's or a left-out pointer's source (path#L10-L20,
+path#L10 or a whole path, relative to the workspace). Pass proof {path, sha256} from a
+citation to check that the file still says what was cited. Text comes back only for an
+indexed file inside the workspace whose lines exist and, with a proof, whose sha256 still
+matches; otherwise only metadata with the reason (stale: call build_context again)."""
+
+REPLAY = """\
+The exact prompt recorded under a replay_key, byte for byte: to audit an earlier step or
+re-read its evidence with the same [n] numbers."""
+
+STATUS = """\
+What is indexed (commit, files, chunks, embedding model), how many files changed since, and
+whether a refresh is running. Call when answers look stale; if files changed, call index."""
+
+INDEX = """\
+Refresh the index after you add, edit or delete files (build_context already shows your
+uncommitted diff, but changed code is searchable only after a refresh). Runs in the
+background while answers keep coming from the previous index; wait=true blocks until done."""
+
+
+def build_mcp_server(service: Service) -> "MCPServer":
+    """The MCP server: seven tools over ``service``, each describing when to call it."""
+    from typing import Annotated
+
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import CallToolResult, TextContent, ToolAnnotations
+    from pydantic import Field
+    from typing_extensions import TypedDict
+
+    class ToolResultIn(TypedDict):
+        name: str
+        ok: bool
+        summary: str
+
+    class ProofIn(TypedDict):
+        path: str
+        sha256: str
+
+    class TurnIn(TypedDict):
+        role: str
+        text: str
+
+    class StateIn(TypedDict, total=False):
+        recent_turns: list[TurnIn]
+        constraints: list[str]
+        subgoals: list[str]
+
+    server: MCPServer = MCPServer("cortex", instructions=INSTRUCTIONS, log_level="WARNING")
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+    async def run(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        try:
+            return await service.call(fn, *args, **kwargs)
+        except CortexError as exc:
+            raise ToolError(str(exc)) from exc
+        except TimeoutError as exc:
+            raise ToolError(f"timed out after {REQUEST_TIMEOUT_S:.0f} s") from exc
+
+    def result(body: dict[str, JSON], *texts: str) -> CallToolResult:
+        blocks = [TextContent(text=t) for t in texts or (json.dumps(body, indent=2),)]
+        return CallToolResult(content=list(blocks), structured_content=body)
+
+    @server.tool(description=BUILD_CONTEXT, annotations=writes)
+    async def build_context(
+        goal: Annotated[str, Field(description="the task's goal, pinned verbatim")] = "",
+        query: Annotated[str, Field(description="what this step needs (default: goal)")] = "",
+        tool_signals: Annotated[
+            list[str], Field(description="fresh tool output: tracebacks, failing tests")
+        ] = [],  # noqa: B006  (pydantic copies defaults; the schema shows [])
+        budget_tokens: Annotated[int | None, Field(description="token budget")] = None,
+        state: Annotated[
+            StateIn | None, Field(description="recent turns, constraints and sub-goals")
+        ] = None,
+    ) -> CallToolResult:
+        pack = await run(lambda: service.context(goal, query, tool_signals, budget_tokens,
+                                                 state_of(state)))  # fmt: skip
+        body = to_json(pack)
+        left = f"; {len(pack.reachable)} pointers not shown (~{pack.omitted_tokens} tokens)"
+        note = "".join(f"\nadvisory: {a}" for a in pack.advisory)
+        footer = (
+            f"replay_key: {pack.replay_key}\ntokens: {pack.tokens_used}/{pack.budget_tokens}, "
+            f"{len(pack.citations)} citations{left}{note}\nAfter acting, call feedback with "
+            f"replay_key {pack.replay_key} and the [n] numbers you cited."
+        )
+        return result(body, pack.render(), footer)
+
+    @server.tool(description=FEEDBACK, annotations=writes)
+    async def feedback(
+        replay_key: str,
+        model_citations: Annotated[list[int | str], Field(description="the [n] you cited")],
+        tool_results: list[str | ToolResultIn] = [],  # noqa: B006
+        outcome: str | None = None,
+    ) -> CallToolResult:
+        results = tool_results_of  # decoded on the pool, so a bad one is a tool error
+        fb = await run(lambda: service.feedback(
+            replay_key, model_citations, results(tool_results), outcome))  # fmt: skip
+        body = to_json(fb)
+        text = f"recorded: valid {list(fb.valid)}, dropped {list(fb.dropped)}, " \
+            f"stale {list(fb.stale)}"  # fmt: skip
+        return result(body, text)
+
+    @server.tool(description=SEARCH, annotations=reads)
+    async def search(
+        query: str, mode: Literal["bm25", "dense", "hybrid"] = "hybrid", k: int = 10
+    ) -> CallToolResult:
+        hits = await run(service.search, query, mode, k)
+        text = "\n\n".join(f"{n}. {h.chunk.title}  ({h.chunk.source_uri})\n{h.chunk.text}"
+                           for n, h in enumerate(hits, start=1)) or "no results"  # fmt: skip
+        return result(hits_json(hits), text)
+
+    @server.tool(description=RESOLVE, annotations=reads)
+    async def resolve(uri: str, proof: ProofIn | None = None) -> CallToolResult:
+        body = await run(lambda: service.resolve(uri, proof_of(proof)))
+        text = body["text"]
+        return result(body, text if isinstance(text, str) else f"no text: {body['reason']}")
+
+    @server.tool(description=REPLAY, annotations=reads)
+    async def replay(replay_key: str) -> CallToolResult:
+        rec = await run(service.replay, replay_key)
+        return result(to_json(rec), rec.text)
+
+    @server.tool(description=STATUS, annotations=reads)
+    async def status() -> CallToolResult:
+        return result(await run(service.status))
+
+    @server.tool(description=INDEX, annotations=writes)
+    async def index(
+        wait: Annotated[bool, Field(description="block until the refresh is done")] = False,
+    ) -> CallToolResult:
+        return result(await run(service.refresh, wait=wait))
+
+    return server
+
+
+def run_stdio(path: str | Path, config: Config, *, watch: float | None = None) -> None:
+    """Serve ``path`` over MCP stdio until the client closes the pipe (``watch``: seconds
+    between checks for changed files, None for ``WATCH_INTERVAL_S``, 0 for never)."""
+    import anyio
+
+    service = Service.open(path, config, watch=WATCH_INTERVAL_S if watch is None else watch)
+    try:
+        anyio.run(build_mcp_server(service).run_stdio_async)
+    finally:
+        service.close()

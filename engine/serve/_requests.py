@@ -1,0 +1,108 @@
+"""Request fields as every surface reads them: the same names, types and checks for MCP
+arguments, HTTP bodies and query strings, so the same request means the same thing.
+
+Each reader raises ``ConfigError`` naming the field (HTTP 400, an MCP tool error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.core import ConfigError, SessionState, Turn
+from ledger import ToolResult
+
+__all__ = ["Proof", "field", "proof_of", "state_of", "strings", "tool_results_of"]
+
+_STATE_FIELDS = ("recent_turns", "constraints", "subgoals")
+
+
+@dataclass(frozen=True, slots=True)
+class Proof:
+    """What a citation said a span held: its path and the sha256 of its text."""
+
+    path: str
+    sha256: str
+
+
+def field(body: Mapping[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    """``body[name]``, checked to be a ``kind`` (a bool is never an int here)."""
+    value = body.get(name, default)
+    if value is default:
+        return value
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise ConfigError(f"{name} has the wrong type (bool)")
+    if not isinstance(value, kinds):
+        raise ConfigError(f"{name} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def strings(body: Mapping[str, Any], name: str) -> list[str]:
+    """``body[name]`` as a list of strings ([] when absent)."""
+    items = field(body, name, list, [])
+    if not all(isinstance(item, str) for item in items):
+        raise ConfigError(f"{name} must be a list of strings")
+    return list(items)
+
+
+def state_of(raw: object) -> SessionState | None:
+    """Session state from ``{recent_turns: [{role, text}], constraints: [str],
+    subgoals: [str]}`` (every key optional; None when ``raw`` is None)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ConfigError("state must be an object {recent_turns, constraints, subgoals}")
+    unknown = sorted(set(raw) - set(_STATE_FIELDS))
+    if unknown:
+        raise ConfigError(f"state has unknown fields: {', '.join(map(str, unknown))}")
+    turns: list[Turn] = []
+    for item in field(raw, "recent_turns", list, []):
+        role = item.get("role") if isinstance(item, Mapping) else None
+        text = item.get("text") if isinstance(item, Mapping) else None
+        if not (isinstance(role, str) and role and isinstance(text, str)) or set(item) - {
+            "role",
+            "text",
+        }:
+            raise ConfigError("a recent turn is {role: str, text: str}")
+        turns.append(Turn(role, text))
+    return SessionState(
+        recent_turns=tuple(turns),
+        constraints=tuple(strings(raw, "constraints")),
+        subgoals=tuple(strings(raw, "subgoals")),
+    )
+
+
+def proof_of(raw: object) -> Proof | None:
+    """A proof of possession from ``{path, sha256}`` (None when ``raw`` is None)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or set(raw) - {"path", "sha256"}:
+        raise ConfigError("proof is {path: str, sha256: str}")
+    path, sha = raw.get("path"), raw.get("sha256")
+    if not (isinstance(path, str) and path and isinstance(sha, str) and sha):
+        raise ConfigError("proof is {path: str, sha256: str}")
+    return Proof(path, sha)
+
+
+def tool_results_of(items: object) -> list[ToolResult | str]:
+    """Tool results: each a string or ``{name: str, ok: bool, summary: str}``."""
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ConfigError("tool_results must be a list")
+    out: list[ToolResult | str] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        name = item.get("name") if isinstance(item, Mapping) else None
+        ok = item.get("ok") if isinstance(item, Mapping) else None
+        summary = item.get("summary", "") if isinstance(item, Mapping) else None
+        if not (isinstance(name, str) and name and isinstance(ok, bool)) or not isinstance(
+            summary, str
+        ):
+            raise ConfigError("a tool result is a string or {name: str, ok: bool, summary: str}")
+        out.append(ToolResult(name, ok, summary))
+    return out

@@ -1,0 +1,317 @@
+"""The service both servers (``cortex mcp``, ``cortex serve``) translate to.
+
+``Service`` is one ``Workspace`` per process, opened and
+warmed once, with input limits, JSON-ready answers and background refreshes. The MCP SDK
+is imported inside ``build_mcp_server``, so importing this module loads none of it.
+
+Thread safety (the servers call ``Service`` from a pool of worker threads): the workspace's
+SQLite stores, ledger, caches and lazy loaders each hold their own lock, tantivy and faiss
+searches are safe to run at once, and ``Service`` loads every lazy part of the workspace
+once, under one lock, before the first call. Refreshes write through a second
+``Workspace`` of their own, because an index update patches the in-memory faiss index and
+holds the metadata connection for its whole transaction: readers keep answering from the
+last committed index and pick up the new generation on their next call.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from engine._workspace import Workspace
+from engine.core import (
+    Config,
+    ConfigError,
+    ContextPack,
+    CortexError,
+    FeedbackResult,
+    IndexNotBuiltError,
+    Replay,
+    SearchHit,
+    SessionState,
+    UnknownReplayKeyError,
+)
+from engine.serve._encode import JSON, to_json
+from engine.serve._requests import Proof
+from ledger import ToolResult
+
+if TYPE_CHECKING:
+    import anyio
+
+__all__ = [
+    "MAX_BUDGET_TOKENS",
+    "MAX_K",
+    "MAX_TEXT_BYTES",
+    "REQUEST_TIMEOUT_S",
+    "WATCH_INTERVAL_S",
+    "Service",
+    "resolve_checked",
+]
+
+MAX_TEXT_BYTES = 32 << 10  # a goal or a query is a question, not a file; logs go in signals
+MAX_SIGNAL_BYTES = 256 << 10  # all tool signals of a call: a long traceback or test log
+MAX_ITEMS = 256  # signals, citations or tool results in one call: far past any real turn
+MAX_BUDGET_TOKENS = 200_000  # a whole model context window; more is a mistake
+MAX_K = 100  # search results; past this a caller wants build_context's packing instead
+MAX_RESOLVE_BYTES = 256 << 10  # text resolve returns at once: a long file, not a data dump
+REQUEST_TIMEOUT_S = 60.0  # one call; a cold build on a big repository takes a few seconds
+READ_THREADS = 4  # reads at once; most of a build holds the GIL, so more threads buy little
+WATCH_INTERVAL_S = 60.0  # re-index check: walking and hashing a big tree costs ~1 s
+REFRESH_WAIT_S = 600.0  # longest an `index` call with wait blocks
+_WARM_QUERY = "warm up"
+_URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>\d{1,9})(?:-L?(?P<end>\d{1,9}))?)?$")
+_T = TypeVar("_T")
+
+
+class Service:
+    """One warm workspace behind the servers; every method is safe to call from threads."""
+
+    def __init__(self, ws: Workspace, *, watch: float = 0.0) -> None:
+        self.ws = ws
+        self._warm_lock = threading.Lock()
+        self._warm = False
+        self._refresh_lock = threading.Lock()  # guards the fields below, never held long
+        self._refresher: threading.Thread | None = None
+        self._running = False  # set and cleared under the lock, so no request is lost
+        self._again = False
+        self._first_build = False  # calls wait for it: an empty index would answer nothing
+        self._writer: Workspace | None = None
+        self._last: dict[str, JSON] = {}
+        self._stop = threading.Event()
+        self._limiter: anyio.CapacityLimiter | None = None
+        if watch > 0:
+            threading.Thread(target=self._watch, args=(watch,), daemon=True).start()
+
+    @classmethod
+    def open(cls, path: str | Path, config: Config, *, watch: float = 0.0) -> Service:
+        """Open the workspace and load its index and models; a workspace never indexed gets
+        its first index in the background (calls say so until it is ready)."""
+        ws = Workspace.open(path, config)
+        service = cls(ws, watch=watch)
+        if not ws.status(check_files=False).indexed:
+            service._first_build = True
+            service.refresh()
+        else:
+            service.warm()
+        return service
+
+    def close(self) -> None:
+        """Stop watching and release both workspaces."""
+        self._stop.set()
+        with self._refresh_lock:
+            writer, self._writer = self._writer, None
+        self.ws.close()
+        if writer is not None:
+            writer.close()
+
+    def warm(self) -> None:
+        """Load every lazy part once, under a lock, so first calls in parallel never race."""
+        with self._warm_lock:
+            if self._warm:
+                return
+            ws = self.ws
+            ws.counter.count(_WARM_QUERY)
+            _ = ws.journal
+            if ws.embedder is not None:
+                _ = ws.cache
+            try:
+                ws.build_context(_WARM_QUERY, budget_tokens=256, record=False)
+            except IndexNotBuiltError:
+                return  # the first index is still being built: warm up on a later call
+            except CortexError as exc:
+                print(f"cortex: warm-up skipped ({exc})", file=sys.stderr)
+            self._warm = True
+
+    async def call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """Run ``fn`` on the read pool, giving up (TimeoutError) after ``REQUEST_TIMEOUT_S``."""
+        import anyio
+
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(READ_THREADS)
+        with anyio.fail_after(REQUEST_TIMEOUT_S):
+            # The thread cannot be killed: on timeout it finishes unseen and its answer is lost.
+            return await anyio.to_thread.run_sync(
+                partial(fn, *args, **kwargs), limiter=self._limiter, abandon_on_cancel=True
+            )
+
+    def _ready(self) -> Workspace:
+        if self._first_build:
+            raise IndexNotBuiltError(
+                "the first index of this workspace is being built; call again shortly "
+                "(or call index with wait=true)"
+            )
+        self.warm()
+        return self.ws
+
+    # -- reads ------------------------------------------------------------------------
+
+    def context(
+        self,
+        goal: str = "",
+        query: str = "",
+        tool_signals: Sequence[str] = (),
+        budget_tokens: int | None = None,
+        state: SessionState | None = None,
+    ) -> ContextPack:
+        """``Workspace.build_context`` with the servers' input limits."""
+        _check_text("goal", goal)
+        _check_text("query", query)
+        _check_items("tool_signals", tool_signals)
+        if state is not None:
+            _check_items("recent_turns", state.recent_turns)
+            _check_items("constraints", state.constraints)
+            _check_items("subgoals", state.subgoals)
+            for item in (*(t.text for t in state.recent_turns), *state.constraints,
+                         *state.subgoals):  # fmt: skip
+                _check_text("state", item)
+        if sum(len(s.encode()) for s in tool_signals) > MAX_SIGNAL_BYTES:
+            raise ConfigError(f"tool_signals are over {MAX_SIGNAL_BYTES} bytes; send less")
+        if budget_tokens is not None and not 64 <= budget_tokens <= MAX_BUDGET_TOKENS:
+            raise ConfigError(f"budget_tokens must be within 64..{MAX_BUDGET_TOKENS}")
+        return self._ready().build_context(
+            goal, query, tool_signals=list(tool_signals), state=state, budget_tokens=budget_tokens
+        )
+
+    def feedback(
+        self,
+        replay_key: str,
+        model_citations: Sequence[int | str],
+        tool_results: Sequence[ToolResult | str] = (),
+        outcome: str | None = None,
+    ) -> FeedbackResult:
+        """``Workspace.feedback``; an unknown key raises ``UnknownReplayKeyError``."""
+        _check_items("model_citations", model_citations)
+        _check_items("tool_results", tool_results)
+        said = sum(len(r if isinstance(r, str) else r.summary) for r in tool_results)
+        if said > MAX_SIGNAL_BYTES:
+            raise ConfigError(f"tool_results are over {MAX_SIGNAL_BYTES} characters; send less")
+        if outcome is not None:
+            _check_text("outcome", outcome)
+        ws = self._ready()
+        if ws.config.ledger:
+            self._known(replay_key)
+        return ws.feedback(replay_key, model_citations, tool_results, outcome)
+
+    def search(self, query: str, mode: str = "hybrid", k: int = 10) -> list[SearchHit]:
+        """``Workspace.search`` with the servers' input limits."""
+        _check_text("query", query)
+        if not 1 <= k <= MAX_K:
+            raise ConfigError(f"k must be within 1..{MAX_K}")
+        return self._ready().search(query, mode=mode, k=k)
+
+    def replay(self, replay_key: str) -> Replay:
+        """The prompt recorded under ``replay_key``, byte for byte."""
+        self._known(replay_key)
+        return self.ws.replay(replay_key)
+
+    def _known(self, replay_key: str) -> None:
+        _check_text("replay_key", replay_key)
+        if self.ws.journal.find(replay_key) is None:
+            raise UnknownReplayKeyError(f"unknown replay key {replay_key!r}: no turn recorded")
+
+    def resolve(self, uri: str, proof: Proof | None = None) -> dict[str, JSON]:
+        """``resolve_checked`` on this service's workspace (see there)."""
+        _check_text("uri", uri)
+        return resolve_checked(self._ready(), uri, proof)
+
+    def status(self, *, check_files: bool = True) -> dict[str, JSON]:
+        """What is indexed and how stale it is, plus the state of background refreshes."""
+        return to_json(self.ws.status(check_files=check_files)) | {"refresh": self._refresh_state()}
+
+    def _refresh_state(self) -> dict[str, JSON]:
+        with self._refresh_lock:
+            return {**self._last, "running": self._running}
+
+    # -- refresh ----------------------------------------------------------------------
+
+    def refresh(self, *, wait: bool = False) -> dict[str, JSON]:
+        """Bring the index up to date in the background (one refresh at a time in-process;
+        one asked for during a run makes one more run after it). ``wait`` blocks until done."""
+        with self._refresh_lock:
+            if self._running:
+                self._again = True
+            else:
+                self._running = True
+                self._refresher = threading.Thread(target=self._refresh_loop, daemon=True)
+                self._refresher.start()
+            thread = self._refresher
+        if wait and thread is not None:
+            thread.join(REFRESH_WAIT_S)
+        return self._refresh_state()
+
+    def _refresh_loop(self) -> None:
+        again = True
+        while again:
+            with self._refresh_lock:
+                self._again = False
+                self._last = {**self._last, "started_at": time.time()}
+            try:
+                if self._writer is None:  # only this thread sets it, while _running
+                    self._writer = Workspace.open(self.ws.root, self.ws.config)
+                report: dict[str, JSON] = {"report": to_json(self._writer.index()), "error": None}
+            except Exception as exc:  # a thread's end: keep the error where status shows it
+                report = {"report": None, "error": f"{type(exc).__name__}: {exc}"}
+            with self._refresh_lock:
+                self._last = {**self._last, **report, "finished_at": time.time()}
+                self._first_build = False
+                again = self._running = self._again
+
+    def _watch(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                if self.ws.status(check_files=True).stale_files:
+                    self.refresh()
+            except Exception as exc:  # the watcher must outlive a bad moment (a file mid-write)
+                print(f"cortex: watch: {exc}", file=sys.stderr)
+
+
+def _check_text(name: str, value: str) -> None:
+    if len(value.encode("utf-8", errors="replace")) > MAX_TEXT_BYTES:
+        raise ConfigError(f"{name} is over {MAX_TEXT_BYTES} bytes; send a shorter one")
+
+
+def _check_items(name: str, items: Sequence[object]) -> None:
+    if len(items) > MAX_ITEMS:
+        raise ConfigError(f"{name} has over {MAX_ITEMS} items")
+
+
+def resolve_checked(ws: Workspace, uri: str, proof: Proof | None) -> dict[str, JSON]:
+    """``Workspace.resolve`` with the checks every surface applies: the indexed text of
+    ``path#Lstart-Lend`` (or a whole file) for a caller whose proof matches the indexed
+    content, metadata only otherwise; a path outside the workspace, or a proof for another
+    path, raises ``ConfigError``. Adds ``exists``, ``indexed`` and ``verified``."""
+    match = _URI.match(uri.strip())
+    if match is None:
+        raise ConfigError(f"bad uri {uri!r}; use path#L10-L20, path#L10 or path")
+    rel, path = _inside(ws, match["path"])
+    if proof is not None and _inside(ws, proof.path)[0] != rel:
+        raise ConfigError(f"the proof is for {proof.path!r}, not {rel!r}")
+    lines = uri.strip()[len(match["path"]) :]
+    given = {"path": rel, "sha256": proof.sha256} if proof is not None else None
+    got = ws.resolve(rel + lines, given)
+    out = to_json(got)
+    out["uri"] = uri
+    out["exists"] = path.is_file()
+    out["indexed"] = got.sha256 is not None or got.start_line is not None
+    out["verified"] = None if proof is None else got.text is not None
+    if got.text is not None and len(got.text.encode()) > MAX_RESOLVE_BYTES:
+        out["text"] = None
+        out["reason"] = f"over {MAX_RESOLVE_BYTES} bytes; ask for fewer lines"
+    return out
+
+
+def _inside(ws: Workspace, rel: str) -> tuple[str, Path]:
+    posix = PurePosixPath(rel.strip().replace("\\", "/"))
+    if posix.is_absolute() or ".." in posix.parts or re.match(r"^[A-Za-z]:", str(posix)):
+        raise ConfigError(f"{rel!r} must be a path inside the workspace, without '..'")
+    root = ws.root
+    path = (root / posix).resolve()
+    if not path.is_relative_to(root) or path.is_relative_to(ws.state_dir):
+        raise ConfigError(f"{rel!r} is outside the workspace")
+    return path.relative_to(root).as_posix(), path

@@ -1,0 +1,88 @@
+"""Ledger integration: every turn recorded, replay byte-identical, feedback recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine import Config, ToolResult, UnknownReplayKeyError, Workspace
+from ledger import FeedbackRecord, Ledger, RecordKind, TurnRecord
+from tests.engine.test_workspace import make_repo
+
+CONFIG = Config(dense_model="hash")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """An indexed repository."""
+    workspace = Workspace.open(make_repo(tmp_path / "repo"), CONFIG)
+    workspace.index()
+    return workspace
+
+
+def test_turn_recorded_and_replayed_after_changes(ws: Workspace) -> None:
+    """replay(key) gives the recorded prompt byte for byte after the files changed."""
+    pack = ws.build_context("Fix the hook registry", "register_hook event", budget_tokens=1500)
+    (ws.root / "hooks.py").write_text("def unrelated():\n    return 0\n")
+    ws.index()
+    replay = ws.replay(pack.replay_key)
+    assert replay.text == pack.render() and replay.tokens_used == pack.tokens_used
+    with Ledger.open(ws.state_dir / "ledger.sqlite") as ledger:
+        turn = ledger.turn_by_replay_key(pack.replay_key)
+        assert isinstance(turn, TurnRecord)
+        assert [s.sha256 for s in turn.snippets] == [s.sha256 for s in pack.citations]
+        assert ledger.verify(blobs=True).ok
+
+
+def test_rebuild_shows_the_difference(ws: Workspace) -> None:
+    """--rebuild is empty when nothing changed and shows a diff after an edit."""
+    pack = ws.build_context("Fix the hook registry", "register_hook event", budget_tokens=1500)
+    assert ws.replay(pack.replay_key, rebuild=True).diff == ""
+    (ws.root / "hooks.py").write_text(
+        "class Session:\n    def register_hook(self, event, hook):\n        return None\n"
+    )
+    ws.index()
+    diff = ws.replay(pack.replay_key, rebuild=True).diff
+    assert diff.startswith("--- recorded") and "return None" in diff
+
+
+def test_feedback_is_recorded_in_the_chain(ws: Workspace) -> None:
+    """feedback appends a record with valid, dropped and stale citations and tool results."""
+    pack = ws.build_context("Fix the hook registry", "register_hook event", budget_tokens=1500)
+    result = ws.feedback(
+        pack.replay_key, [1, 77, "[bad"], [ToolResult("pytest", False, "1 failed")], "failed"
+    )
+    assert result.valid == (1,) and result.dropped == ("77", "[bad")
+    with Ledger.open(ws.state_dir / "ledger.sqlite") as ledger:
+        records = list(ledger.records())
+        assert [r.kind for r in records] == [RecordKind.TURN, RecordKind.FEEDBACK]
+        feedback = records[-1]
+        assert isinstance(feedback, FeedbackRecord)
+        assert feedback.cited == (1,) and feedback.dropped == ("77", "[bad")
+        assert feedback.outcome == "failed" and feedback.tool_results[0].name == "pytest"
+        assert ledger.verify().ok
+
+
+def test_unknown_replay_key(ws: Workspace) -> None:
+    """An unknown key is a clear error."""
+    with pytest.raises(UnknownReplayKeyError, match="unknown replay key"):
+        ws.replay("0" * 32)
+
+
+def test_unwritable_ledger_does_not_stop_build_context(tmp_path: Path) -> None:
+    """A ledger that cannot be written is reported in the advisory; the pack still comes."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    config = CONFIG.with_(ledger_path=str(blocker / "ledger.sqlite"))
+    with Workspace.open(make_repo(tmp_path / "repo"), config) as ws:
+        ws.index()
+        pack = ws.build_context("Fix the hook registry", "register_hook", budget_tokens=1000)
+        assert pack.citations
+        assert any(note.startswith("ledger: this turn was not recorded") for note in pack.advisory)
+
+
+def test_library_call_can_skip_recording(ws: Workspace) -> None:
+    """record=False builds without touching the ledger."""
+    ws.build_context("Fix the hook registry", "register_hook", budget_tokens=1000, record=False)
+    assert not (ws.state_dir / "ledger.sqlite").exists()

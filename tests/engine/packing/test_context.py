@@ -1,0 +1,240 @@
+"""build_context on a real indexed repository: budget, determinism, lanes, MMR, advisory."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import (
+    Config,
+    ConfigError,
+    Lane,
+    SessionState,
+    TiktokenCounter,
+    ToolSignal,
+    Turn,
+    UnknownReplayKeyError,
+    Workspace,
+)
+from tests.engine.test_workspace import GIT_ENV, make_repo
+
+COUNTER = TiktokenCounter()
+CONFIG = Config(dense_model="hash")
+
+
+def _add_module(root: Path, name: str, body: str) -> None:
+    (root / name).write_text(body)
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """An indexed repository with a near-duplicate pair and a parser module."""
+    root = make_repo(tmp_path_factory.mktemp("ctx") / "repo", files=30)
+    tokenizer = (
+        "def tokenize_header(raw):\n"
+        '    """Split a raw header into (name, value) pairs."""\n'
+        "    pairs = []\n"
+        "    for line in raw.splitlines():\n"
+        "        name, _, value = line.partition(':')\n"
+        "        pairs.append((name.strip(), value.strip()))\n"
+        "    return pairs\n"
+    )
+    _add_module(root, "headers.py", tokenizer)
+    _add_module(root, "headers_copy.py", tokenizer.replace("tokenize_header", "tokenize_header2"))
+    _add_module(
+        root,
+        "parser.py",
+        "class HeaderParser:\n"
+        "    def parse(self, raw):\n"
+        "        return dict(tokenize_header(raw))\n\n"
+        "    def parse_strict(self, raw):\n"
+        "        if not raw:\n"
+        "            raise ValueError('empty header')\n"
+        "        return self.parse(raw)\n",
+    )
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=GIT_ENV)
+    subprocess.run(["git", "commit", "-qm", "more"], cwd=root, check=True, env=GIT_ENV)
+    workspace = Workspace.open(root, CONFIG)
+    workspace.index()
+    return workspace
+
+
+_WORDS = st.sampled_from(
+    ["header", "parse", "tokenize_header", "HeaderParser", "compute_3", "offset", "value",
+     "register hook", "empty", "ValueError", "nothing_here", "strict", "README"]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(_WORDS, min_size=1, max_size=6), st.integers(min_value=120, max_value=3000))
+def test_render_never_exceeds_budget(ws: Workspace, words: list[str], budget: int) -> None:
+    """For any query and budget, the rendered prompt fits the budget (tiktoken count)."""
+    query = " ".join(words)
+    state = SessionState(recent_turns=(Turn("user", "earlier: " + query * 3),))
+    pack = ws.build_context("Fix: " + query, query, state=state, budget_tokens=budget)
+    assert COUNTER.count(pack.render()) == pack.tokens_used <= budget
+
+
+def test_identical_calls_identical_output(ws: Workspace) -> None:
+    """Two identical calls (even from a fresh Workspace) give the same bytes and replay key."""
+    args = ("Make HeaderParser.parse_strict accept empty headers", "parse_strict empty header")
+    a = ws.build_context(*args, budget_tokens=1500)
+    b = ws.build_context(*args, budget_tokens=1500)
+    with Workspace.open(ws.root, CONFIG) as fresh:
+        c = fresh.build_context(*args, budget_tokens=1500)
+    assert a.render() == b.render() == c.render()
+    assert a.replay_key == b.replay_key == c.replay_key
+    assert a.replay_key != ws.build_context(*args, budget_tokens=1501).replay_key
+
+
+def test_finds_the_definition_and_cites_it(ws: Workspace) -> None:
+    """The section defining the named method is packed and cited with a hash and lines."""
+    pack = ws.build_context("Fix parse_strict", "HeaderParser.parse_strict rejects empty input")
+    first = pack.citations[0]
+    assert first.symbol in ("HeaderParser.parse_strict", "HeaderParser.parse")
+    assert any(s.symbol == "HeaderParser.parse_strict" for s in pack.citations)
+    assert f"[{first.id}] parser.py:" in pack.render()
+    assert f"Hash: sha256:{first.sha256[:12]}" in pack.render()
+
+
+def test_lane_order_and_caps(ws: Workspace) -> None:
+    """Lanes come in order (instruction, goal, recent, evidence) and recent turns respect
+    their cap, newest kept."""
+    turns = tuple(Turn("user", f"turn {i}: " + "words " * 120) for i in range(6))
+    pack = ws.build_context(
+        "Fix the header parser", "tokenize_header", state=SessionState(recent_turns=turns),
+        budget_tokens=2000,
+    )  # fmt: skip
+    lanes = [b.lane for b in pack.prompt_blocks]
+    assert lanes[:3] == [Lane.INSTRUCTION, Lane.GOAL, Lane.RECENT]
+    assert lanes.index(Lane.EVIDENCE) == 3
+    recent = next(b for b in pack.prompt_blocks if b.lane is Lane.RECENT)
+    assert recent.tokens <= 0.2 * 2000
+    assert "turn 5:" in recent.text and "turn 0:" not in recent.text
+
+
+def test_near_duplicates_not_both_packed(ws: Workspace) -> None:
+    """Of two near-identical sections, one is packed while other relevant evidence fits."""
+    pack = ws.build_context(
+        "tokenize header pairs", "tokenize_header split raw header", budget_tokens=900
+    )
+    symbols = [s.symbol for s in pack.citations]
+    assert not {"tokenize_header", "tokenize_header2"} <= set(symbols)
+    assert any(s.startswith("HeaderParser") for s in symbols)
+
+
+def test_left_out_evidence_is_reachable(ws: Workspace) -> None:
+    """A small budget leaves evidence out as pointers with reasons, and says so."""
+    pack = ws.build_context("compute offsets", "compute offset value", budget_tokens=400)
+    assert pack.reachable and all(p.reason for p in pack.reachable)
+    assert pack.omitted_tokens > 0
+    assert "## Not shown" in pack.render()
+
+
+def test_advisory_names_missing_code(ws: Workspace) -> None:
+    """Asking about code that is not there says so and names it."""
+    pack = ws.build_context("Fix FrobnicatorWidget", "FrobnicatorWidget.spin_up crashes")
+    assert any("FrobnicatorWidget" in note for note in pack.advisory)
+
+
+def test_tool_signal_grounding(ws: Workspace) -> None:
+    """A traceback frame pulls in the section holding that line."""
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/ci/project/parser.py", line 7, in parse_strict\n'
+        "ValueError: empty header\n"
+    )
+    pack = ws.build_context("Fix the crash", "crash", tool_signals=[ToolSignal(trace)])
+    hit = next(s for s in pack.citations if s.symbol == "HeaderParser.parse_strict")
+    assert "signal" in hit.reason_tag
+
+
+def test_goal_larger_than_budget_is_an_error(ws: Workspace) -> None:
+    """A goal that alone exceeds the budget fails loudly instead of being cut."""
+    with pytest.raises(ConfigError, match="budget"):
+        ws.build_context("word " * 500, "x", budget_tokens=100)
+
+
+def test_feedback_drops_out_of_set_and_flags_stale(ws: Workspace, tmp_path: Path) -> None:
+    """Out-of-set and malformed ids are dropped; an edited source makes a citation stale."""
+    pack = ws.build_context("Fix parse_strict", "HeaderParser parse_strict", budget_tokens=1200)
+    n = len(pack.citations)
+    result = ws.feedback(pack.replay_key, [1, "[1]", n + 5, "[x]", "2"])
+    assert result.valid == (1, 2) and result.dropped == (str(n + 5), "[x]")
+    assert result.stale == ()
+    target = next(s for s in pack.citations if s.source_uri.startswith("parser.py"))
+    original = (ws.root / "parser.py").read_text()
+    try:
+        (ws.root / "parser.py").write_text(original.replace("raise ValueError", "raise KeyError"))
+        again = ws.feedback(pack.replay_key, [target.id])
+        assert again.stale == (target.id,)
+    finally:
+        (ws.root / "parser.py").write_text(original)
+    with pytest.raises(UnknownReplayKeyError, match="unknown replay key"):
+        ws.feedback("nope", [1])
+
+
+def test_one_hop_expansion_pulls_in_a_callee(ws: Workspace) -> None:
+    """With expansion on, the definition a top candidate calls becomes a candidate."""
+    from dataclasses import replace
+
+    from engine import ContextSettings, RecallSettings
+
+    settings = ContextSettings(recall=replace(RecallSettings(), expand_from=5))
+    ranked: list = []  # type: ignore[type-arg]
+    ws.build_context("strict parsing", "parse_strict", explain=ranked, settings=settings,
+                     record=False)  # fmt: skip
+    assert any("expand" in s.reason for s in ranked if s.chunk.symbol == "tokenize_header")
+
+
+def test_goal_is_searched_on_its_own(ws: Workspace) -> None:
+    """A goal that differs from the request gets its own lists; one that repeats it does not."""
+    ranked: list = []  # type: ignore[type-arg]
+    ws.build_context("split a raw header into name value pairs", "parse_strict",
+                     explain=ranked, record=False)  # fmt: skip
+    tokenizer = [s for s in ranked if s.chunk.symbol == "tokenize_header"]
+    assert tokenizer and "goal_bm25" in tokenizer[0].reason
+    strict = [s for s in ranked if s.chunk.symbol.endswith("parse_strict")]
+    assert strict and "bm25" in strict[0].reason.split("+")  # the request's own lists remain
+    same: list = []  # type: ignore[type-arg]
+    ws.build_context("parse_strict", "parse_strict", explain=same, record=False)
+    assert same and not any("goal_" in s.reason for s in same)
+
+
+def test_recall_reads_only_what_it_keeps(ws: Workspace) -> None:
+    """Keeping the best k gives the head of the full fused list; an id whose chunk is
+    missing is skipped and the next one takes its place."""
+    from engine.core import RecallSettings
+    from engine.retrieval import fuse_lists, recall
+
+    view, _ = ws.view()
+    full = recall(view, "parse header value", ["HeaderParser"], [], None, None, RecallSettings())
+    head = recall(view, "parse header value", ["HeaderParser"], [], None, None, RecallSettings(),
+                  keep=4)  # fmt: skip
+    assert len(full) > 4
+    assert [c.chunk.id for c in head] == [c.chunk.id for c in full[:4]]
+    assert [c.fused for c in head] == [c.fused for c in full[:4]]
+    lists = {"bm25": [("no-such-chunk", 9.0)] + [(c.chunk.id, 1.0) for c in full[:3]]}
+    fused = fuse_lists(view, lists, RecallSettings(), keep=3)
+    assert [c.chunk.id for c in fused] == [c.chunk.id for c in full[:3]]
+    assert [c.ranks["bm25"] for c in fused] == [2, 3, 4]  # ranks keep the missing one's place
+
+
+def test_feedback_without_a_ledger_uses_recent_turns(tmp_path: Path) -> None:
+    """With the ledger off, feedback checks citations against this process's recent turns."""
+    root = make_repo(tmp_path / "repo")
+    with Workspace.open(root, Config(dense_model="hash", ledger=False,
+                                     state_dir=str(tmp_path / "state"))) as local:  # fmt: skip
+        local.index()
+        pack = local.build_context("Fix compute", "compute offset", budget_tokens=1500)
+        assert pack.citations
+        result = local.feedback(pack.replay_key, [1, len(pack.citations) + 3])
+        assert result.valid == (1,) and result.dropped == (str(len(pack.citations) + 3),)
+        with pytest.raises(UnknownReplayKeyError, match="not built in this process"):
+            local.feedback("0" * 32, [1])

@@ -1,0 +1,252 @@
+"""``cortex serve``: the JSON API and MCP over HTTP against a real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from engine import Config, Workspace
+from engine.serve import MAX_BODY_BYTES, Service
+from engine.serve._http import _status
+from tests.engine.serve.test_mcp import REPO_ROOT, indexed_repo, server_env
+
+TOKEN = "test-token"
+START_TIMEOUT_S = 30.0
+
+
+class Server:
+    """A running ``cortex serve`` subprocess and a small urllib client for it."""
+
+    def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
+        self.proc = proc
+        self.url = url
+
+    def request(
+        self, method: str, path: str, body: object = None, *, token: str | None = TOKEN,
+        raw: bytes | None = None, headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:  # fmt: skip
+        """(status, parsed JSON) of one request."""
+        data = raw if raw is not None else None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            req.add_header(name, value)
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read() or b"null")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``cortex serve <repo> --port 0 --token ...`` started once for the module."""
+    repo, state = indexed_repo(tmp_path_factory.mktemp("http"))
+    cmd = [sys.executable, "-m", "engine.cli", "serve", str(repo), "--port", "0"]
+    proc = subprocess.Popen(
+        [*cmd, "--token", TOKEN, "--watch", "0"],
+        env=server_env(state),
+        cwd=REPO_ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    deadline = time.monotonic() + START_TIMEOUT_S
+    line = ""
+    while "serving" not in line and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        assert line or proc.poll() is None, "the server exited before it was ready"
+    url = line.split(" at ", 1)[1].split()[0]
+    assert url.startswith("http://127.0.0.1:")
+    threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep the pipe drained
+    yield Server(proc, url)
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_healthz_needs_no_token_but_everything_else_does(server: Server) -> None:
+    """/healthz answers anyone; /v1 and /mcp answer 401 without the right bearer token."""
+    assert server.request("GET", "/healthz", token=None) == (200, {"status": "ok"})
+    for token in (None, "wrong"):
+        status, body = server.request("GET", "/v1/status", token=token)
+        assert status == 401 and body["error"]["type"] == "unauthorized"
+    assert server.request("POST", "/mcp", {}, token=None)[0] == 401
+
+
+@pytest.mark.parametrize(
+    "headers", [{"Host": "evil.example:80"}, {"Origin": "http://evil.example"}]
+)
+def test_foreign_host_or_origin_is_refused(server: Server, headers: dict[str, str]) -> None:
+    """A loopback server refuses a rebound Host or a foreign page's Origin (403)."""
+    status, body = server.request("GET", "/v1/status", headers=headers)
+    assert status == 403 and body["error"]["type"] == "forbidden"
+    local = {"Origin": server.url}
+    assert server.request("GET", "/v1/status", headers=local)[0] == 200
+
+
+def test_a_call_over_the_time_limit_times_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Service.call gives up after REQUEST_TIMEOUT_S; the HTTP layer maps that to 504."""
+    monkeypatch.setattr("engine.serve._service.REQUEST_TIMEOUT_S", 0.05)
+    service = Service(Workspace.open(tmp_path, Config(dense_model="hash")))
+    with pytest.raises(TimeoutError):
+        anyio.run(service.call, time.sleep, 0.5)
+    assert _status(TimeoutError()) == (504, "timeout")
+    service.close()
+
+
+def test_context_feedback_replay(server: Server) -> None:
+    """POST /v1/context within budget; feedback validates; replay returns the same render."""
+    status, pack = server.request(
+        "POST", "/v1/context", {"goal": "register a hook", "budget_tokens": 300}
+    )
+    assert status == 200 and pack["tokens_used"] <= 300
+    assert pack["citations"][0]["source_uri"] == "hooks.py#L2-L4"
+    assert pack["render"].startswith("You are working in a code repository")
+    key = pack["replay_key"]
+    status, fb = server.request(
+        "POST", "/v1/feedback", {"replay_key": key, "model_citations": [1, "[9]"],
+                                 "tool_results": ["pytest passed", {"name": "ruff", "ok": True,
+                                                                    "summary": "clean"}],
+                                 "outcome": "success"},
+    )  # fmt: skip
+    assert status == 200 and fb["valid"] == [1] and fb["dropped"] == ["[9]"]
+    status, replay = server.request("GET", f"/v1/replay/{key}")
+    assert status == 200 and replay["text"] == pack["render"]
+
+
+def test_search_status_index_openapi(server: Server) -> None:
+    """The read routes answer JSON; the OpenAPI document lists every route."""
+    status, found = server.request("GET", "/v1/search?q=register_hook&mode=bm25&k=2")
+    assert status == 200 and found["hits"][0]["symbol"] == "Session.register_hook"
+    status, st = server.request("GET", "/v1/status")
+    assert status == 200 and st["indexed"] and st["files"] == 8
+    status, done = server.request("POST", "/v1/index?wait=1")
+    assert status == 200 and done["report"]["unchanged"] == 8
+    status, doc = server.request("GET", "/v1/resolve?uri=hooks.py%23L2-L4")
+    assert status == 200 and doc["text"] is None and doc["sha256"]  # no proof: metadata
+    status, doc = server.request("GET", f"/v1/resolve?uri=hooks.py%23L2-L4&sha256={doc['sha256']}")
+    assert status == 200 and "register_hook" in doc["text"]
+    status, spec = server.request("GET", "/openapi.json")
+    assert status == 200 and {"/v1/context", "/v1/feedback", "/healthz"} <= set(spec["paths"])
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "raw", "code"),
+    [
+        ("POST", "/v1/context", None, b"{not json", 400),
+        ("POST", "/v1/context", {"goal": 5}, None, 400),
+        ("POST", "/v1/context", {"goal": "x", "budget_tokens": "many"}, None, 400),
+        ("POST", "/v1/context", {"goal": "", "query": ""}, None, 400),
+        ("POST", "/v1/context", {"goal": "x", "tool_signals": [1]}, None, 400),
+        ("POST", "/v1/feedback", {"model_citations": [1]}, None, 400),
+        ("POST", "/v1/feedback", {"replay_key": "nope", "model_citations": [1]}, None, 404),
+        ("GET", "/v1/replay/nope", None, None, 404),
+        ("GET", "/v1/search?q=x&mode=fuzzy", None, None, 400),
+        ("GET", "/v1/search?q=x&k=-1", None, None, 400),
+        ("GET", "/v1/resolve?uri=../etc/passwd", None, None, 400),
+        ("GET", "/v1/nothing", None, None, 404),
+        ("GET", "/v1/context", None, None, 405),
+        ("POST", "/v1/context", None, b'{"goal": "' + b"x" * MAX_BODY_BYTES + b'"}', 413),
+    ],
+)
+def test_bad_requests_get_json_errors(
+    server: Server, method: str, path: str, body: object, raw: bytes | None, code: int
+) -> None:
+    """Bad input, unknown keys and routes, and oversized bodies: the right code, JSON error."""
+    status, answer = server.request(method, path, body, raw=raw)
+    assert status == code
+    assert answer["error"]["type"] and answer["error"]["message"]
+
+
+def test_four_concurrent_clients_get_identical_renders(server: Server) -> None:
+    """Four threads asking at once all succeed and get byte-identical renders."""
+    request = {"goal": "compute the offset", "query": "offset_3 value", "budget_tokens": 500}
+    results: list[tuple[int, Any]] = []
+    barrier = threading.Barrier(4)
+
+    def ask() -> None:
+        barrier.wait()
+        results.append(server.request("POST", "/v1/context", request))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert [status for status, _ in results] == [200] * 4
+    assert len({body["render"] for _, body in results}) == 1
+    assert len({body["replay_key"] for _, body in results}) == 1
+
+
+def test_mcp_over_http_with_the_official_client(server: Server) -> None:
+    """The SDK's streamable HTTP client, with the token, lists tools and builds a context."""
+
+    async def session() -> tuple[set[str], str]:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            Client(streamable_http_client(server.url + "/mcp", http_client=http)) as client,
+        ):
+            names = {t.name for t in (await client.list_tools()).tools}
+            result = await client.call_tool("build_context", {"goal": "register a hook"})
+            return names, result.content[0].text
+
+    names, render = anyio.run(session)
+    assert "build_context" in names and "hooks.py" in render
+
+
+def test_reads_keep_answering_while_a_refresh_runs(tmp_path: Path) -> None:
+    """Reads in four threads during a background refresh all succeed; the new code is found."""
+    repo, state = indexed_repo(tmp_path)
+    for i in range(40):
+        (repo / f"extra{i}.py").write_text(f"def brand_new_{i}(x):\n    return x + {i}\n")
+    # "advise": reads answer from the index as it is instead of refreshing it themselves.
+    config = Config(dense_model="hash", state_dir=str(state), refresh="advise")
+    service = Service.open(repo, config)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                service.context("register a hook", budget_tokens=300)
+                service.search("brand_new", k=3)
+            except BaseException as exc:  # any failure under concurrency is the finding
+                errors.append(exc)
+                return
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for t in readers:
+        t.start()
+    try:
+        done = service.refresh(wait=True)
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        for t in readers:
+            t.join(timeout=30)
+    assert not errors, errors
+    assert done["error"] is None and done["report"]["added"] == 40  # type: ignore[index]
+    assert service.search("brand_new_7", mode="bm25", k=1)[0].chunk.path == "extra7.py"
+    assert service.ws.journal.verify().ok  # turns recorded from four threads: one intact chain
+    service.close()
+    with Workspace.open(repo, Config(dense_model="hash", state_dir=str(state))) as ws:
+        assert ws.status(check_files=True).stale_files == 0

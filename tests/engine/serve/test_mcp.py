@@ -1,0 +1,231 @@
+"""``cortex mcp``: the official MCP client drives the server over stdio, end to end."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from engine import Config, TiktokenCounter, Workspace
+from engine.core import ConfigError, IndexNotBuiltError
+from engine.serve import MAX_TEXT_BYTES, Proof, Service
+from indexers import sha256_text
+from tests.engine.test_workspace import GIT_ENV, make_repo
+
+TOOLS = {"build_context", "feedback", "search", "resolve", "replay", "status", "index"}
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def server_env(state: Path) -> dict[str, str]:
+    """The environment a server subprocess gets: the fast fake embedder, state under tmp."""
+    return {
+        **GIT_ENV,
+        "CORTEX_DENSE_MODEL": "hash",
+        "CORTEX_STATE_DIR": str(state),
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+
+
+def indexed_repo(base: Path) -> tuple[Path, Path]:
+    """A small committed repository, indexed with the hash embedder; (repo, state dir)."""
+    repo = make_repo(base / "repo")
+    state = base / "state"
+    with Workspace.open(repo, Config(dense_model="hash", state_dir=str(state))) as ws:
+        ws.index()
+    return repo, state
+
+
+Call = Callable[[str, dict[str, Any]], Any]
+
+
+@pytest.fixture(scope="module")
+def mcp_call(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Call, Any]]:
+    """One ``cortex mcp`` subprocess for the module, and a blocking ``call_tool``."""
+    repo, state = indexed_repo(tmp_path_factory.mktemp("mcp"))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "engine.cli", "mcp", str(repo), "--watch", "0"],
+        env=server_env(state),
+        cwd=str(REPO_ROOT),
+    )
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(Client(params, read_timeout_seconds=30)) as client,
+    ):
+
+        def call(name: str, args: dict[str, Any]) -> Any:
+            return portal.call(client.call_tool, name, args)
+
+        yield call, (portal, client)
+
+
+def test_lists_the_seven_tools_with_descriptions(mcp_call: tuple[Call, Any]) -> None:
+    """tools/list has all seven tools, each saying when to call it."""
+    _, (portal, client) = mcp_call
+    tools = {t.name: t for t in portal.call(client.list_tools).tools}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 80, tool.name
+    assert "[n]" in (tools["build_context"].description or "")
+    assert "feedback" in (tools["build_context"].description or "")
+
+
+def test_build_context_feedback_replay_round_trip(mcp_call: tuple[Call, Any]) -> None:
+    """A pack within budget whose text is the render; feedback counts; replay gives it back."""
+    call, _ = mcp_call
+    result = call("build_context", {"goal": "register a hook", "budget_tokens": 400})
+    assert not result.is_error
+    body = result.structured_content
+    render = result.content[0].text
+    assert body["tokens_used"] <= 400 and body["budget_tokens"] == 400
+    assert TiktokenCounter().count(render) <= 400
+    assert body["citations"] and body["citations"][0]["source_uri"] == "hooks.py#L2-L4"
+    assert {"id", "title", "source_uri", "start_line", "sha256"} <= set(body["citations"][0])
+    assert body["replay_key"] in result.content[1].text  # the footer names the key
+    key = body["replay_key"]
+
+    fb = call("feedback", {"replay_key": key, "model_citations": [1, "[2]", 99, "x"]})
+    assert not fb.is_error
+    assert fb.structured_content["valid"] == [1, 2]
+    assert fb.structured_content["dropped"] == ["99", "x"]
+
+    again = call("replay", {"replay_key": key})
+    assert not again.is_error and again.content[0].text == render
+
+
+def test_resolve_with_and_without_proof(mcp_call: tuple[Call, Any]) -> None:
+    """Without a proof: metadata (sha256, tokens) only; a matching proof (the lines' sha256
+    or the file's) gets the text, a wrong one is withheld."""
+    call, _ = mcp_call
+    plain = call("resolve", {"uri": "hooks.py#L2-L4"})
+    assert not plain.is_error and plain.structured_content["text"] is None
+    sha = plain.structured_content["sha256"]
+    good = call("resolve", {"uri": "hooks.py#L2-L4", "proof": {"path": "hooks.py", "sha256": sha}})
+    assert good.structured_content["verified"] is True
+    assert "def register_hook" in good.structured_content["text"]
+    assert sha256_text(good.structured_content["text"]) == sha
+    bad = call("resolve", {"uri": "hooks.py#L2-L4", "proof": {"path": "hooks.py", "sha256": "0"}})
+    assert not bad.is_error
+    assert bad.structured_content["verified"] is False and bad.structured_content["text"] is None
+
+
+@pytest.mark.parametrize("uri", ["../secret.txt", "/etc/passwd", "sub/../../x.py#L1-L2"])
+def test_resolve_outside_the_workspace_is_a_tool_error(
+    mcp_call: tuple[Call, Any], uri: str
+) -> None:
+    """A path with '..' or an absolute path is refused as a tool error."""
+    call, _ = mcp_call
+    result = call("resolve", {"uri": uri})
+    assert result.is_error and "inside the workspace" in result.content[0].text
+
+
+def test_bad_input_is_a_tool_error_and_the_server_stays_up(mcp_call: tuple[Call, Any]) -> None:
+    """Unknown key, wrong types, oversized query: clear tool errors; later calls still work."""
+    call, _ = mcp_call
+    unknown = call("replay", {"replay_key": "no-such-key"})
+    assert unknown.is_error and "unknown replay key" in unknown.content[0].text
+    wrong = call("build_context", {"goal": 5})
+    assert wrong.is_error and "goal" in wrong.content[0].text
+    missing = call("feedback", {"model_citations": [1]})
+    assert missing.is_error and "replay_key" in missing.content[0].text
+    huge = call("build_context", {"goal": "x", "query": "y" * (MAX_TEXT_BYTES + 1)})
+    assert huge.is_error and "query" in huge.content[0].text
+    fine = call("search", {"query": "register_hook", "k": 2})
+    assert not fine.is_error
+    assert fine.structured_content["hits"][0]["symbol"] == "Session.register_hook"
+
+
+def test_status_and_index_tools(mcp_call: tuple[Call, Any]) -> None:
+    """status reports the index; index with wait refreshes it and reports what it did."""
+    call, _ = mcp_call
+    status = call("status", {})
+    assert status.structured_content["indexed"] and status.structured_content["files"] == 8
+    done = call("index", {"wait": True})
+    assert not done.is_error and done.structured_content["report"]["unchanged"] == 8
+
+
+def test_importing_the_servers_loads_no_sdk() -> None:
+    """engine, its CLI and both server modules import without loading mcp, starlette, uvicorn."""
+    heavy = ("mcp", "starlette", "uvicorn", "anyio", "pydantic")
+    code = (
+        "import sys, engine, engine.cli, engine.serve; "
+        f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == ""
+
+
+# -- the service itself, in process ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """A ``Service`` over a small indexed repository with a secret and a symlink out."""
+    base = tmp_path_factory.mktemp("service")
+    repo, state = indexed_repo(base)
+    (base / "outside.txt").write_text("not yours\n")
+    os.symlink(base / "outside.txt", repo / "escape.txt")
+    (repo / ".env").write_text("TOKEN=hunter2\n")
+    svc = Service.open(repo, Config(dense_model="hash", state_dir=str(state)))
+    yield svc
+    svc.close()
+
+
+def test_resolve_refuses_symlinks_out_and_unindexed_files(service: Service) -> None:
+    """A symlink leaving the root raises; a secret (never indexed) gives metadata only."""
+    with pytest.raises(ConfigError, match="outside the workspace"):
+        service.resolve("escape.txt")
+    secret = service.resolve(".env")
+    assert secret["exists"] and not secret["indexed"] and secret["text"] is None
+    data = (Path(service.ws.root) / ".env").read_bytes()
+    proved = service.resolve(".env", Proof(".env", hashlib.sha256(data).hexdigest()))
+    assert proved["text"] is None  # a proof cannot pull in what the index never held
+
+
+def test_resolve_whole_file_and_lines_past_the_end(service: Service) -> None:
+    """A bare path with the file's sha256 as proof gives the whole file; lines the file does
+    not have give metadata only."""
+    data = (Path(service.ws.root) / "mod1.py").read_bytes()
+    whole = service.resolve("mod1.py", Proof("mod1.py", hashlib.sha256(data).hexdigest()))
+    assert whole["text"] == data.decode().rstrip("\n")
+    gone = service.resolve("mod1.py#L40-L50")
+    assert gone["text"] is None and "lines" in str(gone["reason"])
+    with pytest.raises(ConfigError, match="proof is for"):
+        service.resolve("mod1.py#L1-L2", Proof("mod2.py", "0"))
+    with pytest.raises(ConfigError, match="line range"):
+        service.resolve("mod1.py#L5-L2")
+
+
+def test_service_limits(service: Service) -> None:
+    """Budgets, k and item counts outside the named limits are ConfigErrors."""
+    with pytest.raises(ConfigError, match="budget_tokens"):
+        service.context("goal", budget_tokens=10**9)
+    with pytest.raises(ConfigError, match="k must be"):
+        service.search("x", k=0)
+    with pytest.raises(ConfigError, match="items"):
+        service.context("goal", tool_signals=["x"] * 1000)
+
+
+def test_a_workspace_never_indexed_is_indexed_in_the_background(tmp_path: Path) -> None:
+    """Opening starts the first index in the background; calls say so, then answer."""
+    repo = make_repo(tmp_path / "repo")
+    svc = Service.open(repo, Config(dense_model="hash", state_dir=str(tmp_path / "state")))
+    try:
+        try:
+            svc.context("register a hook")
+        except IndexNotBuiltError as exc:
+            assert "being built" in str(exc)
+        done = svc.refresh(wait=True)
+        assert done["error"] is None and not done["running"]
+        assert svc.context("register a hook").citations[0].source_uri == "hooks.py#L2-L4"
+    finally:
+        svc.close()
