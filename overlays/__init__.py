@@ -9,7 +9,7 @@
 - ``check_proof``: proof of possession before text leaves the index.
 """
 
-from overlays._bm25 import DocTerms, FieldStats, TableStats, bm25, stored_length
+from overlays._bm25 import DocTerms, FieldStats, TableStats, TermTable, bm25, stored_length
 from overlays._diff import (
     GitState,
     base_commit,
@@ -22,7 +22,9 @@ from overlays._diff import (
     tree_token,
 )
 from overlays._git import Hunk, git_tracks, head_commit, working_diff
-from overlays._view import Found, Part, View
+from overlays._memory import OverlayMemory
+from overlays._part import Found, Part
+from overlays._view import View
 
 __all__ = [
     "DocTerms",
@@ -30,8 +32,10 @@ __all__ = [
     "Found",
     "GitState",
     "Hunk",
+    "OverlayMemory",
     "Part",
     "TableStats",
+    "TermTable",
     "View",
     "base_commit",
     "bm25",

@@ -18,7 +18,7 @@ import bisect
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,12 +29,12 @@ __all__ = [
     "DocTerms",
     "FieldStats",
     "TableStats",
+    "TermTable",
     "bm25",
     "idf",
     "packed",
     "rescale_bound",
     "stored_length",
-    "term_id",
 ]
 
 K1 = 1.2
@@ -66,6 +66,37 @@ def idf(docs: int, df: int) -> float:
     return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
 
 
+class TermTable:
+    """Numbers for the terms of one set of in-memory postings, so postings are arrays.
+
+    Owned by what holds the postings (an overlay's memory, see ``overlays._memory``) and
+    dropped with it: nothing process-wide grows with every term a long-running server has
+    ever seen. Safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._lock = threading.Lock()  # two threads must never give two terms one number
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def id(self, term: str, *, create: bool = True) -> int | None:
+        """The number of ``term`` (None if unseen and not ``create``)."""
+        found = self._ids.get(term)
+        if found is None and create:
+            with self._lock:
+                found = self._ids.setdefault(term, len(self._ids))
+        return found
+
+    def ids(self, terms: Collection[str]) -> np.ndarray:
+        """The numbers of ``terms`` (numbering the new ones), as an int64 array."""
+        with self._lock:
+            known = self._ids
+            return np.fromiter(
+                (known.setdefault(t, len(known)) for t in terms), dtype=np.int64, count=len(terms)
+            )
+
+
 @dataclass(frozen=True, slots=True)
 class DocTerms:
     """One document as BM25 sees it: per field, its raw token count and term frequencies."""
@@ -73,31 +104,21 @@ class DocTerms:
     id: str
     path: str
     fields: Mapping[str, tuple[int, Counter[str]]]
-    # Per field, (term ids, tfs) as arrays: computed on first use by ``packed``.
-    arrays: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False)
+    # Per field, (table, term ids, tfs): computed on first use by ``packed`` for a table.
+    arrays: dict[str, tuple[TermTable, np.ndarray, np.ndarray]] = field(
+        default_factory=dict, compare=False
+    )
 
 
-_TERM_IDS: dict[str, int] = {}  # every term this process has packed, numbered once
-_TERM_LOCK = threading.Lock()  # two threads must never give two terms one number
-
-
-def term_id(term: str, *, create: bool = True) -> int | None:
-    """The process-wide number of ``term`` (None if unseen and not ``create``)."""
-    found = _TERM_IDS.get(term)
-    if found is None and create:
-        with _TERM_LOCK:
-            found = _TERM_IDS.setdefault(term, len(_TERM_IDS))
-    return found
-
-
-def packed(doc: DocTerms, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """``doc``'s field ``name`` as (term ids, tfs) arrays, computed once per document."""
+def packed(doc: DocTerms, name: str, table: TermTable) -> tuple[np.ndarray, np.ndarray]:
+    """``doc``'s field ``name`` as (term ids in ``table``, tfs) arrays, computed once per
+    document and table."""
     got = doc.arrays.get(name)
-    if got is None:
+    if got is None or got[0] is not table:
         counts = doc.fields[name][1]
-        ids = np.fromiter((term_id(t) for t in counts), dtype=np.int64, count=len(counts))
-        got = doc.arrays[name] = (ids, np.fromiter(counts.values(), dtype=np.float64))
-    return got
+        tfs = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+        got = doc.arrays[name] = (table, table.ids(counts.keys()), tfs)
+    return got[1], got[2]
 
 
 @dataclass(slots=True)

@@ -19,101 +19,20 @@ Ties are broken by ids everywhere, never by which segment a result came from.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Collection, Sequence
+from typing import Any
 
 import numpy as np
 
 from indexers import Chunk
-from overlays._bm25 import (
-    K1,
-    B,
-    DocTerms,
-    FieldStats,
-    TableStats,
-    bm25,
-    idf,
-    packed,
-    rescale_bound,
-    stored_length,
-    term_id,
-)
+from overlays._bm25 import bm25, rescale_bound
+from overlays._memory import Memory, OverlayMemory
+from overlays._part import Found, Part
 
 __all__ = ["Found", "Part", "View"]
 
 TABLES = ("sections", "pages")
 _EPSILON = 1e-6  # relative slack on the bound: f32 scores from tantivy, f64 here
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    """A BM25 hit: a chunk id (sections) or page id (pages), its path, its score."""
-
-    id: str
-    path: str
-    score: float
-
-
-class Part(Protocol):
-    """What a segment offers to be composed into a View (engine adapts its Segment)."""
-
-    def query_terms(self, query: str) -> list[str]:
-        """The distinct terms a query searches for."""
-        ...
-
-    def lexical_weights(self, table: str) -> Mapping[str, float]:
-        """Field -> boost of the BM25 query on ``table``."""
-        ...
-
-    def lexical_search(
-        self, table: str, query: str, k: int, paths: Collection[str] | None
-    ) -> list[Found]:
-        """Top ``k`` of ``table`` by this segment's own BM25 (ties by id)."""
-        ...
-
-    def lexical_stats(self, table: str, terms: Sequence[str]) -> TableStats:
-        """This segment's exact statistics of ``table`` for ``terms``."""
-        ...
-
-    def doc_terms(self, table: str, found: Sequence[Found]) -> dict[str, DocTerms]:
-        """The analysed documents behind ``found``, by id."""
-        ...
-
-    def docs_of(self, table: str, paths: Iterable[str]) -> list[DocTerms]:
-        """Every document of ``table`` under ``paths``."""
-        ...
-
-    def dense_ids(
-        self, vector: np.ndarray, model_id: str, k: int, exclude: Collection[str] = ()
-    ) -> list[tuple[str, float]]:
-        """Top ``k`` (chunk id, cosine) outside the paths ``exclude``, ties by chunk id
-        ([] without a dense index for ``model_id``)."""
-        ...
-
-    def has_dense(self, model_id: str) -> bool:
-        """Whether this segment has vectors of ``model_id``."""
-        ...
-
-    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
-        """Chunks by id (unknown ids absent)."""
-        ...
-
-    def chunks_of(self, path: str) -> list[Chunk]:
-        """A file's chunks in line order."""
-        ...
-
-    def definitions(self, names: Sequence[str], limit: int) -> dict[str, list[tuple[str, str]]]:
-        """(chunk id, path) of sections defining each name, id order, ``limit`` per name."""
-        ...
-
-    def paths_like(self, suffix: str, limit: int) -> list[str]:
-        """Paths equal to ``suffix`` or ending in ``/suffix``, shortest first."""
-        ...
-
-    def files(self) -> Mapping[str, Any]:
-        """Every file's record by path."""
-        ...
 
 
 class View:
@@ -127,6 +46,7 @@ class View:
         overlay_paths: Collection[str] = (),
         tombstones: Collection[str] = (),
         ident: str = "",
+        memory: OverlayMemory | None = None,
     ) -> None:
         self.base = base
         self.overlay = overlay
@@ -134,7 +54,10 @@ class View:
         self.tombstones = frozenset(tombstones)
         self.hidden = self.overlay_paths | self.tombstones
         self.ident = ident
-        self._docs: dict[str, _Memory] = {}
+        # Shared with the Views before and after this one (``Layers`` passes it), so each
+        # View's in-memory side is advanced by what changed, not rebuilt.
+        self._shared = memory if memory is not None else OverlayMemory()
+        self._docs: dict[str, Memory] = {}
         self._files: dict[str, Any] | None = None
 
     @property
@@ -168,7 +91,9 @@ class View:
         own = self.base.lexical_stats(table, terms)
         view = memory.stats(own, terms)
         wanted = None if paths is None else set(paths)
-        scored = {f.id: f for f in memory.top(terms, view, weights, k, wanted)}
+        scored = {
+            i: Found(i, p, score) for i, p, score in memory.top(terms, view, weights, k, wanted)
+        }
         base_paths = None if wanted is None else sorted(wanted - self.hidden)
         if base_paths is None or base_paths:
             bound = rescale_bound(own, view, terms, weights)
@@ -191,13 +116,13 @@ class View:
                 depth *= 4
         return sorted(scored.values(), key=lambda f: (-f.score, f.id))[:k]
 
-    def _memory(self, table: str) -> _Memory:
+    def _memory(self, table: str) -> Memory:
         memory = self._docs.get(table)
         if memory is None:
             assert self.overlay is not None
-            added = self.overlay.docs_of(table, sorted(self.overlay_paths))
-            removed = self.base.docs_of(table, sorted(self.hidden))
-            memory = self._docs[table] = _Memory(added, removed)
+            memory = self._docs[table] = self._shared.memory(
+                table, self.base, self.overlay, self.overlay_paths, self.hidden
+            )
         return memory
 
     # -- dense ----------------------------------------------------------------------
@@ -287,110 +212,3 @@ class View:
             out.update(self.overlay.files())
             self._files = out
         return dict(self._files)
-
-
-class _Memory:
-    """The overlay's documents in memory (per field: term postings in one sorted array and
-    lengths), and how they and the hidden base documents move the statistics.
-
-    Built once per View from each document's packed arrays (computed once per document
-    and kept with it), so a View over tens of thousands of changed sections is ready in a
-    fraction of a second and no per-term work happens until a query asks for the term."""
-
-    def __init__(self, added: Sequence[DocTerms], removed: Sequence[DocTerms]) -> None:
-        self.ids = [doc.id for doc in added]
-        self.paths = [doc.path for doc in added]
-        self.docs_delta = len(added) - len(removed)
-        names = sorted({name for doc in (*added, *removed) for name in doc.fields})
-        self.fields = {name: _Postings(added, name) for name in names}
-        self.gone = {name: _Postings(removed, name) for name in names}
-
-    def top(
-        self,
-        terms: Sequence[str],
-        view: TableStats,
-        weights: Mapping[str, float],
-        k: int,
-        paths: Collection[str] | None,
-    ) -> list[Found]:
-        """The overlay's ``k`` best documents (and any tied with the k-th) under ``view``."""
-        total = np.zeros(len(self.ids))
-        for name, weight in weights.items():
-            postings = self.fields.get(name)
-            if weight == 0.0 or postings is None or not view.docs:
-                continue
-            average = view.average(name)
-            df = view.fields[name].df if name in view.fields else {}
-            for term in terms:
-                found = postings.get(term)
-                if found is None:
-                    continue
-                rows, tf = found  # same operations, same order as ``bm25``
-                norm = K1 * (1.0 - B + B * postings.lengths[rows] / average)
-                weight_idf = weight * idf(view.docs, df.get(term, 0)) * (K1 + 1.0)
-                total[rows] += weight_idf * tf / (tf + norm)
-        if paths is not None:
-            total[[i for i, p in enumerate(self.paths) if p not in paths]] = 0.0
-        hit = np.flatnonzero(total > 0)
-        if len(hit) > k:
-            cut = np.partition(total[hit], len(hit) - k)[len(hit) - k]
-            hit = hit[total[hit] >= cut]
-        return [Found(self.ids[i], self.paths[i], float(total[i])) for i in hit]
-
-    def stats(self, own: TableStats, terms: Sequence[str]) -> TableStats:
-        """The View's statistics: the base's, minus the hidden documents, plus the overlay's."""
-        fields: dict[str, FieldStats] = {}
-        for name in set(own.fields) | set(self.fields):
-            mine = own.fields.get(name, FieldStats())
-            add, gone = self.fields.get(name), self.gone.get(name)
-            tokens = mine.tokens + (add.total if add else 0) - (gone.total if gone else 0)
-            df = {t: mine.df.get(t, 0) + (add.df(t) if add else 0) - (gone.df(t) if gone else 0)
-                  for t in terms}  # fmt: skip
-            fields[name] = FieldStats(tokens, df)
-        return TableStats(own.docs + self.docs_delta, fields)
-
-
-class _Postings:
-    """One field of a set of documents: (doc, tf) pairs sorted by term id, and lengths."""
-
-    def __init__(self, docs: Sequence[DocTerms], name: str) -> None:
-        ids: list[np.ndarray] = []
-        tfs: list[np.ndarray] = []
-        widths: list[int] = []
-        lengths = np.zeros(len(docs), dtype=np.float64)
-        total = 0
-        for i, doc in enumerate(docs):
-            entry = doc.fields.get(name)
-            if entry is None:
-                widths.append(0)
-                continue
-            total += entry[0]
-            lengths[i] = float(stored_length(entry[0]))
-            term_ids, counts = packed(doc, name)
-            ids.append(term_ids)
-            tfs.append(counts)
-            widths.append(len(term_ids))
-        cols = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-        order = np.argsort(cols, kind="stable")
-        self.cols = cols[order]
-        self.rows = np.repeat(np.arange(len(docs), dtype=np.int64), widths)[order]
-        self.tfs = (np.concatenate(tfs) if tfs else np.zeros(0))[order]
-        self.lengths = lengths
-        self.total = total
-
-    def _span(self, term: str) -> tuple[int, int]:
-        col = term_id(term, create=False)
-        if col is None:
-            return 0, 0
-        lo, hi = np.searchsorted(self.cols, [col, col + 1])
-        return int(lo), int(hi)
-
-    def get(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """(doc rows, tfs) of the documents holding ``term`` in this field."""
-        lo, hi = self._span(term)
-        return (self.rows[lo:hi], self.tfs[lo:hi]) if hi > lo else None
-
-    def df(self, term: str) -> int:
-        """How many of the documents hold ``term`` in this field."""
-        lo, hi = self._span(term)
-        return hi - lo

@@ -26,8 +26,8 @@ ENGINE_ALLOWED: dict[str, set[str]] = {
     "memory": {"core"},
     "_workspace": {"core", "embed", "segment", "index", "retrieval", "packing", "memory"},
     "serve": {"core", "_workspace"},
-    "engine": {"_workspace", "core", "embed", "segment", "index", "retrieval", "packing",
-               "memory"},  # the facade  # fmt: skip
+    # The facade re-exports the public API from any part but the two shells.
+    "engine": {"_workspace", "core", "embed", "segment", "index", "retrieval", "packing", "memory"},
     "cli": {"engine", "serve"},
 }
 # The top-level packages of the distribution, and which others each may import.

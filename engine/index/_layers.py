@@ -37,6 +37,7 @@ from engine.index._update import ensure_dense, update_segment
 from engine.segment import Segment
 from indexers import SourceFile, TokenCounter, walk
 from overlays import (
+    OverlayMemory,
     View,
     base_commit,
     changed_paths,
@@ -86,6 +87,9 @@ class Layers:
         self.workspace = hashlib.sha256(str(root).encode()).hexdigest()[:12]
         self._segments: dict[Path, Segment] = {}
         self._view: tuple[tuple[str, int, int], View] | None = None
+        # Per (base, overlay) directory pair: the Views' in-memory side, advanced from one
+        # View to the next by what changed (the overlay's BM25 postings are not rebuilt).
+        self._memories: dict[tuple[Path, Path], OverlayMemory] = {}
         # The state folder, when it lives in the tree: never part of what differs.
         inside = state_dir.resolve()
         self.inside = (inside.relative_to(root).as_posix(),) if inside.is_relative_to(root) else ()
@@ -95,7 +99,7 @@ class Layers:
         for segment in self._segments.values():
             segment.close()
         self._segments.clear()
-        self._view = None
+        self.drop_memories()
 
     # -- where things are -------------------------------------------------------------
 
@@ -300,15 +304,28 @@ class Layers:
         key = (info.token, base.meta.generation, overlay.meta.generation)
         if self._view is not None and self._view[0] == key:
             return self._view[1]
+        pair = (self.base_dir(info.base), self.overlay_dir(info.branch))
+        memory = self._memories.setdefault(pair, OverlayMemory())
         view = View(
             base,
             overlay,
             overlay_paths=info.paths,
             tombstones=info.tombstones,
             ident=f"{info.base}:{overlay.meta.generation}:{info.token[:16]}",
+            memory=memory,
         )
         self._view = (key, view)
         return view
+
+    def drop_memories(self) -> None:
+        """Forget the Views' in-memory sides (the next View builds its own from scratch)."""
+        self._memories.clear()
+        self._view = None
+
+    def memory_reads(self) -> int:
+        """Paths whose documents the last View's in-memory side had to read (summed over
+        this workspace's base and overlay pairs)."""
+        return sum(m.last_read for m in self._memories.values())
 
     def base_segment(self) -> Segment:
         """The base segment this branch's View reads (for tools that sample the index)."""
@@ -366,6 +383,7 @@ class Layers:
         segment = self._segments.pop(directory, None)
         if segment is not None:
             segment.close()
+        self._memories = {k: v for k, v in self._memories.items() if directory not in k}
         self._view = None
         shutil.rmtree(directory, ignore_errors=True)
         parent = directory.parent

@@ -277,6 +277,16 @@ class MetaStore:
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def page_ids(self, paths: Sequence[str]) -> dict[str, str]:
+        """The page id (path and content hash) of each indexed path among ``paths``."""
+        out: dict[str, str] = {}
+        with self._lock:
+            for batch in _batches(list(paths)):
+                marks = ",".join("?" * len(batch))
+                out.update(self._db.execute(
+                    f"SELECT path, page_id FROM files WHERE path IN ({marks})", batch))  # fmt: skip
+        return out
+
     def ids_of(self, paths: Sequence[str]) -> list[tuple[str, str]]:
         """(path, chunk id) of every chunk under ``paths``, by path then line."""
         out: list[tuple[str, str, int, int]] = []

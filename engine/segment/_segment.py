@@ -157,6 +157,12 @@ class Segment:
             self._docs[("sections", chunk.id)] = _section_doc(chunk)
         return [self._docs[("sections", cid)] for cid in ids if ("sections", cid) in self._docs]
 
+    def file_keys(self, paths: Sequence[str]) -> dict[str, str]:
+        """Per indexed path: its page id (path and content) and how it was chunked, which
+        change whenever the path's documents do."""
+        chunker = self.meta.get_info("chunker") or ""
+        return {p: f"{page}:{chunker}" for p, page in self.meta.page_ids(paths).items()}
+
     def _page_doc(self, path: str) -> DocTerms | None:
         record = self.meta.file(path)
         if record is None:

@@ -125,3 +125,76 @@ def test_index_search_context_replay_ledger(tmp_path: Path) -> None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture
+def indexed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An indexed repository with the hash embedder set in the environment."""
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    root = _repo(tmp_path)
+    (root / "pkg").mkdir()
+    (root / "pkg" / "util.py").write_text("def helper(x):\n    return x * 2\n")
+    assert _run("index", str(root))[0] == EXIT_OK
+    return root
+
+
+def test_version_and_every_command_takes_path(capsys: pytest.CaptureFixture[str]) -> None:
+    """``cortex --version`` names the release; every command accepts ``--path``."""
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("cortex ")
+    commands = ["chunks", "index", "search", "context", "feedback", "resolve", "replay",
+                "ledger", "status", "gc", "mcp", "serve"]  # fmt: skip
+    for command in commands:
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "--path PATH" in capsys.readouterr().out, command
+
+
+def test_the_workspace_is_found_from_a_sub_folder(
+    indexed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from a sub-folder with no path, commands use the repository's index (as git
+    finds its repository), not a new one in the sub-folder."""
+    monkeypatch.chdir(indexed / "pkg")
+    code, text = _run("search", "helper", "--mode", "bm25")
+    assert code == EXIT_OK and "pkg/util.py:1-2  helper" in text
+    code, text = _run("status", "--fast")
+    assert code == EXIT_OK and str(indexed) in text
+    assert not (indexed / "pkg" / ".cortex").exists()
+
+
+def test_feedback_resolve_and_replay_commands(indexed: Path) -> None:
+    """context --json, then feedback on its key, resolve with its citation's proof, and
+    replay --json: the CLI speaks the same records as the servers."""
+    code, text = _run("context", "what does handler return", "--path", str(indexed), "--json")
+    pack = json.loads(text)
+    cite = pack["citations"][0]
+    code, text = _run("feedback", pack["replay_key"], "1", "[7]", "--outcome", "success",
+                      "--path", str(indexed), "--json")  # fmt: skip
+    expected = {"replay_key": pack["replay_key"], "valid": [1], "dropped": ["[7]"], "stale": []}
+    assert code == EXIT_OK and json.loads(text) == expected
+    code, text = _run("resolve", cite["source_uri"], "--sha256", cite["sha256"],
+                      "--path", str(indexed))  # fmt: skip
+    assert code == EXIT_OK and text.startswith("def handler(event):")
+    code, text = _run("resolve", cite["source_uri"], "--sha256", "0" * 64, "--path", str(indexed))
+    assert code == EXIT_ERROR and text.startswith("no text")
+    code, text = _run("replay", pack["replay_key"], "--path", str(indexed), "--json")
+    assert code == EXIT_OK and json.loads(text)["text"] == pack["render"]
+
+
+def test_errors_are_one_line_with_the_right_exit_code(
+    indexed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown replay key and a damaged ledger exit 1 with one line; a bad argument
+    value exits 2."""
+    capsys.readouterr()
+    code, _ = _run("replay", "0" * 32, "--path", str(indexed))
+    err = capsys.readouterr().err
+    assert code == EXIT_ERROR and err.count("\n") == 1 and "unknown replay key" in err
+    (indexed / ".cortex" / "ledger.sqlite").write_bytes(b"not a database, just bytes" * 100)
+    code, _ = _run("ledger", "verify", "--path", str(indexed))
+    err = capsys.readouterr().err
+    assert code == EXIT_ERROR and err.count("\n") == 1 and "ledger" in err
+    code, _ = _run("context", "handler", "--budget", "10", "--path", str(indexed))
+    assert code == EXIT_USAGE and "budget" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -19,9 +20,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from engine import Config, Workspace
-from engine.serve import MAX_BODY_BYTES, Service
+from engine import Config, SessionState, Turn, Workspace
+from engine.cli import main
+from engine.serve import MAX_BODY_BYTES, Service, to_json
 from engine.serve._http import _status
+from indexers import sha256_text
 from tests.engine.serve.test_mcp import REPO_ROOT, indexed_repo, server_env
 
 TOKEN = "test-token"
@@ -31,9 +34,11 @@ START_TIMEOUT_S = 30.0
 class Server:
     """A running ``cortex serve`` subprocess and a small urllib client for it."""
 
-    def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
+    def __init__(self, proc: subprocess.Popen[str], url: str, repo: Path, state: Path) -> None:
         self.proc = proc
         self.url = url
+        self.repo = repo
+        self.state = state
 
     def request(
         self, method: str, path: str, body: object = None, *, token: str | None = TOKEN,
@@ -75,7 +80,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = line.split(" at ", 1)[1].split()[0]
     assert url.startswith("http://127.0.0.1:")
     threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep the pipe drained
-    yield Server(proc, url)
+    yield Server(proc, url, repo, state)
     proc.terminate()
     proc.wait(timeout=10)
 
@@ -250,3 +255,67 @@ def test_reads_keep_answering_while_a_refresh_runs(tmp_path: Path) -> None:
     service.close()
     with Workspace.open(repo, Config(dense_model="hash", state_dir=str(state))) as ws:
         assert ws.status(check_files=True).stale_files == 0
+
+
+STATE = {
+    "recent_turns": [{"role": "user", "text": "we need a registry of hooks"}],
+    "constraints": ["keep the public API"],
+    "subgoals": ["find where hooks are registered"],
+}
+
+
+def test_one_request_one_answer_on_every_surface(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same request, with session state, through the library, the CLI's --json, HTTP
+    and MCP's structured content: the same JSON, field for field (replay key included)."""
+    ask = {"goal": "register a hook", "query": "where are hooks kept", "budget_tokens": 400}
+    status, http = server.request("POST", "/v1/context", {**ask, "state": STATE})
+    assert status == 200
+
+    async def mcp() -> Any:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as client_http,
+            Client(streamable_http_client(server.url + "/mcp", http_client=client_http)) as c,
+        ):
+            result = await c.call_tool("build_context", {**ask, "state": STATE})
+            return result.structured_content
+
+    config = Config(dense_model="hash", state_dir=str(server.state))
+    with Workspace.open(server.repo, config) as ws:
+        state = SessionState(
+            (Turn("user", "we need a registry of hooks"),),
+            ("keep the public API",),
+            ("find where hooks are registered",),
+        )
+        library = to_json(ws.build_context(ask["goal"], ask["query"], state=state,
+                                           budget_tokens=400))  # fmt: skip
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    monkeypatch.setenv("CORTEX_STATE_DIR", str(server.state))
+    out = io.StringIO()
+    code = main(["context", "where are hooks kept", "--goal", "register a hook", "--budget", "400",
+                 "--path", str(server.repo), "--json", "--turn", "user:we need a registry of hooks",
+                 "--constraint", "keep the public API", "--subgoal",
+                 "find where hooks are registered"], out=out)  # fmt: skip
+    assert code == 0
+    cli = json.loads(out.getvalue())
+    assert http == anyio.run(mcp) == library == cli
+    assert "keep the public API" in http["render"] and "registry of hooks" in http["render"]
+
+
+def test_bad_state_and_resolve_proofs_the_same_way_everywhere(server: Server) -> None:
+    """Wrongly typed or unknown state fields are a 400; resolve takes {path, sha256} as a
+    POST body as it does as query parameters."""
+    for bad in ({"recent_turns": "x"}, {"turns": []}, {"recent_turns": [{"role": "u"}]}, [1]):
+        status, body = server.request("POST", "/v1/context", {"goal": "hooks", "state": bad})
+        assert status == 400 and body["error"]["type"] == "bad_request", bad
+    lines = (Path(server.repo) / "hooks.py").read_text().split("\n")[1:4]
+    sha = sha256_text("\n".join(lines))
+    status, got = server.request(
+        "POST",
+        "/v1/resolve",
+        {"uri": "hooks.py#L2-L4", "proof": {"path": "hooks.py", "sha256": sha}},
+    )
+    status_get, got_get = server.request("GET", f"/v1/resolve?uri=hooks.py%23L2-L4&sha256={sha}")
+    assert status == status_get == 200 and got == got_get and got["verified"] is True

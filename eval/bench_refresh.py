@@ -1,0 +1,101 @@
+"""Benchmark: the first query after a refresh, over a large overlay, advanced versus rebuilt.
+
+    python -m eval.bench_refresh --repo GIT_DIR --base REF --head REF [--edits 7] [--seed 0]
+
+A shared clone of ``GIT_DIR`` is checked out at ``head`` and indexed with its base pinned at
+``base`` (``CORTEX_BASE_REF``), so the overlay holds every file the two commits differ in.
+Then, ``--edits`` times: one file is edited, the overlay refreshed, and the next
+``build_context`` timed twice over, in the same process and run: once with the View's
+in-memory side advanced by what changed (the default), once with it rebuilt from the
+overlay's documents as it was before (the shared state dropped first). Medians of each,
+with the warm query beside them, and the paths read per advance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from engine import Config, Workspace
+
+_GIT = ("git", "-c", "advice.detachedHead=false")
+
+
+def _ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:.0f} ms (max {max(values) * 1000:.0f})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--repo", type=Path, required=True, help="a git directory (bare is fine)")
+    parser.add_argument("--base", required=True, help="the base commit or tag")
+    parser.add_argument("--head", required=True, help="the commit the working tree is at")
+    parser.add_argument("--edits", type=int, default=7)
+    parser.add_argument("--dense", default="static")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory(prefix="cortex-refresh-") as tmp:
+        tree = Path(tmp) / "repo"
+        subprocess.run([*_GIT, "clone", "-q", "--shared", "--no-checkout", str(args.repo),
+                        str(tree)], check=True)  # fmt: skip
+        subprocess.run([*_GIT, "checkout", "-q", args.head], cwd=tree, check=True)
+        config = Config.from_env(dense_model=args.dense, base_ref=args.base, ledger=False)
+        with Workspace.open(tree, config) as ws:
+            start = time.perf_counter()
+            ws.index()
+            built = time.perf_counter() - start
+            status = ws.status(check_files=False)
+            print(f"{args.repo} {args.base[:12]}..{args.head[:12]}: index {built:.1f} s, "
+                  f"overlay {status.overlay_files} files, "
+                  f"{status.tombstones} tombstones")  # fmt: skip
+            overlay = sorted(ws.layers.current()[0].paths)
+            words = sorted({w for p in overlay for w in Path(p).stem.split("_") if len(w) > 3})
+            queries = [" ".join(rng.sample(words, 3)) for _ in range(args.edits)]
+            for q in queries[:2]:  # warm everything a first query loads (models, caches)
+                ws.build_context(q, record=False)
+            warm: list[float] = []
+            advanced: list[float] = []
+            rebuilt: list[float] = []
+            refresh: list[float] = []
+            reads: list[int] = []
+            targets = rng.sample(overlay, args.edits)
+            for i, (path, query) in enumerate(zip(targets, queries, strict=True)):
+                file = tree / path
+                original = file.read_bytes()
+                for mode in ("advanced", "rebuilt"):
+                    file.write_bytes(original + f"\n// edit {i} {mode}\n".encode())
+                    start = time.perf_counter()
+                    ws.index()
+                    refresh.append(time.perf_counter() - start)
+                    if mode == "rebuilt":
+                        ws.layers.drop_memories()  # what every refresh did before
+                    start = time.perf_counter()
+                    ws.build_context(query, record=False)
+                    (advanced if mode == "advanced" else rebuilt).append(
+                        time.perf_counter() - start
+                    )
+                    if mode == "advanced":
+                        reads.append(ws.layers.memory_reads())
+                    start = time.perf_counter()
+                    ws.build_context(query, record=False)
+                    warm.append(time.perf_counter() - start)
+                file.write_bytes(original)
+            ws.index()
+    print(f"refresh after a 1-file edit: {_ms(refresh)}")
+    print(f"first query after it, memory advanced: {_ms(advanced)}; paths read per advance: "
+          f"{statistics.median(reads):.0f}")  # fmt: skip
+    print(f"first query after it, memory rebuilt:  {_ms(rebuilt)}")
+    print(f"warm query:                            {_ms(warm)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

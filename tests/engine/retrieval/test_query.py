@@ -1,0 +1,54 @@
+"""Query parsing: cleaning issue text, the names it mentions, the places tools point at."""
+
+from __future__ import annotations
+
+from engine.retrieval import Location, clean_query, locations, query_identifiers
+
+
+def test_clean_query_drops_template_comments_and_version_dumps() -> None:
+    """HTML comments and an "installed versions" block go; the report around them stays."""
+    text = (
+        "<!-- Please fill this template -->\nThe parser fails on tabs.\n\n"
+        "### Installed versions\nnumpy: 1.26.0\npytest 8.1.1\n\nIt worked in 7.0."
+    )
+    cleaned = clean_query(text)
+    assert "template" not in cleaned and "numpy" not in cleaned and "8.1.1" not in cleaned
+    assert "The parser fails on tabs." in cleaned and "It worked in 7.0." in cleaned
+
+
+def test_clean_query_keeps_head_tail_and_frames_of_long_logs() -> None:
+    """A fenced log past the limit keeps its head, its tail and the traceback frames."""
+    lines = [f"noise line {i}" for i in range(40)]
+    lines[20] = '  File "src/app/core.py", line 12, in handle'
+    cleaned = clean_query("```\n" + "\n".join(lines) + "\n```")
+    assert "noise line 0" in cleaned and "noise line 39" in cleaned
+    assert 'File "src/app/core.py", line 12' in cleaned
+    assert "noise line 19" not in cleaned
+
+
+def test_identifiers_strongest_first_each_once() -> None:
+    """Backticked names, calls, CamelCase, snake_case and dotted parts; stop words and names
+    under three characters are left out."""
+    text = "Calling `Session.register_hook` then parse_url(x) in HttpAdapter fails; os.path and the"
+    names = query_identifiers(text)
+    assert names[:3] == ["Session.register_hook", "Session", "register_hook"]
+    assert {"parse_url", "HttpAdapter"} <= set(names)
+    assert "os" not in names and "the" not in names
+    assert len(names) == len(set(names))
+
+
+def test_locations_from_tracebacks_test_ids_and_compilers() -> None:
+    """Python frames, pytest ids, rustc arrows and path:line forms, in order, each once."""
+    text = (
+        'File "pkg/mod.py", line 7, in run\n'
+        "FAILED tests/test_mod.py::TestRun::test_case[1] - AssertionError\n"
+        "  --> src/lib.rs:42:5\n"
+        "main.go:10: undefined: foo\n"
+        "see pkg/mod.py again"
+    )
+    found = locations(text)
+    assert found[0] == Location("pkg/mod.py", 7, "run")
+    assert Location("tests/test_mod.py", None, "test_case") in found
+    assert Location("src/lib.rs", 42) in found
+    assert Location("main.go", 10) in found
+    assert [loc.path for loc in found].count("pkg/mod.py") == 1

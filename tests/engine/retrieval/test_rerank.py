@@ -1,0 +1,59 @@
+"""Rerank: named features scaled per request, weighted, and kept for --explain."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.core import RerankWeights
+from engine.retrieval import Candidate, rerank
+from indexers import DocType
+from tests.engine.records import chunk
+
+IMPL = chunk("pkg/parse.py", "def parse_url(text):\n    return text.split('/')", symbol="parse_url",
+             defines=("parse_url",), tokens=40)  # fmt: skip
+TEST = chunk("tests/test_parse.py", "def test_parse_url():\n    assert parse_url('a/b')",
+             symbol="test_parse_url", doc_type=DocType.TEST, references=("parse_url",),
+             tokens=40)  # fmt: skip
+
+
+def _cands() -> list[Candidate]:
+    return [Candidate(IMPL, {"bm25": 2}, {"bm25": 3.0}, 0.02),
+            Candidate(TEST, {"bm25": 1}, {"bm25": 4.0}, 0.03)]  # fmt: skip
+
+
+def test_contributions_sum_to_the_score_and_are_scaled() -> None:
+    """Each snippet's score is the sum of its features' points, every value in [0, 1]."""
+    for s in rerank(_cands(), ["parse_url"], None, {}, {}, RerankWeights()):
+        assert s.score == pytest.approx(sum(c.points for c in s.contributions))
+        assert all(0.0 <= c.value <= 1.0 for c in s.contributions)
+        assert all(c.points == pytest.approx(c.weight * c.value) for c in s.contributions)
+
+
+def test_definitions_and_the_source_prior_put_code_first() -> None:
+    """The section defining the name asked about, in implementation code, outranks a test
+    that recall put first."""
+    scored = rerank(_cands(), ["parse_url"], None, {}, {}, RerankWeights())
+    assert [s.chunk.path for s in scored] == ["pkg/parse.py", "tests/test_parse.py"]
+    features = {c.feature: c.value for c in scored[0].contributions}
+    assert features["defines"] == 1.0 and features["source"] == 1.0
+
+
+def test_zero_weights_drop_features_and_cosine_reads_vectors() -> None:
+    """A feature weighted 0 is not listed; cosine is scaled across the candidates."""
+    weights = RerankWeights(recall=0.0, file=0.0, defines=0.0, mentions=0.0, signal=0.0,
+                            source=0.0, depth=0.0, code_ratio=0.0, entropy=0.0, size=0.0,
+                            cosine=1.0)  # fmt: skip
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    vectors = {TEST.id: np.array([1.0, 0.0], np.float32), IMPL.id: np.array([0.0, 1.0], np.float32)}
+    scored = rerank(_cands(), [], query, vectors, {}, weights)
+    assert [c.feature for c in scored[0].contributions] == ["cosine"]
+    assert scored[0].chunk.id == TEST.id and scored[0].score == 1.0 and scored[1].score == 0.0
+
+
+def test_empty_in_empty_out_and_ties_by_id() -> None:
+    """No candidates give no ranking; equal scores order by chunk id."""
+    assert rerank([], [], None, {}, {}, RerankWeights()) == []
+    twins = [Candidate(chunk(f"{n}.py", "x = 1"), {}, {}, 0.0) for n in "ba"]
+    scored = rerank(twins, [], None, {}, {}, RerankWeights())
+    assert [s.chunk.id for s in scored] == sorted(c.chunk.id for c in twins)

@@ -1,0 +1,57 @@
+"""Resolve: text only for a caller that proves it holds it, metadata otherwise."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from engine.core import ConfigError
+from engine.retrieval import resolve_in
+from indexers import WordCounter, sha256_text
+from tests.engine.records import DictView, chunk
+
+SOURCE = "def a():\n    return 1\n\n\ndef b():\n    return 2"
+VIEW = DictView(
+    [chunk("m.py", "def a():\n    return 1"), chunk("m.py", "def b():\n    return 2", start=5)],
+    files={"m.py": SOURCE.encode()},
+)
+COUNTER = WordCounter()
+
+
+def _resolve(uri: str, proof: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return resolve_in(VIEW, uri, proof, COUNTER)  # type: ignore[arg-type]
+
+
+def test_metadata_without_a_proof() -> None:
+    """No proof: where, what hash, how big, and why there is no text."""
+    got = _resolve("m.py#L5-L6")
+    assert got.text is None and got.sha256 == sha256_text("def b():\n    return 2")
+    assert (got.start_line, got.end_line, got.license) == (5, 6, "MIT")
+    assert "no proof" in got.reason
+
+
+def test_a_matching_proof_gets_the_text() -> None:
+    """The lines' sha256 (what a citation carries) or the file's sha256 unlocks the text."""
+    lines = sha256_text("def b():\n    return 2")
+    assert (
+        _resolve("m.py#L5-L6", {"path": "m.py", "sha256": lines}).text == "def b():\n    return 2"
+    )
+    whole = hashlib.sha256(SOURCE.encode()).hexdigest()
+    assert _resolve("m.py", {"path": "m.py", "sha256": whole}).text == SOURCE
+
+
+def test_a_wrong_proof_or_path_gets_metadata_only() -> None:
+    """A proof for other content or another path is refused with the reason."""
+    assert "does not match" in _resolve("m.py#L1", {"path": "m.py", "sha256": "0" * 64}).reason
+    assert "proof is for" in _resolve("m.py#L1", {"path": "x.py", "sha256": "0" * 64}).reason
+
+
+def test_unknown_paths_lines_past_the_end_and_bad_uris() -> None:
+    """An unindexed path and lines the file lacks are metadata; a malformed uri raises."""
+    assert "not in the index" in _resolve("other.py").reason
+    assert "only 6 lines" in _resolve("m.py#L9-L12").reason
+    with pytest.raises(ConfigError):
+        _resolve("m.py#L3-L1")
+    with pytest.raises(ConfigError):
+        _resolve("#L3")
