@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Memory", "OverlayMemory", "Side"]
 
-MAX_BLOCKS = 8  # blocks per field before a side is rebuilt: each query term probes every one
+MAX_BLOCKS = 8  # blocks per field before the small ones merge: each query term probes each
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
 
@@ -66,6 +66,14 @@ class _Block:
         order = np.argsort(cols, kind="stable")
         rows = np.repeat(np.arange(first, first + len(docs), dtype=np.int64), widths)
         return cls(cols[order], rows[order], (np.concatenate(tfs) if tfs else _EMPTY_F)[order])
+
+    @classmethod
+    def merged(cls, blocks: Sequence[_Block]) -> _Block:
+        """One block holding the postings of ``blocks`` (the same term numbering)."""
+        cols = np.concatenate([b.cols for b in blocks])
+        order = np.argsort(cols, kind="stable")
+        rows = np.concatenate([b.rows for b in blocks])[order]
+        return cls(cols[order], rows, np.concatenate([b.tfs for b in blocks])[order])
 
     def find(self, col: int) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = np.searchsorted(self.cols, [col, col + 1])
@@ -121,8 +129,9 @@ class Side:
         return cls(docs, live, names, raw, stored, blocks, table, int(live.sum()), totals)
 
     def changed(self, dropped: Collection[int], added: Sequence[DocTerms]) -> Side:
-        """This side with the rows ``dropped`` masked out and ``added`` appended (rebuilt
-        from its live documents when mostly dead or fragmented)."""
+        """This side with the rows ``dropped`` masked out and ``added`` appended as a new
+        block (the small blocks merge past ``MAX_BLOCKS``; the side is rebuilt from its live
+        documents, with a fresh term table, once the dead outnumber the live)."""
         if not dropped and not added:
             return self
         live = self.live.copy()
@@ -131,15 +140,17 @@ class Side:
         names = tuple(sorted(set(self.names) | {n for d in added for n in d.fields}))
         alive = int(live.sum()) + len(added)
         dead = len(live) - int(live.sum())
-        deep = max((len(b) for b in self.blocks.values()), default=0) >= MAX_BLOCKS
-        if names != self.names or dead > alive or deep:
+        if names != self.names or dead > alive:
             kept = [d for d, keep in zip(self.docs, live, strict=True) if keep]
             return Side.build([*kept, *added], names)
         first = len(self.docs)
         more_raw, more_stored = _lengths(added, names)
         raw = {n: np.concatenate([self.raw[n], more_raw[n]]) for n in names}
         stored = {n: np.concatenate([self.stored[n], more_stored[n]]) for n in names}
-        blocks = {n: (*self.blocks[n], _Block.of(added, n, self.table, first)) for n in names}
+        blocks: dict[str, tuple[_Block, ...]] = {}
+        for n in names:
+            chain = (*self.blocks[n], _Block.of(added, n, self.table, first))
+            blocks[n] = chain if len(chain) <= MAX_BLOCKS else (chain[0], _Block.merged(chain[1:]))
         live = np.concatenate([live, np.ones(len(added), dtype=bool)])
         return Side._made((*self.docs, *added), live, names, raw, stored, blocks, self.table)
 

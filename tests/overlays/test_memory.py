@@ -134,3 +134,24 @@ def test_the_term_table_holds_what_is_live() -> None:
         got = memory.memory("sections", base, overlay, {"pkg0/m0.py"}, {"pkg0/m0.py"})  # type: ignore[arg-type]
     assert len(got.added.table) <= 16
     assert got.added.count == 1 and len(got.added.docs) <= 4
+
+
+def test_small_blocks_merge_and_answers_stay_the_same() -> None:
+    """Many one-file edits over a large overlay: the small blocks merge (each field keeps at
+    most MAX_BLOCKS), nothing is rebuilt, and every answer equals a fresh build's."""
+    from overlays._memory import MAX_BLOCKS
+
+    files = {f"pkg{i % 3}/m{i}.py": [[WORDS[i % 10], WORDS[(i * 7) % 10]]] for i in range(120)}
+    base = FakePart(dict(BASE))
+    overlay = FakePart(dict(files))
+    memory = OverlayMemory()
+    hidden = set(files)
+    first = memory.memory("sections", base, overlay, set(files), hidden)  # type: ignore[arg-type]
+    for i in range(3 * MAX_BLOCKS):
+        overlay.files[f"pkg0/m{3 * i}.py"] = [[WORDS[i % 10], "omega", "zeta"]]
+        got = memory.memory("sections", base, overlay, set(files), hidden)  # type: ignore[arg-type]
+        assert max(len(b) for b in got.added.blocks.values()) <= MAX_BLOCKS
+        assert got.added.table is first.added.table  # merged, not rebuilt
+        assert _answer(memory, base, overlay, hidden) == _answer(
+            OverlayMemory(), base, overlay, hidden
+        )
