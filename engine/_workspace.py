@@ -22,10 +22,12 @@ from engine.core import (
     ContextPack,
     ContextSettings,
     FeedbackResult,
+    FileHit,
     GcReport,
     IndexBusyError,
     IndexNotBuiltError,
     IndexReport,
+    IndexStateError,
     LedgerStateError,
     Progress,
     Replay,
@@ -48,8 +50,8 @@ from engine.memory import (
     check_citations,
     still_matches,
 )
-from engine.packing import build_pack
-from engine.retrieval import Scored, resolve_in, search
+from engine.packing import Request, build_pack, retrieve
+from engine.retrieval import Scored, dense_hits, file_hits, ranked_hits, resolve_in
 from indexers import TiktokenCounter, TokenCounter, sha256_text
 from ledger import ToolResult, TurnRecord
 from overlays import Hunk, View, git_tracks, working_diff
@@ -245,25 +247,71 @@ class Workspace:
     # -- search ---------------------------------------------------------------------
 
     def search(
-        self, query: str, *, mode: SearchMode | str = SearchMode.HYBRID, k: int = 10
+        self,
+        query: str,
+        *,
+        goal: str = "",
+        tool_signals: Sequence[ToolSignal | str] | None = None,
+        mode: SearchMode | str = SearchMode.HYBRID,
+        k: int = 10,
     ) -> list[SearchHit]:
-        """Ranked sections for ``query``: BM25, dense (cosine), or both fused by RRF."""
-        try:
-            mode = SearchMode(mode)
-        except ValueError as exc:
-            raise ConfigError(f"unknown search mode {mode!r}; use bm25, dense or hybrid") from exc
-        if k < 1:
-            raise ConfigError(f"k must be >= 1, got {k}")
+        """The ``k`` best sections for ``query``, in the ranking ``build_context`` packs
+        from (recall from every retriever, fusion, rerank); ``goal`` and ``tool_signals``
+        steer it as they steer a context. ``mode``: ``hybrid`` (the default: every
+        retriever), ``bm25`` (the same without the dense channel) or ``dense`` (the dense
+        retriever alone, by cosine: for diagnosis)."""
+        mode = _search_mode(mode, k)
+        if mode is SearchMode.DENSE:
+            view, _ = self.view()
+            embedder = self._dense_embedder(view)
+            return dense_hits(view, embedder.embed_query(query), embedder.model_id, k)
+        return ranked_hits(self._ranked(query, goal, tool_signals, mode), k)
+
+    def search_files(
+        self,
+        query: str,
+        *,
+        goal: str = "",
+        tool_signals: Sequence[ToolSignal | str] | None = None,
+        mode: SearchMode | str = SearchMode.HYBRID,
+        k: int = 10,
+    ) -> list[FileHit]:
+        """The ``k`` best files for ``query`` in the same ranking, each with its best
+        sections (a file's score is the sum of its three best sections' scores)."""
+        mode = _search_mode(mode, k)
+        if mode is SearchMode.DENSE:
+            raise ConfigError("files are ranked by hybrid or bm25 search, not dense alone")
+        return file_hits(self._ranked(query, goal, tool_signals, mode), k)
+
+    def _ranked(
+        self,
+        query: str,
+        goal: str,
+        tool_signals: Sequence[ToolSignal | str] | None,
+        mode: SearchMode,
+    ) -> list[Scored]:
+        if not query.strip():
+            raise ConfigError("search needs a query")
+        signals = tuple(
+            s if isinstance(s, ToolSignal) else ToolSignal(str(s)) for s in tool_signals or ()
+        )
         view, _ = self.view()
-        vector = model = None
-        if mode is not SearchMode.BM25:
-            embedder = self.embedder
-            if embedder is None:
-                if mode is SearchMode.DENSE:
-                    raise ConfigError("dense search is off (dense_model = none)")
-            elif view.has_dense(embedder.model_id):
-                vector, model = embedder.embed_query(query), embedder.model_id
-        return search(view, query, mode, k, vector, model)
+        embedder = self.embedder if mode is SearchMode.HYBRID else None
+        if embedder is not None and not view.has_dense(embedder.model_id):
+            embedder = None
+        request = Request.parse(goal or query, query, signals)
+        return retrieve(view, request, embedder, self.cache if embedder is not None else None,
+                        self.config.context_settings())  # fmt: skip
+
+    def _dense_embedder(self, view: View) -> Embedder:
+        embedder = self.embedder
+        if embedder is None:
+            raise ConfigError("dense search is off (dense_model = none)")
+        if not view.has_dense(embedder.model_id):
+            raise IndexStateError(
+                f"the index has no vectors of {embedder.model_id}; run `cortex index`"
+            )
+        return embedder
 
     # -- context --------------------------------------------------------------------
 
@@ -448,6 +496,17 @@ class Workspace:
         """What is indexed (base, this branch's overlay); with ``check_files``, also how
         many files differ from the index now (a walk that reads every file)."""
         return status_of(self._layers, self.config, check_files=check_files)
+
+
+def _search_mode(mode: SearchMode | str, k: int) -> SearchMode:
+    try:
+        checked = SearchMode(mode)
+    except ValueError as exc:
+        raise ConfigError(f"unknown search mode {mode!r}; use hybrid, bm25 or dense") from exc
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+    return checked
+
 
 
 def _remove_tree(path: Path) -> None:

@@ -43,17 +43,26 @@ class PackedFile:
 
 
 class Bm25Files:
-    """BM25 over the non-test Python files of one tree."""
+    """BM25 over the non-test Python files of one tree (``suffixes`` and ``tests`` widen
+    it: other languages, documentation, the tests themselves)."""
 
-    def __init__(self, root: Path, counter: TiktokenCounter | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        counter: TiktokenCounter | None = None,
+        *,
+        suffixes: tuple[str, ...] = (".py",),
+        tests: bool = False,
+    ) -> None:
         self.root = root
         self._counter = counter or TiktokenCounter()
         self._cost: dict[str, int] = {}
         self.paths: list[str] = []
         self.texts: list[str] = []
-        for file in sorted(root.rglob("*.py")):
+        files = (f for f in root.rglob("*") if f.suffix.lower() in suffixes)
+        for file in sorted(files):
             rel = file.relative_to(root).as_posix()
-            if is_test_path(rel) or not file.is_file():
+            if (not tests and is_test_path(rel)) or not file.is_file():
                 continue
             self.paths.append(rel)
             self.texts.append(file.read_text("utf-8", errors="replace"))

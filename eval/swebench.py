@@ -3,7 +3,7 @@
     python -m eval.swebench --data ../shared/eval/swebench_dev.jsonl --repos DIR --out DIR \\
         [--instances ID,ID|GLOB] [--limit N] [--retriever context|hybrid|bm25|dense] \\
         [--budgets 4000,8000,16000] [--compare PREVIOUS_OUT] [--no-baseline] \\
-        [--workdir DIR] [--no-overlays]
+        [--workdir DIR] [--no-overlays] [--dump]
 
 For each instance the tree at ``base_commit`` is materialised with ``git archive`` (the
 repositories are never written to), indexed with cortex's own pipeline, and asked with the
@@ -50,7 +50,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine import Config, SearchHit, Workspace, rank_files
+from engine import Config, SearchHit, Workspace
 from eval import metrics
 from eval.baseline_bm25 import Bm25Files
 from eval.metrics import Section
@@ -68,6 +68,7 @@ __all__ = ["RepoOverlays", "evaluate_instance", "main"]
 
 DEFAULT_BUDGETS = (4000, 8000, 16000)
 RANK_DEPTH = 100  # sections retrieved per query: enough for file Acc@10 and recall@20
+ALL_FILES = 10_000  # files ranked per query: every file among the reranked candidates (MRR)
 SNIPPET_OVERHEAD = 24  # tokens a packed section's header costs ([n] title, source, lines)
 RESULTS = "results.jsonl"
 
@@ -98,31 +99,48 @@ def _ask_context(
     inst: Instance,
     budgets: Sequence[int],
     packs: dict[int, tuple[list[str], list[Section], int]],
+    dump: list[dict[str, Any]] | None = None,
 ) -> tuple[list[str], list[Section], list[float]]:
-    """Rankings from build_context's reranked candidates; packs from its citations; the
-    milliseconds of each budget's call."""
+    """Rankings from the public search (files with ``search_files``, sections with
+    ``search``: the ranking build_context packs from, so what users get is what is
+    reported); packs from build_context's citations; the milliseconds of each budget's
+    build_context call."""
     times = []
-    ranked: list[Any] = []
     # A planner passes a short goal (pinned verbatim in the prompt) and a query: here the
     # issue's title and its whole text. The query steers retrieval but is not rendered.
     title = next((ln.strip() for ln in inst.problem_statement.splitlines() if ln.strip()), "")
-    for i, budget in enumerate(budgets):
-        explain: list[Any] = []
+    for budget in budgets:
         start = time.perf_counter()
-        pack = ws.build_context(
-            title[:500], inst.problem_statement, budget_tokens=budget, explain=explain
-        )
+        pack = ws.build_context(title[:500], inst.problem_statement, budget_tokens=budget)
         times.append((time.perf_counter() - start) * 1000)
-        if i == 0:
-            ranked = explain
         packed = [
             Section(s.source_uri.split("#")[0], s.symbol, s.span.start_line, s.span.end_line,
                     s.approx_tokens)
             for s in pack.citations
         ]  # fmt: skip
         packs[budget] = (_files_in_order(packed), packed, pack.tokens_used)
-    sections = [_section(s.chunk) for s in ranked[:RANK_DEPTH]]
-    return rank_files(ranked), sections, times
+    files = ws.search_files(inst.problem_statement, goal=title[:500], k=ALL_FILES)
+    hits = ws.search(inst.problem_statement, goal=title[:500], k=ALL_FILES)
+    if dump is not None:
+        dump.extend(_candidate(h) for h in hits)
+    return [f.path for f in files], [_section(h.chunk) for h in hits[:RANK_DEPTH]], times
+
+
+def _candidate(hit: SearchHit) -> dict[str, Any]:
+    """A reranked candidate as ``--dump`` records it: where, what, each feature's value."""
+    c = hit.chunk
+    return {
+        "path": c.path,
+        "symbol": c.symbol,
+        "start": c.span.start_line,
+        "end": c.span.end_line,
+        "tokens": c.tokens,
+        "kind": c.kind.value,
+        "doc_type": c.doc_type.value,
+        "score": hit.score,
+        "reason": hit.reason,
+        "features": {x.feature: round(x.value, 6) for x in hit.contributions},
+    }
 
 
 def _files_in_order(sections: Sequence[Section]) -> list[str]:
@@ -168,11 +186,16 @@ def _ask_and_score(
     mode: str,
     budgets: Sequence[int],
     baseline: bool,
+    dump: bool = False,
 ) -> None:
-    """Ask ``ws`` (indexed over ``tree``) and score ours and the baseline into ``row``."""
+    """Ask ``ws`` (indexed over ``tree``) and score ours and the baseline into ``row``
+    (with ``dump``, also every reranked candidate and its feature values)."""
     packs: dict[int, tuple[list[str], list[Section], int]] = {}
     if mode == "context":
-        files, sections, times = _ask_context(ws, inst, budgets, packs)
+        candidates: list[dict[str, Any]] | None = [] if dump else None
+        files, sections, times = _ask_context(ws, inst, budgets, packs, candidates)
+        if candidates is not None:
+            row["candidates"] = candidates
         row["query_ms"] = round(sorted(times)[len(times) // 2], 2)
         # The first question after an index also loads what later ones reuse.
         row["first_query_ms"] = round(times[0], 2)
@@ -266,8 +289,10 @@ class RepoOverlays:
         mode: str,
         budgets: Sequence[int],
         baseline: bool,
+        dump: bool = False,
     ) -> None:
         self.git_dir = git_dir
+        self.dump = dump
         self.home = home
         self.tree = home / "tree"
         self.config = config.with_(state_dir=str(home / "state"))
@@ -348,7 +373,7 @@ class RepoOverlays:
             row["overlay_files"] = status.overlay_files
             row["tombstones"] = status.tombstones
             _ask_and_score(ws, self.tree, inst, row, mode=self.mode, budgets=self.budgets,
-                           baseline=self.baseline)  # fmt: skip
+                           baseline=self.baseline, dump=self.dump)  # fmt: skip
         except BaseException:
             self.close()  # the next instance starts from a freshly opened workspace
             raise
@@ -433,6 +458,7 @@ def _run_repository(
     mode: str,
     budgets: Sequence[int],
     baseline: bool,
+    dump: bool = False,
 ) -> None:
     """One repository's instances over one base and one overlay (see the module doc)."""
     pending = [i for i in members if i.instance_id not in results.done]
@@ -446,7 +472,7 @@ def _run_repository(
             results.error(inst, exc)
         return
     with RepoOverlays(git_dir, home, config=config, mode=mode, budgets=budgets,
-                      baseline=baseline) as overlays:  # fmt: skip
+                      baseline=baseline, dump=dump) as overlays:  # fmt: skip
         first = plan[0]
         if first.instance_id in results.done:
             try:
@@ -485,6 +511,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dense", default=None, help="dense model (default: the config's)")
     parser.add_argument("--compare", type=Path, default=None, help="a previous --out folder")
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument(
+        "--dump",
+        action="store_true",
+        help="record every reranked candidate and its feature values in the rows (for "
+        "fitting weights offline; overlays mode)",
+    )
     parser.add_argument(
         "--workdir", type=Path, default=None, help="keep trees and indexes here for reuse"
     )
@@ -561,6 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     mode=args.retriever,
                     budgets=budgets,
                     baseline=not args.no_baseline,
+                    dump=args.dump,
                 )
     elapsed = time.perf_counter() - started
     rows = [done[i.instance_id] for i in instances if i.instance_id in done]

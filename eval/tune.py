@@ -1,7 +1,7 @@
 """Try build_context settings on already-indexed dev-set trees; print metrics per variant.
 
     python -m eval.tune --workdir DIR [--data FILE] [--instances ...] [--budget 8000] \\
-        --variant 'fusion=score' --variant 'weights.file=2.0,pack.cost_exponent=0.3'
+        --variant 'fusion=score' --variant 'weights.file=2.0,pack.mmr_lambda=0.9'
 
 Each variant changes fields of ``ContextSettings`` (dotted for nested ones: ``recall.pages``,
 ``weights.cosine``, ``pack.mmr_lambda``); the baseline (no changes) is always run first.

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from engine import (
     Config,
     ConfigError,
+    SearchHit,
     SessionState,
     ToolResult,
     ToolSignal,
@@ -25,7 +26,7 @@ from engine import (
     survey,
 )
 from engine.cli._text import render_index_report, render_status, render_summary
-from engine.serve import Proof, chunk_json, hits_json, resolve_checked, to_json
+from engine.serve import Proof, chunk_json, files_json, hits_json, resolve_checked, to_json
 from indexers import ChunkedFile, Skipped
 from ledger import FeedbackRecord, TurnRecord
 
@@ -163,23 +164,47 @@ def cmd_index(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _hit_line(hit: SearchHit, explain: bool) -> str:
+    c = hit.chunk
+    line = f"{c.path}:{c.span.start_line}-{c.span.end_line}  {c.symbol or c.kind.value}  " \
+        f"{hit.score:.4f}"  # fmt: skip
+    if explain:
+        parts = ", ".join(f"{x.feature} {x.points:+.2f}" for x in hit.contributions if x.points)
+        line += f"  ({hit.reason}: {parts})"
+    return line
+
+
 def cmd_search(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    """Search the index: ranked sections with path:lines, symbol and score."""
+    """Search the index in the ranking build_context uses: sections (or, with --files,
+    files with their best sections) with path:lines, symbol and score."""
+    signals = [ToolSignal(s) for s in args.signal or ()]
     with Workspace.open(args.where, config) as ws:
-        hits = ws.search(args.query, mode=args.mode, k=args.k)
+        if args.files:
+            files = ws.search_files(args.query, goal=args.goal or "", tool_signals=signals,
+                                    mode=args.mode, k=args.k)  # fmt: skip
+        else:
+            hits = ws.search(args.query, goal=args.goal or "", tool_signals=signals,
+                             mode=args.mode, k=args.k)  # fmt: skip
+    if args.files:
+        if args.json:
+            _dump(files_json(files), out)
+            return EXIT_OK
+        if not files:
+            out.write("no results\n")
+        for rank, f in enumerate(files, start=1):
+            out.write(f"{rank:>3}. {f.path}  {f.score:.4f}\n")
+            for hit in f.sections:
+                out.write(f"       {_hit_line(hit, args.explain)}\n")
+        return EXIT_OK
     if args.json:
         _dump(hits_json(hits), out)
         return EXIT_OK
     if not hits:
         out.write("no results\n")
     for rank, hit in enumerate(hits, start=1):
-        c = hit.chunk
-        out.write(
-            f"{rank:>3}. {c.path}:{c.span.start_line}-{c.span.end_line}  "
-            f"{c.symbol or c.kind.value}  {hit.score:.4f}\n"
-        )
+        out.write(f"{rank:>3}. {_hit_line(hit, args.explain)}\n")
         if args.text:
-            for line in c.text.split("\n"):
+            for line in hit.chunk.text.split("\n"):
                 out.write(f"       | {line}\n")
     return EXIT_OK
 

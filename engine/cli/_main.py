@@ -115,9 +115,20 @@ def _parser() -> argparse.ArgumentParser:
 
     search = _command(sub, "search", cmd_search, positional=False)
     search.add_argument("query")
-    search.add_argument("--mode", choices=[m.value for m in SearchMode], default="hybrid")
+    search.add_argument("--goal", help="the task's goal: steers the ranking as in `context`")
+    search.add_argument("--files", action="store_true", help="rank files, with their best sections")
+    search.add_argument(
+        "--mode",
+        choices=[m.value for m in SearchMode],
+        default="hybrid",
+        help="hybrid (default), bm25 (no dense channel), dense (the dense retriever alone)",
+    )
     search.add_argument("-k", type=int, default=10, help="how many results (default 10)")
+    search.add_argument(
+        "--signal", action="append", metavar="TEXT", help="tool output to ground on; repeatable"
+    )
     search.add_argument("--text", action="store_true", help="show each section's text")
+    search.add_argument("--explain", action="store_true", help="show each hit's features")
     search.add_argument("--dense", dest="dense_model", metavar="MODEL", help=argparse.SUPPRESS)
 
     context = _command(sub, "context", cmd_context, positional=False)

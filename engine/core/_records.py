@@ -13,6 +13,7 @@ __all__ = [
     "ContextPack",
     "Contribution",
     "FeedbackResult",
+    "FileHit",
     "Lane",
     "Pointer",
     "SearchHit",
@@ -154,7 +155,9 @@ class ToolSignal:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """A ranked section with each retriever's rank and score (None where it did not find it)."""
+    """A ranked section: its score in the ranking ``build_context`` uses, each retriever's
+    rank and score (None where it did not find it), the lists it came from and, for
+    ``--explain``, each rerank feature's part."""
 
     chunk: Chunk
     score: float
@@ -162,3 +165,15 @@ class SearchHit:
     bm25_score: float | None = None
     dense_rank: int | None = None
     dense_score: float | None = None
+    reason: str = ""
+    contributions: tuple[Contribution, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FileHit:
+    """A file in the same ranking: its score (the sum of its best three sections' scores
+    above the request's weakest candidate) and those sections, best first."""
+
+    path: str
+    score: float
+    sections: tuple[SearchHit, ...]

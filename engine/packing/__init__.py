@@ -1,4 +1,4 @@
-"""Candidates to prompt: the fixed lanes, evidence chosen by token-cost-aware MMR, the text
+"""Candidates to prompt: the fixed lanes, evidence chosen by MMR, the text
 rendered under a hard budget, the advisory, and the replay key of a request. Imports
 ``engine.core``, ``engine.retrieval`` and ``engine.embed``; never ``engine.memory``
 (what memory knows reaches packing as plain data through the workspace)."""
@@ -15,20 +15,31 @@ from engine.packing._render import (
     render,
     request_words,
 )
-from engine.packing._select import REFERENCE_TOKENS, Picked, select_evidence, window_pick
+from engine.packing._select import (
+    Neighbours,
+    Picked,
+    Selection,
+    is_fragment,
+    relevance,
+    select_evidence,
+    window_pick,
+)
 
 __all__ = [
     "INSTRUCTION",
-    "REFERENCE_TOKENS",
     "Lanes",
+    "Neighbours",
     "Picked",
     "Rendered",
     "Request",
+    "Selection",
     "advise",
     "build_pack",
     "evidence_room",
     "fixed_lanes",
     "header_cost",
+    "is_fragment",
+    "relevance",
     "render",
     "replay_key",
     "request_words",

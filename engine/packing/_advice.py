@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.core import ContextSettings
-from engine.packing._select import Picked
+from engine.packing._select import Picked, Selection
 from engine.retrieval import Scored
 from overlays import View
 
@@ -18,10 +18,18 @@ def advise(
     shown: Sequence[Picked],
     idents: Sequence[str],
     settings: ContextSettings,
+    selection: Selection | None = None,
 ) -> tuple[str, ...]:
-    """Notes for the planner: too few candidates, names the index does not hold, or no
-    definition of the names asked about among the evidence ``shown``."""
+    """Notes for the planner: too few candidates, names the index does not hold, no
+    definition of the names asked about among the evidence ``shown``, or budget left
+    unused because what remained was weak."""
     notes: list[str] = []
+    weak = [p for p in selection.pointers if p.reason == "weak"] if selection else []
+    if selection is not None and selection.floor_tokens and weak:
+        notes.append(
+            f"stopped at the relevance floor: ~{selection.floor_tokens:,} tokens of budget "
+            f"left unused; {len(weak)} weaker sections found are listed as pointers"
+        )
     if len(scored) < settings.min_candidates:
         notes.append(f"insufficient evidence: only {len(scored)} candidate sections found")
     asked = list(idents[:20])

@@ -41,13 +41,17 @@ from engine.packing._render import (
 )
 from engine.packing._select import select_evidence
 from engine.retrieval import (
+    MAX_INTENT_WORDS,
     Candidate,
+    Intent,
     Location,
     Scored,
     clean_query,
     locations,
     query_identifiers,
     recall,
+    request_intents,
+    request_phrases,
     rerank,
 )
 from indexers import TokenCounter
@@ -65,6 +69,8 @@ class Request:
     goal_ask: str
     identifiers: list[str]
     places: list[Location]
+    intents: frozenset[Intent] = frozenset()
+    phrases: tuple[tuple[str, ...], ...] = ()
 
     @classmethod
     def parse(cls, goal: str, query: str, signals: Sequence[ToolSignal]) -> Request:
@@ -76,7 +82,8 @@ class Request:
         goal_ask = clean_query(goal) if query.strip() else ""
         if goal_ask.strip() == ask.strip():
             goal_ask = ""
-        return cls(ask, goal_ask, idents, places)
+        return cls(ask, goal_ask, idents, places, request_intents(ask),
+                   request_phrases(query or goal, MAX_INTENT_WORDS))  # fmt: skip
 
 
 def replay_key(view: str, goal: str, query: str, signals: Sequence[ToolSignal],
@@ -136,7 +143,8 @@ def retrieve(
     mtimes: dict[str, int] = {}
     if cands and settings.weights.recency:  # every file's record: read only when it counts
         mtimes = {p: f.mtime_ns for p, f in view.files().items()}
-    scored = rerank(cands, request.identifiers, qvec, vectors, mtimes, settings.weights)
+    scored = rerank(cands, request.identifiers, qvec, vectors, mtimes, settings.weights,
+                    request.intents, request.phrases)  # fmt: skip
     clock.lap("rerank")
     return scored
 
@@ -172,18 +180,19 @@ def build_pack(
     words = request_words(f"{goal} {request.ask}") | {i.lower() for i in request.identifiers}
     lanes = fixed_lanes(goal, state, diff, words, budget, counter, settings)
     header_costs: dict[str, int] = {}
-    picked, pointers = select_evidence(
+    chosen = select_evidence(
         scored,
         evidence_room(lanes, budget, counter),
         lambda chunk, tokens: tokens + header_cost(chunk, counter, header_costs),
         counter,
         request.identifiers + sorted(words),
         settings.pack,
+        lambda chunk: view.chunks_of(chunk.path),
     )
     clock.lap("pack")
-    out = render(lanes, picked, pointers, budget, counter)
+    out = render(lanes, chosen.picked, chosen.pointers, budget, counter, chosen.spare)
     clock.lap("render")
-    advisory = advise(view, scored, out.shown, request.identifiers, settings)
+    advisory = advise(view, scored, out.shown, request.identifiers, settings, chosen)
     clock.lap("advisory")
     return ContextPack(out.blocks, out.citations, key, advisory, out.pointers, out.tokens,
                        budget, out.text)  # fmt: skip

@@ -48,6 +48,8 @@ _FENCES = {
     "sql": "sql", "markdown": "markdown", "rst": "rst",
 }  # fmt: skip
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_Attempt = tuple[list[tuple[Lane, str]], str, int]  # a render's parts, text and tokens
+_MIN_SNIPPET_OVERHEAD = 8  # a snippet costs at least its text and this much more
 _OMITTED_LINE = 40  # tokens the "not shown" note may take, reserved before evidence
 
 
@@ -137,11 +139,16 @@ def evidence_room(lanes: Lanes, budget: int, counter: TokenCounter) -> int:
 
 
 def header_cost(chunk: Chunk, counter: TokenCounter, cache: dict[str, int]) -> int:
-    """What a snippet's header and fences cost beside its text (estimated once per chunk)."""
+    """What a snippet's header and fences cost beside its text (estimated once per chunk;
+    a narrowed or widened snippet's label costs ``LABEL_TOKENS`` of ``_select`` more)."""
     cost = cache.get(chunk.id)
     if cost is None:
-        probe = f"[99] {chunk.title} (narrowed)\nSource: {chunk.source_uri}\nLines: 1-1\n"
-        cost = cache[chunk.id] = counter.count(probe) + 16  # hash line, fences, spacing
+        span = chunk.span
+        lines = f"{span.start_line}-{span.end_line}"
+        probe = f"[99] {chunk.title}\nSource: {chunk.source_uri}\nLines: {lines}\n"
+        # + the hash line, fences and spacing, and a margin: text counted alone can take up to
+        # ~7 tokens fewer than inside the prompt (tokens merge across its edges)
+        cost = cache[chunk.id] = counter.count(probe) + 24
     return cost
 
 
@@ -153,7 +160,9 @@ def _fence_for(text: str) -> str:
 def _snippet_text(n: int, p: Picked) -> str:
     chunk = p.scored.chunk
     fence = _fence_for(p.text)
-    title = chunk.title + (" (narrowed)" if p.narrowed else "")
+    title = chunk.title + (
+        " (narrowed)" if p.narrowed else " (with neighbours)" if p.widened else ""
+    )
     uri = f"{chunk.path}#L{p.span.start_line}-L{p.span.end_line}"
     return (
         f"[{n}] {title}\nSource: {uri}\nLines: {p.span.start_line}-{p.span.end_line}\n"
@@ -188,23 +197,32 @@ def render(
     pointers: Sequence[Pointer],
     budget: int,
     counter: TokenCounter,
+    spare: Sequence[Picked] = (),
 ) -> Rendered:
     """The prompt: evidence shown best first (by rerank score, then id) whatever order it
-    was chosen in, numbered [1..n]; parts shed until the whole text fits ``budget``."""
-    chosen = sorted(picked, key=lambda p: (-p.scored.score, p.scored.chunk.id))
+    was chosen in, numbered [1..n]; parts shed until the whole text fits ``budget``. Then
+    ``spare`` evidence (left out for budget under the per-snippet estimates, best first)
+    is added while the whole text, counted exactly, still fits."""
+    chosen = sorted(picked, key=_best_first)
     left = list(pointers)
     recent, hunks = list(lanes.recent), list(lanes.hunks)
     show_omitted = True
-    while True:
+    shed: list[Picked] = []
+
+    def attempt(shown: list[Picked], omitted: list[Pointer]) -> _Attempt:
         now = Lanes(lanes.instruction, lanes.goal, recent, hunks)
-        parts = _parts(now, chosen, left if show_omitted else [])
+        parts = _parts(now, shown, omitted if show_omitted else [])
         text = "\n\n".join(body for _, body in parts) + "\n"
-        total = counter.count(text)
+        return parts, text, counter.count(text)
+
+    while True:
+        parts, text, total = attempt(chosen, left)
         if total <= budget:
             break
         if chosen:
             dropped = min(chosen, key=lambda p: (p.scored.score, p.scored.chunk.id))
             chosen.remove(dropped)
+            shed.append(dropped)
             chunk = dropped.scored.chunk
             score = round(dropped.scored.score, 6)
             left.insert(0, Pointer(chunk.source_uri, chunk.title, dropped.tokens, score, "budget"))
@@ -216,9 +234,24 @@ def render(
             recent.pop(0)
         else:  # instruction + goal alone were checked to fit; unreachable in practice
             raise ConfigError(f"budget of {budget} tokens is too small for this request")
+    # What was shed may fit once the parts after it were shed too; then the spare.
+    for extra in sorted(shed, key=_best_first) + list(spare):
+        uri = extra.scored.chunk.source_uri
+        at = next((i for i, p in enumerate(left) if p.source_uri == uri and p.reason == "budget"),
+                  None)  # fmt: skip
+        if at is None or extra.tokens + _MIN_SNIPPET_OVERHEAD > budget - total:
+            continue
+        trial, trial_left = sorted([*chosen, extra], key=_best_first), left[:at] + left[at + 1 :]
+        tried = attempt(trial, trial_left)
+        if tried[2] <= budget:
+            chosen, left, (parts, text, total) = trial, trial_left, tried
     blocks = tuple(Block(lane, body, counter.count(body)) for lane, body in parts)
     citations = tuple(_snippet(n, p) for n, p in enumerate(chosen, start=1))
     return Rendered(blocks, citations, tuple(chosen), tuple(left), text, total)
+
+
+def _best_first(p: Picked) -> tuple[float, str]:
+    return (-p.scored.score, p.scored.chunk.id)
 
 
 def _snippet(n: int, p: Picked) -> Snippet:
@@ -234,7 +267,8 @@ def _snippet(n: int, p: Picked) -> Snippet:
         license=chunk.license,
         approx_tokens=p.tokens,
         fused_score=round(p.scored.score, 6),
-        reason_tag=p.scored.reason + ("+narrowed" if p.narrowed else ""),
+        reason_tag=p.scored.reason
+        + ("+narrowed" if p.narrowed else "+neighbours" if p.widened else ""),
         text=p.text,
         contributions=p.scored.contributions,
     )

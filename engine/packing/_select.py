@@ -1,14 +1,24 @@
-"""Evidence selection: token-cost-aware MMR under a hard budget, nothing dropped silently.
+"""Evidence selection: the best evidence first, under a hard budget, nothing dropped silently.
 
-Each step takes the candidate with the best marginal relevance per token,
+Relevance is the rerank score scaled between the weakest and the strongest candidate of the
+request (``(score - lowest) / (highest - lowest)``), so a feature every candidate shares
+(the source prior lifts all code alike) does not flatten it. Each step takes the
+candidate with the best marginal relevance,
 
-    utility = (lambda * relevance - (1 - lambda) * max similarity to what is chosen)
-              / (cost / REFERENCE_TOKENS) ** cost_exponent
+    mmr = lambda * relevance - (1 - lambda) * max similarity to what is chosen,
 
-that still fits. A file past its soft cap of sections pays a penalty; a section whose lines
-overlap a chosen one from the same file is dropped; a strong section that does not fit may
-be narrowed to its most relevant contiguous lines. Everything not chosen is returned as a
-pointer with the reason.
+and packs it if it fits; a strong one that does not fit is narrowed to its most relevant
+contiguous lines; a tiny fragment (an import, a one-line alias, a trivial accessor) is
+shown with its neighbours, never alone as filler. Sections of a file past its cap (one;
+for the file of the best candidate, one per ``lead_file_tokens`` of room; the part next
+to a chosen part of a function split for size is the same evidence and does not count)
+wait until every other file has had its turn. Selection stops at the relevance floor: what is
+left is weak, and padding a model's context with it makes answers worse, so the unused
+budget is returned and said.
+
+Everything not chosen becomes a pointer with the reason that is true: ``budget`` only for a
+section that did not fit even narrowed when its turn came, and that nothing weaker had
+displaced (otherwise ``redundant``: it lost its place to more novel evidence).
 """
 
 from __future__ import annotations
@@ -16,22 +26,36 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from engine.core import PackSettings, Pointer, is_trivial
 from engine.retrieval import Scored
-from indexers import Chunk, Span, TokenCounter, sha256_text
+from indexers import Chunk, ChunkKind, Span, TokenCounter, sha256_text
 
-__all__ = ["REFERENCE_TOKENS", "Picked", "select_evidence", "window_pick"]
+__all__ = [
+    "LABEL_TOKENS",
+    "Neighbours",
+    "Picked",
+    "Selection",
+    "is_fragment",
+    "relevance",
+    "select_evidence",
+    "window_pick",
+]
 
-REFERENCE_TOKENS = 200  # a typical function: the unit that "per token" is measured in
+LABEL_TOKENS = 5  # " (narrowed)" or " (with neighbours)" after a snippet's title
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FUNCTIONS = (ChunkKind.FUNCTION, ChunkKind.METHOD)
+
+Neighbours = Callable[[Chunk], Sequence[Chunk]]
 
 
 @dataclass(frozen=True, slots=True)
 class Picked:
-    """A chosen section, possibly narrowed to a sub-span (with its own text and hash)."""
+    """A chosen section, possibly narrowed to a sub-span or widened to its neighbours (with
+    its own text and hash)."""
 
     scored: Scored
     span: Span
@@ -39,6 +63,30 @@ class Picked:
     sha256: str
     tokens: int
     narrowed: bool
+    widened: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What ``select_evidence`` chose, what it left out and why, and whether it stopped at
+    the relevance floor with budget to spare (``floor_tokens``: the room it left)."""
+
+    picked: list[Picked]
+    pointers: list[Pointer]
+    floor_tokens: int = 0
+    # Left out for budget alone, ready to show, best first: the render tries them in the
+    # room its conservative per-snippet estimates leave unused.
+    spare: list[Picked] = field(default_factory=list)
+
+
+def relevance(scored: Sequence[Scored]) -> dict[str, float]:
+    """Each candidate's score scaled to [0, 1] between the weakest and the strongest."""
+    if not scored:
+        return {}
+    lo = min(s.score for s in scored)
+    hi = max(s.score for s in scored)
+    span = hi - lo
+    return {s.chunk.id: (s.score - lo) / span if span > 1e-12 else 1.0 for s in scored}
 
 
 def _overlaps(a: Chunk, span: Span, b: Picked) -> bool:
@@ -56,6 +104,14 @@ def _similarity(a: Scored, b: Scored) -> float:
     return len(ids_a & ids_b) / len(union) if union else 0.0
 
 
+def is_fragment(chunk: Chunk, settings: PackSettings) -> bool:
+    """A section too small to stand alone as evidence: under ``fragment_tokens``, or a
+    function of at most two lines (a trivial accessor)."""
+    if chunk.tokens < settings.fragment_tokens:
+        return True
+    return chunk.kind in _FUNCTIONS and chunk.span.lines <= 2
+
+
 def select_evidence(
     scored: Sequence[Scored],
     budget: int,
@@ -63,68 +119,115 @@ def select_evidence(
     counter: TokenCounter,
     terms: Sequence[str],
     settings: PackSettings,
-) -> tuple[list[Picked], list[Pointer]]:
-    """Choose evidence for ``budget`` tokens. ``cost_of(chunk, text_tokens)`` is what a
-    snippet costs rendered (header included); ``terms`` guide narrowing."""
-    pointers: list[Pointer] = [_pointer(c, "trivial") for c in scored if is_trivial(c.chunk)]
-    useful = [c for c in scored if not is_trivial(c.chunk)]
+    neighbours: Neighbours | None = None,
+) -> Selection:
+    """Choose evidence for ``budget`` tokens (see the module docstring). ``cost_of(chunk,
+    text_tokens)`` is what a snippet costs rendered (header included); ``terms`` guide
+    narrowing; ``neighbours(chunk)`` gives a file's sections in line order, for showing a
+    fragment with its neighbours (without it, fragments are shown alone)."""
+    # Without neighbours, a trivial section (a lone header, an import) has nothing to be
+    # shown with; with them, it may be the answer (``TIMEOUT = 30``) and comes in context.
+    alone = neighbours is None
+    pointers: list[Pointer] = [_pointer(c, "trivial") for c in scored
+                               if alone and is_trivial(c.chunk)]  # fmt: skip
+    useful = [c for c in scored if not (alone and is_trivial(c.chunk))]
+    rel = relevance(useful)
     pool = useful[: settings.pool]
-    beyond = useful[settings.pool :]
-    top = pool[0].score if pool and pool[0].score > 0 else 1.0
-    # Everything the loop needs per candidate, computed once.
-    costs = {c.chunk.id: cost_of(c.chunk, c.chunk.tokens) for c in pool}
+    pointers.extend(_pointer(c, "low_score") for c in useful[settings.pool :])
+    weak = [c for c in pool if rel[c.chunk.id] < settings.min_relevance]
+    pool = [c for c in pool if rel[c.chunk.id] >= settings.min_relevance]
     words = {c.chunk.id: frozenset(_WORD.findall(c.chunk.text)) for c in pool}
     redundancy = {c.chunk.id: 0.0 for c in pool}  # max similarity to anything picked so far
     picked: list[Picked] = []
+    spare: list[Picked] = []
     per_file: Counter[str] = Counter()
     remaining = budget
+    # Split symbols with one part chosen: the part next to it continues the same evidence
+    # and does not count against the file's turn (once: a long one's other parts do).
+    started: dict[tuple[str, str], int | None] = {}  # None: its continuation is used
+
+    def continues(c: Scored) -> bool:
+        part = started.get((c.chunk.path, c.chunk.symbol))
+        return c.chunk.parts > 1 and part is not None and abs(c.chunk.part - part) == 1
+
+    def repeats(c: Scored) -> int:
+        """How many sections of its file are chosen (0 for a continuation)."""
+        return 0 if continues(c) else per_file[c.chunk.path]
+
+    lead = pool[0].chunk.path if pool else ""
+
+    lead_cap = max(settings.per_source_cap, -(-budget // max(1, settings.lead_file_tokens)))
+
+    def cap(c: Scored) -> int:
+        return lead_cap if c.chunk.path == lead else settings.per_source_cap
+
     while pool:
-        best: Scored | None = None
-        best_u = float("-inf")
-        for cand in pool:
-            cost = costs[cand.chunk.id]
-            if cost > remaining:
-                continue
-            rel = max(cand.score, 0.0) / top
-            mmr = settings.mmr_lambda * rel - (1 - settings.mmr_lambda) * redundancy[cand.chunk.id]
-            utility = mmr / (max(cost, 1) / REFERENCE_TOKENS) ** settings.cost_exponent
-            if per_file[cand.chunk.path] >= settings.per_source_cap:
-                utility *= settings.source_cap_penalty
-            if utility > best_u or (
-                utility == best_u and best is not None and cand.chunk.id < best.chunk.id
-            ):
-                best, best_u = cand, utility
-        if best is None:
-            narrowed = _narrow_one(pool, picked, remaining, top, cost_of, counter, terms, settings)
-            if narrowed is None:
-                break
-            pool.remove(narrowed.scored)
-            picked.append(narrowed)
-            per_file[narrowed.scored.chunk.path] += 1
-            remaining -= cost_of(narrowed.scored.chunk, narrowed.tokens)
+        capped = [c for c in pool if repeats(c) >= cap(c)]
+        turn = [c for c in pool if repeats(c) < cap(c)] or capped
+        cand = max(turn, key=lambda c: (_mmr(c, rel, redundancy, settings), -_order(c)))
+        pool.remove(cand)
+        chunk = cand.chunk
+        if any(_overlaps(chunk, chunk.span, p) for p in picked):
+            pointers.append(_pointer(cand, "overlap"))
             continue
-        pool.remove(best)
-        chunk = best.chunk
-        picked.append(Picked(best, chunk.span, chunk.text, chunk.sha256, chunk.tokens, False))
-        per_file[chunk.path] += 1
-        remaining -= costs[chunk.id]
+        choice = None
+        if neighbours is not None and is_fragment(chunk, settings):
+            choice = _widen(cand, neighbours(chunk), settings, counter)
+            if choice is not None and any(_overlaps(chunk, choice.span, p) for p in picked):
+                choice = None  # its neighbours are shown already: alone, it is filler
+            if choice is None and is_trivial(chunk):
+                pointers.append(_pointer(cand, "trivial"))
+                continue
+        if choice is None:
+            choice = Picked(cand, chunk.span, chunk.text, chunk.sha256, chunk.tokens, False)
+        wanted = choice
+        if _cost(cost_of, choice) > remaining:
+            choice = _narrow(cand, rel, remaining, cost_of, counter, terms, settings)
+        if choice is None:
+            displaced = any(p.scored.score < cand.score for p in picked)
+            reason = "source_cap" if cand in capped else "redundant" if displaced else "budget"
+            # What it would have cost shown (with its neighbours, for a fragment).
+            pointers.append(_pointer(cand, reason, wanted.tokens))
+            if reason == "budget":
+                spare.append(wanted)
+            continue
+        picked.append(choice)
+        key = (chunk.path, chunk.symbol)
+        if continues(cand):
+            started[key] = None
+        else:
+            per_file[chunk.path] += 1
+            if chunk.parts > 1 and key not in started:
+                started[key] = chunk.part
+        remaining -= _cost(cost_of, choice)
         chosen_words = words[chunk.id]
         for other in list(pool):
-            if _overlaps(other.chunk, other.chunk.span, picked[-1]):
+            if _overlaps(other.chunk, other.chunk.span, choice):
                 pool.remove(other)
                 pointers.append(_pointer(other, "overlap"))
             elif _jaccard(words[other.chunk.id], chosen_words, settings.duplicate_similarity):
                 pool.remove(other)
                 pointers.append(_pointer(other, "redundant"))
             else:
-                sim = _similarity(other, best)
+                sim = _similarity(other, cand)
                 if sim > redundancy[other.chunk.id]:
                     redundancy[other.chunk.id] = sim
-    for cand in pool:
-        reason = "budget" if costs[cand.chunk.id] > remaining else "redundant"
-        pointers.append(_pointer(cand, reason))
-    pointers.extend(_pointer(c, "low_score") for c in beyond)
-    return picked, pointers
+    pointers.extend(_pointer(c, "weak") for c in weak)
+    return Selection(picked, pointers, remaining if weak else 0, spare)
+
+
+def _cost(cost_of: Callable[[Chunk, int], int], p: Picked) -> int:
+    """What a choice costs rendered: its text, its header and, if cut or widened, the label."""
+    return cost_of(p.scored.chunk, p.tokens + (LABEL_TOKENS if p.narrowed or p.widened else 0))
+
+
+def _mmr(c: Scored, rel: dict[str, float], redundancy: dict[str, float], s: PackSettings) -> float:
+    return s.mmr_lambda * rel[c.chunk.id] - (1 - s.mmr_lambda) * redundancy[c.chunk.id]
+
+
+def _order(c: Scored) -> int:
+    """A stable tie-break: lower chunk ids first (as an int so ``max`` can negate it)."""
+    return int(c.chunk.id[:15], 16)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str], threshold: float) -> bool:
@@ -136,37 +239,64 @@ def _jaccard(a: frozenset[str], b: frozenset[str], threshold: float) -> bool:
     return len(a & b) / len(a | b) >= threshold
 
 
-def _pointer(cand: Scored, reason: str) -> Pointer:
+def _pointer(cand: Scored, reason: str, tokens: int | None = None) -> Pointer:
     c = cand.chunk
-    return Pointer(c.source_uri, c.title, c.tokens, round(cand.score, 6), reason)
+    return Pointer(c.source_uri, c.title, c.tokens if tokens is None else tokens,
+                   round(cand.score, 6), reason)  # fmt: skip
 
 
-def _narrow_one(
-    pool: list[Scored],
-    picked: list[Picked],
+def _widen(
+    cand: Scored, siblings: Sequence[Chunk], settings: PackSettings, counter: TokenCounter
+) -> Picked | None:
+    """A fragment shown with the sections around it in its file, nearest first, up to
+    ``fragment_context_tokens``; None when it has no neighbours."""
+    chunk = cand.chunk
+    ordered = sorted(siblings, key=lambda c: (c.span.start_line, c.span.end_line))
+    at = next((i for i, c in enumerate(ordered) if c.id == chunk.id), None)
+    if at is None:
+        return None
+    lo = hi = at
+    total = chunk.tokens
+    while True:
+        before = ordered[lo - 1] if lo > 0 else None
+        after = ordered[hi + 1] if hi + 1 < len(ordered) else None
+        options = [(c.tokens, side) for c, side in ((before, -1), (after, 1)) if c is not None]
+        grown = False
+        for tokens, side in sorted(options):
+            if total + tokens <= settings.fragment_context_tokens:
+                total += tokens
+                lo, hi = (lo - 1, hi) if side < 0 else (lo, hi + 1)
+                grown = True
+                break
+        if not grown:
+            break
+    if lo == hi:
+        return None
+    lines: dict[int, str] = {}
+    for part in ordered[lo : hi + 1]:
+        for offset, line in enumerate(part.text.split("\n")):
+            lines.setdefault(part.span.start_line + offset, line)
+    span = Span(min(lines), max(lines))
+    text = "\n".join(lines.get(n, "") for n in range(span.start_line, span.end_line + 1))
+    return Picked(cand, span, text, sha256_text(text), counter.count(text), False, True)
+
+
+def _narrow(
+    cand: Scored,
+    rel: dict[str, float],
     remaining: int,
-    top: float,
     cost_of: Callable[[Chunk, int], int],
     counter: TokenCounter,
     terms: Sequence[str],
     settings: PackSettings,
 ) -> Picked | None:
-    """Narrow the most relevant candidate that does not fit to its best lines, if any."""
-    if remaining < settings.narrow_min_tokens:
+    """``cand`` narrowed to its best lines for the room left, if it is strong enough and
+    the room is worth it; None otherwise."""
+    if remaining < settings.narrow_min_tokens or rel[cand.chunk.id] < settings.narrow_min_relevance:
         return None
-    for cand in pool:  # pool is in score order
-        if cand.score / top < settings.narrow_min_relevance:
-            return None
-        if any(_overlaps(cand.chunk, cand.chunk.span, p) for p in picked):
-            continue
-        room = remaining - (cost_of(cand.chunk, 0))
-        window = _best_window(cand.chunk, room, counter, terms)
-        if window is not None:
-            return window_pick(cand, *window, counter)
-    return None
-
-
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+    room = remaining - cost_of(cand.chunk, LABEL_TOKENS)
+    window = _best_window(cand.chunk, room, counter, terms)
+    return None if window is None else window_pick(cand, *window, counter)
 
 
 def _best_window(

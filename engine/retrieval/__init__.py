@@ -3,30 +3,47 @@
 their inputs (query vectors are computed by the caller); imports only ``engine.core``."""
 
 from engine.retrieval._files import rank_files
-from engine.retrieval._fusion import Candidate, file_scores, fuse_lists
-from engine.retrieval._query import Location, clean_query, locations, query_identifiers
+from engine.retrieval._fusion import FILE_TOP, Candidate, file_scores, fuse_lists
+from engine.retrieval._query import (
+    MAX_INTENT_WORDS,
+    MIN_PHRASE_WORDS,
+    Intent,
+    Location,
+    clean_query,
+    locations,
+    phrase_match,
+    query_identifiers,
+    request_intents,
+    request_phrases,
+)
 from engine.retrieval._recall import recall, weights_of
 from engine.retrieval._rerank import Scored, rerank
 from engine.retrieval._resolve import URI, resolve_in
-from engine.retrieval._search import FUSION_DEPTH, RRF_K, fuse, search
+from engine.retrieval._search import dense_hits, file_hits, ranked_hits
 
 __all__ = [
-    "FUSION_DEPTH",
-    "RRF_K",
+    "FILE_TOP",
+    "MAX_INTENT_WORDS",
+    "MIN_PHRASE_WORDS",
     "URI",
     "Candidate",
+    "Intent",
     "Location",
     "Scored",
     "clean_query",
+    "dense_hits",
+    "file_hits",
     "file_scores",
-    "fuse",
     "fuse_lists",
     "locations",
+    "phrase_match",
     "query_identifiers",
     "rank_files",
+    "ranked_hits",
     "recall",
+    "request_intents",
+    "request_phrases",
     "rerank",
     "resolve_in",
-    "search",
     "weights_of",
 ]

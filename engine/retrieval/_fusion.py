@@ -15,7 +15,11 @@ from engine.core import Fusion, RecallSettings
 from indexers import Chunk
 from overlays import View
 
-__all__ = ["Candidate", "file_scores", "fuse_lists"]
+__all__ = ["FILE_TOP", "Candidate", "file_scores", "fuse_lists"]
+
+# A file's strength is its best few sections together: a large file does not win by size,
+# and one lucky section does not carry a file.
+FILE_TOP = 3
 
 
 @dataclass(slots=True)
@@ -80,9 +84,8 @@ def fuse_lists(
     return out
 
 
-def file_scores(cands: Sequence[Candidate], top: int = 3) -> dict[str, float]:
-    """A file's score: the sum of its ``top`` best section scores (large files do not win
-    by size, and one lucky section does not carry a file)."""
+def file_scores(cands: Sequence[Candidate], top: int = FILE_TOP) -> dict[str, float]:
+    """A file's score: the sum of its ``top`` best section scores."""
     per: dict[str, list[float]] = defaultdict(list)
     for c in cands:
         per[c.chunk.path].append(c.fused)

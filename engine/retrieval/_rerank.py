@@ -11,17 +11,27 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from engine.core import Contribution, RerankWeights
 from engine.retrieval._fusion import Candidate, file_scores
+from engine.retrieval._query import Intent, phrase_match
 from indexers import Chunk, DocType
 
 __all__ = ["Scored", "rerank"]
 
 # How much a section's kind of document is worth as evidence for a code task.
+# Raised when a short question asks for that kind of evidence (``request_intents``): "where
+# is the retry tested" wants the test, "what do the docs say" the documentation.
+_INTENT_PRIOR: dict[Intent, dict[DocType, float]] = {
+    Intent.TESTS: {DocType.TEST: 1.0},
+    Intent.DOCS: {DocType.REFERENCE: 1.0, DocType.TUTORIAL: 1.0},
+    Intent.EXAMPLES: {DocType.EXAMPLE: 1.0, DocType.TUTORIAL: 0.8},
+    Intent.CONFIG: {DocType.REFERENCE: 0.8},
+    Intent.USAGE: {DocType.REFERENCE: 0.8, DocType.TUTORIAL: 0.8, DocType.EXAMPLE: 0.6},
+}
 _SOURCE_PRIOR = {
     DocType.IMPLEMENTATION: 1.0,
     DocType.DEFINITION: 1.0,
@@ -45,6 +55,8 @@ class Scored:
     reason: str
     contributions: tuple[Contribution, ...]
     vector: np.ndarray | None
+    ranks: Mapping[str, int] = field(default_factory=dict)  # rank in each recall list
+    scores: Mapping[str, float] = field(default_factory=dict)  # score in each recall list
 
 
 def _code_ratio(text: str) -> float:
@@ -80,12 +92,21 @@ def rerank(
     vectors: Mapping[str, np.ndarray],
     mtimes: Mapping[str, int],
     weights: RerankWeights,
+    intents: frozenset[Intent] = frozenset(),
+    phrases: Sequence[tuple[str, ...]] = (),
 ) -> list[Scored]:
     """Score candidates; best first, ties by chunk id. ``vectors`` maps chunk id to its
-    dense vector (missing ones score 0 on cosine); ``mtimes`` maps path to mtime_ns."""
+    dense vector (missing ones score 0 on cosine); ``mtimes`` maps path to mtime_ns;
+    ``intents`` (what a short question asks for) raise the prior of tests, docs, examples
+    or configuration; ``phrases`` (quoted in the request: an error message) score the
+    sections that hold them verbatim."""
     if not cands:
         return []
     wanted = set(identifiers)
+    prior = dict(_SOURCE_PRIOR)
+    for intent in sorted(intents):
+        for doc_type, value in _INTENT_PRIOR[intent].items():
+            prior[doc_type] = max(prior.get(doc_type, 0.0), value)
     per_file = file_scores(cands)
     cosines = [
         float(np.dot(vectors[c.chunk.id], query_vector))
@@ -104,7 +125,8 @@ def rerank(
             for c in cands
         ],
         "signal": [1.0 if "signal" in c.ranks else 0.0 for c in cands],
-        "source": [_SOURCE_PRIOR.get(c.chunk.doc_type, 0.5) for c in cands],
+        "phrase": [phrase_match(phrases, c.chunk.text) if phrases else 0.0 for c in cands],
+        "source": [prior.get(c.chunk.doc_type, 0.5) for c in cands],
         "depth": [1.0 / (1 + c.chunk.depth) for c in cands],
         "code_ratio": [_code_ratio(c.chunk.text) for c in cands],
         "entropy": [_entropy_score(c.chunk.text) for c in cands],
@@ -125,6 +147,8 @@ def rerank(
                 cand.sources,
                 parts,
                 vectors.get(cand.chunk.id),
+                cand.ranks,
+                cand.scores,
             )
         )
     return sorted(scored, key=lambda s: (-s.score, s.chunk.id))

@@ -6,9 +6,11 @@
                    blocks [{lane, tokens}], citations [Snippet], reachable [Pointer], render
     Snippet        id, chunk_id, title, symbol, source_uri, path, start_line, end_line,
                    sha256, license, approx_tokens, fused_score, reason_tag, contributions
-    SearchHit      rank, score, bm25_rank, bm25_score, dense_rank, dense_score and the
-                   section: chunk_id, path, title, symbol, kind, language, doc_type,
-                   source_uri, start_line, end_line, sha256, license, text
+    SearchHit      rank, score, bm25_rank, bm25_score, dense_rank, dense_score, reason,
+                   contributions and the section: chunk_id, path, title, symbol, kind,
+                   language, doc_type, source_uri, start_line, end_line, sha256, license,
+                   text
+    FileHit        rank, path, score, sections [SearchHit]
     FeedbackResult replay_key, valid, dropped, stale
     Replay         replay_key, turn_id, time, tokens_used, text, diff
     Status, IndexReport, GcReport, Resolved, and the ledger's TurnRecord and FeedbackRecord:
@@ -27,6 +29,7 @@ from pathlib import Path
 from engine.core import (
     ContextPack,
     FeedbackResult,
+    FileHit,
     GcReport,
     IndexReport,
     Pointer,
@@ -39,7 +42,7 @@ from engine.core import (
 from indexers import Chunk
 from ledger import JSON, FeedbackRecord, TurnRecord
 
-__all__ = ["JSON", "chunk_json", "hits_json", "pack_json", "to_json"]
+__all__ = ["JSON", "chunk_json", "files_json", "hits_json", "pack_json", "to_json"]
 
 Record = (
     ContextPack | Snippet | Pointer | FeedbackResult | Replay | Status | IndexReport | GcReport
@@ -137,6 +140,8 @@ def hit_json(rank: int, hit: SearchHit) -> dict[str, JSON]:
         "bm25_score": hit.bm25_score,
         "dense_rank": hit.dense_rank,
         "dense_score": hit.dense_score,
+        "reason": hit.reason,
+        "contributions": {c.feature: round(c.points, 4) for c in hit.contributions},
     }
     body = chunk_json(hit.chunk)
     for name in ("page_id", "depth", "part", "parts", "context", "defines", "references"):
@@ -147,6 +152,21 @@ def hit_json(rank: int, hit: SearchHit) -> dict[str, JSON]:
 def hits_json(hits: Sequence[SearchHit]) -> dict[str, JSON]:
     """Search hits, best first."""
     return {"hits": [hit_json(rank, h) for rank, h in enumerate(hits, start=1)]}
+
+
+def files_json(files: Sequence[FileHit]) -> dict[str, JSON]:
+    """Files in the search ranking, best first, each with its best sections."""
+    return {
+        "files": [
+            {
+                "rank": rank,
+                "path": f.path,
+                "score": f.score,
+                "sections": [hit_json(n, h) for n, h in enumerate(f.sections, start=1)],
+            }
+            for rank, f in enumerate(files, start=1)
+        ]
+    }
 
 
 def to_json(record: Record) -> dict[str, JSON]:

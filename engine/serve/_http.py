@@ -5,7 +5,7 @@ For planners that do not speak MCP::
     POST /v1/context        {goal, query, tool_signals, state, budget_tokens} -> the pack
     POST /v1/feedback       {replay_key, model_citations, tool_results, outcome}
     GET  /v1/replay/{key}   the recorded prompt, byte for byte
-    GET  /v1/search?q=&mode=&k=
+    GET  /v1/search?q=&goal=&mode=&k=&files=1
     GET  /v1/resolve?uri=&path=&sha256=     POST /v1/resolve {uri, proof: {path, sha256}}
     GET  /v1/status         POST /v1/index?wait=1
     GET  /healthz           GET /openapi.json
@@ -41,7 +41,7 @@ from engine.core import (
     NotFoundError,
     PayloadTooLargeError,
 )
-from engine.serve._encode import hits_json, to_json
+from engine.serve._encode import files_json, hits_json, to_json
 from engine.serve._mcp import build_mcp_server
 from engine.serve._requests import Proof, field, proof_of, state_of, strings, tool_results_of
 from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
@@ -181,8 +181,10 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
             k = q.get("k", "10")
             if not k.isdigit():
                 raise ConfigError(f"k must be a whole number, got {k!r}")
-            hits = await call(service.search, q.get("q", ""), q.get("mode", "hybrid"), int(k))
-            return hits_json(hits)
+            query, mode, goal = q.get("q", ""), q.get("mode", "hybrid"), q.get("goal", "")
+            if q.get("files", "") in ("1", "true", "yes"):
+                return files_json(await call(service.search_files, query, mode, int(k), goal))
+            return hits_json(await call(service.search, query, mode, int(k), goal))
 
         return await _answer(work)
 
@@ -377,8 +379,9 @@ OPENAPI: dict[str, Any] = {
                             "schema": {"type": "string"}}],
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/search": {"get": {
-            "summary": "Ranked sections (not citable evidence)",
-            "parameters": [{"name": "q", **_Q, "required": True},
+            "summary": "Sections (or files=1: files) in build_context's ranking",
+            "parameters": [{"name": "q", **_Q, "required": True}, {"name": "goal", **_Q},
+                           {"name": "files", **_Q},
                            {"name": "mode", "in": "query",
                             "schema": {"enum": ["bm25", "dense", "hybrid"]}},
                            {"name": "k", "in": "query", "schema": {"type": "integer"}}],

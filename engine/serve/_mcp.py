@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from engine.core import Config, CortexError
-from engine.serve._encode import JSON, hits_json, to_json
+from engine.serve._encode import JSON, files_json, hits_json, to_json
 from engine.serve._requests import proof_of, state_of, tool_results_of
 from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
 
@@ -50,10 +50,12 @@ that were not in that context are dropped and counted; cited evidence whose file
 since is flagged stale: resolve it or build_context again before relying on it."""
 
 SEARCH = """\
-Quick lookup of code and docs by identifiers or words, without building a context: "where is
-X defined?", "what calls Y?". mode: bm25 for exact names, dense for concepts, hybrid (default)
-for both; k results (1..100). Hits are not numbered evidence: do not cite them as [n]; call
-build_context when you need citable evidence for a step."""
+Quick lookup of code and docs, without building a context: "where is X defined?", "which
+files handle Y?". Ranked as build_context ranks its evidence; files=true ranks files, each
+with its best sections. goal (optional) steers the ranking like build_context's goal; mode
+hybrid (default), bm25 (no dense channel) or dense (the dense retriever alone); k results
+(1..100). Hits are not numbered evidence: do not cite them as [n]; call build_context when
+you need citable evidence for a step."""
 
 RESOLVE = """\
 Read the exact lines behind a uri: a citation's or a left-out pointer's source (path#L10-L20,
@@ -161,9 +163,19 @@ def build_mcp_server(service: Service) -> "MCPServer":
 
     @server.tool(description=SEARCH, annotations=reads)
     async def search(
-        query: str, mode: Literal["bm25", "dense", "hybrid"] = "hybrid", k: int = 10
+        query: str,
+        mode: Literal["bm25", "dense", "hybrid"] = "hybrid",
+        k: int = 10,
+        files: Annotated[bool, Field(description="rank files, with their best sections")] = False,
+        goal: Annotated[str, Field(description="the task's goal, steers the ranking")] = "",
     ) -> CallToolResult:
-        hits = await run(service.search, query, mode, k)
+        if files:
+            ranked = await run(service.search_files, query, mode, k, goal)
+            text = "\n".join(f"{n}. {f.path}  ({f.score:.3f}): "
+                             + ", ".join(h.chunk.title for h in f.sections)
+                             for n, f in enumerate(ranked, start=1)) or "no results"  # fmt: skip
+            return result(files_json(ranked), text)
+        hits = await run(service.search, query, mode, k, goal)
         text = "\n\n".join(f"{n}. {h.chunk.title}  ({h.chunk.source_uri})\n{h.chunk.text}"
                            for n, h in enumerate(hits, start=1)) or "no results"  # fmt: skip
         return result(hits_json(hits), text)

@@ -31,6 +31,7 @@ from engine.core import (
     ContextPack,
     CortexError,
     FeedbackResult,
+    FileHit,
     IndexNotBuiltError,
     Replay,
     SearchHit,
@@ -198,12 +199,26 @@ class Service:
             self._known(replay_key)
         return ws.feedback(replay_key, model_citations, tool_results, outcome)
 
-    def search(self, query: str, mode: str = "hybrid", k: int = 10) -> list[SearchHit]:
+    def search(
+        self, query: str, mode: str = "hybrid", k: int = 10, goal: str = ""
+    ) -> list[SearchHit]:
         """``Workspace.search`` with the servers' input limits."""
+        self._check_search(query, goal, k)
+        return self._ready().search(query, goal=goal, mode=mode, k=k)
+
+    def search_files(
+        self, query: str, mode: str = "hybrid", k: int = 10, goal: str = ""
+    ) -> list[FileHit]:
+        """``Workspace.search_files`` with the servers' input limits."""
+        self._check_search(query, goal, k)
+        return self._ready().search_files(query, goal=goal, mode=mode, k=k)
+
+    @staticmethod
+    def _check_search(query: str, goal: str, k: int) -> None:
         _check_text("query", query)
+        _check_text("goal", goal)
         if not 1 <= k <= MAX_K:
             raise ConfigError(f"k must be within 1..{MAX_K}")
-        return self._ready().search(query, mode=mode, k=k)
 
     def replay(self, replay_key: str) -> Replay:
         """The prompt recorded under ``replay_key``, byte for byte."""

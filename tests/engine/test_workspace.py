@@ -15,13 +15,16 @@ import pytest
 
 from engine import (
     Config,
+    ConfigError,
     IndexBusyError,
     IndexNotBuiltError,
     IndexSchemaError,
     Workspace,
+    rank_files,
 )
 from engine.embed import HashEmbedder
 from engine.index import WriterLock
+from engine.retrieval import Scored
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 CONFIG = Config(dense_model="hash")
@@ -77,6 +80,28 @@ def test_index_then_search_all_modes(repo: Path) -> None:
             assert hits[0].chunk.symbol == "Session.register_hook", mode
         hybrid = ws.search("register hook", k=3)[0]
         assert hybrid.bm25_rank == 1 and hybrid.dense_rank is not None
+
+
+def test_search_is_the_ranking_build_context_packs_from(repo: Path) -> None:
+    """search and search_files give the order of build_context's reranked candidates, with
+    the same goal steering both; an empty query is an error, not arbitrary results."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        explain: list[Scored] = []
+        ws.build_context("compute the offset", "value minus offset", explain=explain, record=False)
+        hits = ws.search("value minus offset", goal="compute the offset", k=len(explain))
+        assert [h.chunk.id for h in hits] == [s.chunk.id for s in explain]
+        assert [h.score for h in hits] == [s.score for s in explain]
+        files = ws.search_files("value minus offset", goal="compute the offset", k=100)
+        assert [f.path for f in files] == rank_files(explain)
+        floor = min(s.score for s in explain)
+        for f in files:
+            assert f.sections and all(h.chunk.path == f.path for h in f.sections)
+            assert f.score == pytest.approx(sum(h.score - floor for h in f.sections))
+        with pytest.raises(ConfigError, match="needs a query"):
+            ws.search("   ")
+        with pytest.raises(ConfigError):
+            ws.search_files("offset", mode="dense")
 
 
 def test_unchanged_reindex_embeds_nothing(repo: Path) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import replace
@@ -165,7 +166,13 @@ def _same_answers(ws: Workspace, reference: Path, context: str) -> None:
                 assert [(p.source_uri, p.reason) for p in a.reachable] == [
                     (p.source_uri, p.reason) for p in b.reachable
                 ], (context, query)
-            assert a.advisory == b.advisory, (context, query)
+                assert a.advisory == b.advisory, (context, query)
+            else:  # the same advice, though the room it says is left differs
+                assert _unnumbered(a.advisory) == _unnumbered(b.advisory), (context, query)
+
+
+def _unnumbered(advice: tuple[str, ...]) -> list[str]:
+    return [re.sub(r"[\d,]+", "N", line) for line in advice]
 
 
 def _evidence(pack: ContextPack) -> list[tuple[object, ...]]:

@@ -79,6 +79,16 @@ def test_render_never_exceeds_budget(ws: Workspace, words: list[str], budget: in
     state = SessionState(recent_turns=(Turn("user", "earlier: " + query * 3),))
     pack = ws.build_context("Fix: " + query, query, state=state, budget_tokens=budget)
     assert COUNTER.count(pack.render()) == pack.tokens_used <= budget
+    # Nothing left out "for budget" would have fitted in the room the pack left unused: a
+    # snippet costs its text and a header naming it, its lines and hash (up to 8 tokens
+    # more or less: a fragment's "(with neighbours)" label, tokens merging at the edges).
+    left = budget - pack.tokens_used
+    for p in pack.reachable:
+        if p.reason == "budget":
+            lines = p.source_uri.rsplit("#L", 1)[1].replace("L", "")
+            header = (f"\n\n[1] {p.title}\nSource: {p.source_uri}\nLines: {lines}\n"
+                      f"Hash: sha256:{'0' * 12}\n```python\n\n```")  # fmt: skip
+            assert p.tokens + COUNTER.count(header) + 8 > left, p
 
 
 def test_identical_calls_identical_output(ws: Workspace) -> None:

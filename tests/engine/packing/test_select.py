@@ -1,12 +1,15 @@
-"""Evidence selection: token-cost-aware MMR under a hard budget, every omission a pointer."""
+"""Evidence selection: the best evidence first under a hard budget, every omission a
+pointer with the reason that is true, fragments with their neighbours, a relevance floor."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.core import PackSettings
-from engine.packing import select_evidence
+from engine.packing import relevance, select_evidence
 from engine.retrieval import Scored
 from indexers import Chunk, ChunkKind, WordCounter
 from tests.engine.records import chunk
@@ -23,8 +26,8 @@ def _scored(c: Chunk, score: float) -> Scored:
     return Scored(c, score, "bm25", (), None)
 
 
-def _body(words: int, seed: str) -> str:
-    return "\n".join(f"    value_{seed}_{i} = compute_{seed}({i})" for i in range(words))
+def _body(lines: int, seed: str) -> str:
+    return "\n".join(f"    value_{seed}_{i} = compute_{seed}({i})" for i in range(lines))
 
 
 def test_overlaps_near_copies_and_trivial_sections_are_pointers() -> None:
@@ -35,11 +38,12 @@ def test_overlaps_near_copies_and_trivial_sections_are_pointers() -> None:
     copy = chunk("b.py", "def run():\n" + _body(8, "run"), symbol="run")
     tiny = chunk("c.py", "import os", kind=ChunkKind.MODULE, tokens=2)
     other = chunk("d.py", "def other():\n" + _body(4, "other"), symbol="other")
-    scored = [_scored(best, 5.0), _scored(inner, 0.5), _scored(copy, 3.0),
-              _scored(tiny, 2.0), _scored(other, 1.0)]  # fmt: skip
-    picked, pointers = select_evidence(scored, 1000, _cost, COUNTER, ["run"], PackSettings())
-    assert [p.scored.chunk.path for p in picked] == ["a.py", "d.py"]
-    reasons = {p.source_uri.split("#")[0]: p.reason for p in pointers}
+    scored = [_scored(best, 5.0), _scored(copy, 3.0), _scored(tiny, 2.0),
+              _scored(other, 1.0), _scored(inner, 0.5)]  # fmt: skip
+    no_floor = PackSettings(min_relevance=0.0)  # the floor has its own test
+    got = select_evidence(scored, 1000, _cost, COUNTER, ["run"], no_floor)
+    assert [p.scored.chunk.path for p in got.picked] == ["a.py", "d.py"]
+    reasons = {p.source_uri.split("#")[0]: p.reason for p in got.pointers}
     assert reasons == {"a.py": "overlap", "b.py": "redundant", "c.py": "trivial"}
 
 
@@ -49,24 +53,86 @@ def test_a_strong_section_that_does_not_fit_is_narrowed() -> None:
     lines = [f"    step_{i} = work({i})" for i in range(60)]
     lines[30] = "    target = parse_header(data)"
     big = chunk("big.py", "def handle(data):\n" + "\n".join(lines), symbol="handle")
-    picked, _ = select_evidence([_scored(big, 5.0)], 120, _cost, COUNTER, ["parse_header"],
-                                PackSettings())  # fmt: skip
-    assert len(picked) == 1 and picked[0].narrowed
-    assert "parse_header" in picked[0].text and picked[0].tokens + HEADER <= 120
-    assert big.text.split("\n")[picked[0].span.start_line - 1 :][0] == picked[0].text.split("\n")[0]
+    got = select_evidence([_scored(big, 5.0)], 120, _cost, COUNTER, ["parse_header"],
+                          PackSettings())  # fmt: skip
+    assert len(got.picked) == 1 and got.picked[0].narrowed
+    assert "parse_header" in got.picked[0].text and got.picked[0].tokens + HEADER <= 120
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
-@given(
-    st.lists(st.tuples(st.integers(1, 40), st.floats(0.0, 10.0)), min_size=1, max_size=25),
-    st.integers(0, 600),
-)
-def test_chosen_evidence_never_exceeds_the_budget(sections: list[tuple[int, float]],
-                                                   budget: int) -> None:  # fmt: skip
-    """Whatever the sizes, scores and budget, the chosen evidence's cost fits the budget,
-    and every candidate is either chosen or a pointer."""
+def test_a_fragment_comes_with_its_neighbours() -> None:
+    """A one-line alias is shown inside the lines around it in its file, not alone."""
+    head = chunk("m.py", "def load(path):\n" + _body(3, "load"), symbol="load")
+    alias = chunk("m.py", "read = load", start=5, kind=ChunkKind.MODULE, tokens=4)
+    tail = chunk("m.py", "def save(path):\n" + _body(2, "save"), start=6, symbol="save")
+    siblings = [head, alias, tail]
+    got = select_evidence([_scored(alias, 5.0), _scored(head, 1.0)], 1000, _cost, COUNTER, [],
+                          PackSettings(min_relevance=0.0), lambda c: siblings)  # fmt: skip
+    first = got.picked[0]
+    assert first.widened and first.scored.chunk.id == alias.id
+    assert "read = load" in first.text and first.span.start_line < 5 < first.span.end_line
+    assert [p.reason for p in got.pointers] == ["overlap"]  # its neighbour is shown in it
+    alone = select_evidence([_scored(alias, 5.0)], 1000, _cost, COUNTER, [], PackSettings())
+    assert not alone.picked and [p.reason for p in alone.pointers] == ["trivial"]
+
+
+def test_parts_of_a_split_function_are_one_piece_of_evidence() -> None:
+    """The second part of a function split for size follows its first part even when the
+    file has had its turn (one section per file before the others' turn)."""
+    first = replace(chunk("a.py", "def run():\n" + _body(6, "run"), symbol="run"), part=1, parts=2)
+    second = replace(chunk("a.py", _body(6, "step"), start=8, symbol="run"), part=2, parts=2)
+    other = chunk("b.py", "def other():\n" + _body(6, "other"), symbol="other")
+    unrelated = chunk("a.py", "def later():\n" + _body(6, "later"), start=30, symbol="later")
+    scored = [_scored(first, 5.0), _scored(second, 4.9), _scored(unrelated, 4.8),
+              _scored(other, 4.0)]  # fmt: skip
+    breadth = PackSettings(min_relevance=0.0, lead_file_tokens=10**6)
+    got = select_evidence(scored, 1000, _cost, COUNTER, [], breadth)
+    order = [(p.scored.chunk.path, p.scored.chunk.span.start_line) for p in got.picked]
+    assert order == [("a.py", 1), ("a.py", 8), ("b.py", 1), ("a.py", 30)]
+    # The file of the best candidate may give one section per ``lead_file_tokens`` first.
+    deep = PackSettings(min_relevance=0.0, lead_file_tokens=500)  # 2 for a 1000-token room
+    got = select_evidence(scored, 1000, _cost, COUNTER, [], deep)
+    order = [(p.scored.chunk.path, p.scored.chunk.span.start_line) for p in got.picked]
+    assert order == [("a.py", 1), ("a.py", 8), ("a.py", 30), ("b.py", 1)]
+
+
+def test_weak_candidates_are_not_filler() -> None:
+    """Below the relevance floor nothing is packed: the pointers say "weak" and the
+    selection says how much budget it left unused."""
+    strong = chunk("a.py", "def a():\n" + _body(3, "a"))
+    middling = chunk("b.py", "def b():\n" + _body(3, "b"))
+    poor = chunk("c.py", "def c():\n" + _body(3, "c"))
+    scored = [_scored(strong, 9.0), _scored(middling, 8.0), _scored(poor, 1.0)]
+    got = select_evidence(
+        scored, 1000, _cost, COUNTER, [], replace(PackSettings(), min_relevance=0.5)
+    )
+    assert [p.scored.chunk.path for p in got.picked] == ["a.py", "b.py"]
+    assert [(p.source_uri.split("#")[0], p.reason) for p in got.pointers] == [("c.py", "weak")]
+    assert got.floor_tokens == 1000 - sum(_cost(p.scored.chunk, p.tokens) for p in got.picked)
+    assert relevance(scored)[middling.id] == 7.0 / 8.0
+
+
+sections = st.lists(st.tuples(st.integers(1, 40), st.floats(0.0, 10.0)), min_size=1, max_size=25)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(sections, st.integers(0, 800), st.floats(0.0, 1.0))
+def test_the_best_evidence_goes_first(items: list[tuple[int, float]], budget: int,
+                                      lam: float) -> None:  # fmt: skip
+    """Whatever the sizes, scores, budget and novelty weight: the evidence fits the budget,
+    every candidate is chosen or a pointer, and no packed section scores lower than one
+    left out for "budget" unless that one could not fit (even before the weaker ones)."""
     scored = [_scored(chunk(f"f{i}.py", "def f():\n" + _body(n, str(i))), s)
-              for i, (n, s) in enumerate(sections)]  # fmt: skip
-    picked, pointers = select_evidence(scored, budget, _cost, COUNTER, [], PackSettings())
-    assert sum(_cost(p.scored.chunk, p.tokens) for p in picked) <= budget
-    assert len(picked) + len(pointers) == len(scored)
+              for i, (n, s) in enumerate(items)]  # fmt: skip
+    scored.sort(key=lambda s: (-s.score, s.chunk.id))
+    got = select_evidence(
+        scored, budget, _cost, COUNTER, [], replace(PackSettings(), mmr_lambda=lam)
+    )
+    used = sum(_cost(p.scored.chunk, p.tokens) for p in got.picked)
+    assert used <= budget
+    assert len(got.picked) + len(got.pointers) == len(scored)
+    for left in (p for p in got.pointers if p.reason == "budget"):
+        better = sum(_cost(p.scored.chunk, p.tokens) for p in got.picked
+                     if p.scored.score >= left.score)  # fmt: skip
+        weaker = [p for p in got.picked if p.scored.score < left.score]
+        if weaker:  # it lost to weaker evidence only if it could not fit beside the better
+            assert left.tokens + HEADER > budget - better

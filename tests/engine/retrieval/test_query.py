@@ -52,3 +52,35 @@ def test_locations_from_tracebacks_test_ids_and_compilers() -> None:
     assert Location("src/lib.rs", 42) in found
     assert Location("main.go", 10) in found
     assert [loc.path for loc in found].count("pkg/mod.py") == 1
+
+
+def test_short_questions_say_what_evidence_they_want() -> None:
+    """A short question about tests, docs, examples or configuration says so; a long
+    report that mentions a failing test still asks for the implementation."""
+    from engine.retrieval import Intent, request_intents
+
+    assert request_intents("where is the retry logic tested?") == {Intent.TESTS}
+    assert request_intents("what do the docs say about plugins") == {Intent.DOCS}
+    assert request_intents("is there an example of a custom loader") == {Intent.EXAMPLES}
+    assert request_intents("which environment variable sets the timeout") == {Intent.CONFIG}
+    assert request_intents("where is a path matched against ignore globs") == set()
+    report = "When I run the test suite " + "the parser crashes on empty input " * 8
+    assert request_intents(report) == set()
+    assert request_intents("how do I switch the regex engine off again") == {Intent.USAGE}
+    assert request_intents("is it safe to share a parser between threads") == {Intent.USAGE}
+    assert request_intents("why does the parser crash on empty input") == set()
+
+
+def test_quoted_phrases_match_the_text_that_holds_them() -> None:
+    """A quoted error message is found verbatim, also around a placeholder; short quotes
+    (names) and apostrophes are not phrases."""
+    from engine.retrieval import phrase_match, request_phrases
+
+    phrases = request_phrases("Why do I get \"Got unexpected extra argument\" here? don't 'x'")
+    assert phrases == (("got", "unexpected", "extra", "argument"),)
+    source = 'ctx.fail(ngettext("Got unexpected extra argument ({args})", ...))'
+    assert phrase_match(phrases, source) == 1.0
+    assert phrase_match(phrases, "Got an unexpected argument") == 0.0
+    half = request_phrases("`cannot be used as default recipe since it requires`")
+    assert 0.5 < phrase_match(half, "cannot be used as default recipe since {n} requires") < 1
+    assert request_phrases("the `parse_url` function") == ()

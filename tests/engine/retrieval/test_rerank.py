@@ -43,7 +43,7 @@ def test_zero_weights_drop_features_and_cosine_reads_vectors() -> None:
     """A feature weighted 0 is not listed; cosine is scaled across the candidates."""
     weights = RerankWeights(recall=0.0, file=0.0, defines=0.0, mentions=0.0, signal=0.0,
                             source=0.0, depth=0.0, code_ratio=0.0, entropy=0.0, size=0.0,
-                            cosine=1.0)  # fmt: skip
+                            phrase=0.0, cosine=1.0)  # fmt: skip
     query = np.array([1.0, 0.0], dtype=np.float32)
     vectors = {TEST.id: np.array([1.0, 0.0], np.float32), IMPL.id: np.array([0.0, 1.0], np.float32)}
     scored = rerank(_cands(), [], query, vectors, {}, weights)
@@ -57,3 +57,28 @@ def test_empty_in_empty_out_and_ties_by_id() -> None:
     twins = [Candidate(chunk(f"{n}.py", "x = 1"), {}, {}, 0.0) for n in "ba"]
     scored = rerank(twins, [], None, {}, {}, RerankWeights())
     assert [s.chunk.id for s in scored] == sorted(c.chunk.id for c in twins)
+
+
+def test_a_question_about_tests_can_reach_them() -> None:
+    """With the tests intent the test is no longer held down by the source prior."""
+    from engine.retrieval import Intent
+
+    plain = {
+        c.feature: c.value
+        for c in rerank(_cands(), [], None, {}, {}, RerankWeights())[1].contributions
+    }
+    asked = rerank(_cands(), [], None, {}, {}, RerankWeights(), frozenset({Intent.TESTS}))
+    assert plain["source"] == 0.0
+    assert asked[0].chunk.path == "tests/test_parse.py"
+    assert {c.feature: c.value for c in asked[0].contributions}["source"] == 1.0
+
+
+def test_a_quoted_message_lifts_the_section_that_holds_it() -> None:
+    """The section holding a phrase the request quotes scores the phrase feature."""
+    raises = chunk("pkg/args.py", 'def check(args):\n    raise UsageError("Got unexpected extra '
+                   'argument")', symbol="check", tokens=40)  # fmt: skip
+    cands = [*_cands(), Candidate(raises, {"bm25": 3}, {"bm25": 1.0}, 0.01)]
+    phrases = (("got", "unexpected", "extra", "argument"),)
+    scored = rerank(cands, [], None, {}, {}, RerankWeights(), phrases=phrases)
+    assert scored[0].chunk.id == raises.id
+    assert {c.feature: c.value for c in scored[0].contributions}["phrase"] == 1.0
