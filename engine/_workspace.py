@@ -17,10 +17,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from engine.core import (
+    MAX_BUDGET_TOKENS,
+    MIN_BUDGET_TOKENS,
     Config,
     ConfigError,
     ContextPack,
     ContextSettings,
+    EmbeddingModelError,
     FeedbackResult,
     FileHit,
     GcReport,
@@ -29,6 +32,7 @@ from engine.core import (
     IndexReport,
     IndexStateError,
     LedgerStateError,
+    NotFoundError,
     Progress,
     Replay,
     Resolved,
@@ -52,7 +56,7 @@ from engine.memory import (
 )
 from engine.packing import Request, build_pack, retrieve
 from engine.retrieval import Scored, dense_hits, file_hits, ranked_hits, resolve_in
-from indexers import TiktokenCounter, TokenCounter, sha256_text
+from indexers import TiktokenCounter, TokenCounter, redact, sha256_text
 from ledger import ToolResult, TurnRecord
 from overlays import Hunk, View, git_tracks, working_diff
 
@@ -216,10 +220,9 @@ class Workspace:
 
     def _index_locked(self, progress: Progress | None, *, rebuild: bool) -> IndexReport:
         with WriterLock(self.state_dir / "lock"):
-            if rebuild:  # whatever layout was there before, this one replaces it
-                self._layers.close()
-                for name in ("bases", "overlays", "segments", "checkout"):
-                    _remove_tree(self.state_dir / name)
+            self._finish_swap()
+            if rebuild and self._manifest.exists():
+                return self._rebuild_beside(progress)
             if rebuild or not self._manifest.exists():
                 self._manifest.write()
             else:
@@ -237,6 +240,56 @@ class Workspace:
             )
             skipped = self._layers.segment(self._layers.base_dir(info.base)).meta.skipped_counts()
             return combined_report(base, overlay, before, self._layers.view(info).files(), skipped)
+
+    def _rebuild_beside(self, progress: Progress | None) -> IndexReport:
+        """A rebuild from scratch, made beside the index in use and swapped in when whole:
+        until then (and after a kill at any point) the old index keeps answering."""
+        staging = self.state_dir / _REBUILD_DIR
+        _remove_tree(staging)  # what a killed rebuild left
+        staging.mkdir(parents=True)
+        embedder = self.embedder
+        try:
+            before = self._layers.view(self._layers.current()[0]).files()
+        except (IndexNotBuiltError, IndexStateError):
+            before = {}
+        fresh = Layers(self.root, staging, self.config)
+        fresh.inside = self._layers.inside  # the whole state folder stays out of the walk
+        try:
+            overlay, info, base = fresh.refresh(
+                counter=self.counter,
+                embedder=embedder,
+                cache=self.cache if embedder is not None else None,
+                progress=progress,
+            )
+        finally:
+            fresh.close()
+        # The swap: a few renames inside one folder. Readers that opened the old segments
+        # keep reading them (POSIX keeps renamed and unlinked files alive while open).
+        self._layers.close()
+        replaced = self.state_dir / _REPLACED_DIR
+        _remove_tree(replaced)
+        replaced.mkdir()
+        for name in _LAYOUT_DIRS:
+            if (self.state_dir / name).exists():
+                (self.state_dir / name).replace(replaced / name)
+            if (staging / name).exists():
+                (staging / name).replace(self.state_dir / name)
+        self._manifest.write()
+        _remove_tree(replaced)
+        _remove_tree(staging)
+        skipped = self._layers.segment(self._layers.base_dir(info.base)).meta.skipped_counts()
+        return combined_report(base, overlay, before, self._layers.view(info).files(), skipped)
+
+    def _finish_swap(self) -> None:
+        """After a rebuild killed in the middle of its swap: put back what was moved out and
+        not replaced (the old index, whole), and drop the leftovers."""
+        replaced = self.state_dir / _REPLACED_DIR
+        if not replaced.exists():
+            return
+        for name in _LAYOUT_DIRS:
+            if (replaced / name).exists() and not (self.state_dir / name).exists():
+                (replaced / name).replace(self.state_dir / name)
+        _remove_tree(replaced)
 
     def gc(self, *, dry_run: bool = False) -> GcReport:
         """Remove the overlays of branches and working trees that no longer exist, and the
@@ -340,22 +393,26 @@ class Workspace:
         that wants no side effect); if recording fails (full disk, read-only ledger) the
         pack is still returned and its advisory says the turn was not recorded.
         """
-        budget = budget_tokens or self.config.budget_tokens
-        if budget < 64:
-            raise ConfigError(f"budget_tokens must be >= 64, got {budget}")
+        budget = self.config.budget_tokens if budget_tokens is None else budget_tokens
+        if not MIN_BUDGET_TOKENS <= budget <= MAX_BUDGET_TOKENS:
+            raise ConfigError(f"budget_tokens must be between {MIN_BUDGET_TOKENS} and "
+                              f"{MAX_BUDGET_TOKENS:,}, got {budget}")  # fmt: skip
         if not goal.strip() and not query.strip():
             raise ConfigError("build_context needs a goal or a query")
         goal = goal if goal.strip() else query
         signals = tuple(
             s if isinstance(s, ToolSignal) else ToolSignal(str(s)) for s in tool_signals or ()
         )
+        # Credentials in what the caller sent never reach the prompt, the key or the ledger.
+        goal, query, signals, state = _scrubbed(goal, query, signals, state or SessionState())
         view, stale = self.view()
         embedder = self.embedder
         dense_ready = embedder is not None and view.has_dense(embedder.model_id)
         if self._git_tracked is None:
             self._git_tracked = git_tracks(self.root)
         diff = working_diff(self.root) if self._git_tracked else []
-        inputs = Inputs(goal, query, signals, state or SessionState(), budget)
+        diff = [replace(h, text=redact(h.text, h.path).text) for h in diff]
+        inputs = Inputs(goal, query, signals, state, budget)
         pack = build_pack(
             view,
             goal=goal,
@@ -388,13 +445,24 @@ class Workspace:
         return pack
 
     @property
+    def ledger_path(self) -> Path:
+        """Where the evidence ledger lives (it exists once a turn was recorded)."""
+        return Path(self.config.ledger_path or str(self.state_dir / "ledger.sqlite")).expanduser()
+
+    @property
     def journal(self) -> Journal:
-        """The workspace's evidence ledger (opened on first use)."""
+        """The workspace's evidence ledger (opened, and created, on first use)."""
         with self._lazy:
             if self._journal is None:
-                path = self.config.ledger_path or str(self.state_dir / "ledger.sqlite")
-                self._journal = Journal(Path(path).expanduser())
+                self._journal = Journal(self.ledger_path)
             return self._journal
+
+    def recorded_journal(self) -> Journal:
+        """The ledger for reading: a ``NotFoundError`` when nothing was ever recorded here
+        (reading never creates state: a folder stays as it was)."""
+        if self._journal is None and not self.ledger_path.exists():
+            raise NotFoundError(f"no ledger at {self.ledger_path}: nothing recorded here yet")
+        return self.journal
 
     def replay(self, replay_key: str, *, rebuild: bool = False) -> Replay:
         """The exact prompt recorded under ``replay_key`` (byte for byte), from the ledger.
@@ -426,6 +494,8 @@ class Workspace:
         return Replay(replay_key, turn.turn_id, turn.time, text, turn.tokens_used, diff)
 
     def _turn(self, replay_key: str) -> TurnRecord:
+        if self._journal is None and not self.ledger_path.exists():
+            raise UnknownReplayKeyError(f"unknown replay key {replay_key!r}: nothing recorded")
         turn = self.journal.find(replay_key)
         if turn is None:
             raise UnknownReplayKeyError(
@@ -470,6 +540,7 @@ class Workspace:
         if turn is not None:
             results = [r if isinstance(r, ToolResult) else ToolResult("tool", True, str(r))
                        for r in tool_results]  # fmt: skip
+            results = [replace(r, summary=_scrub(r.summary)) for r in results]
             try:
                 self.journal.record_feedback(turn, result, results, outcome)
             except LedgerStateError as exc:
@@ -495,7 +566,21 @@ class Workspace:
     def status(self, *, check_files: bool = True) -> Status:
         """What is indexed (base, this branch's overlay); with ``check_files``, also how
         many files differ from the index now (a walk that reads every file)."""
-        return status_of(self._layers, self.config, check_files=check_files)
+        st = status_of(self._layers, self.config, check_files=check_files)
+        try:
+            embedder = self.embedder
+        except EmbeddingModelError as exc:
+            return replace(st, dense_problem=str(exc))
+        configured = embedder.model_id if embedder is not None else None
+        if configured and st.indexed and configured != st.dense_model:
+            return replace(st, dense_problem=f"the configured model {configured} has no "
+                           "vectors in this index: run `cortex index`")  # fmt: skip
+        return st
+
+
+_LAYOUT_DIRS = ("bases", "overlays", "segments", "checkout")  # what a rebuild replaces
+_REBUILD_DIR = "rebuild"  # where a rebuild is made, beside the index in use
+_REPLACED_DIR = "replaced"  # where the old layout waits to be removed after the swap
 
 
 def _search_mode(mode: SearchMode | str, k: int) -> SearchMode:
@@ -508,9 +593,30 @@ def _search_mode(mode: SearchMode | str, k: int) -> SearchMode:
     return checked
 
 
-
 def _remove_tree(path: Path) -> None:
     import shutil
 
     if path.exists():
         shutil.rmtree(path)
+
+
+def _scrub(text: str) -> str:
+    """``text`` with any credential in it redacted."""
+    return redact(text).text if text else text
+
+
+def _scrubbed(
+    goal: str, query: str, signals: tuple[ToolSignal, ...], state: SessionState
+) -> tuple[str, str, tuple[ToolSignal, ...], SessionState]:
+    """A request with every credential the caller sent redacted (goal, query, tool output,
+    earlier turns, constraints, sub-goals)."""
+    return (
+        _scrub(goal),
+        _scrub(query),
+        tuple(replace(s, text=_scrub(s.text)) for s in signals),
+        SessionState(
+            tuple(replace(t, text=_scrub(t.text)) for t in state.recent_turns),
+            tuple(_scrub(c) for c in state.constraints),
+            tuple(_scrub(g) for g in state.subgoals),
+        ),
+    )

@@ -5,8 +5,10 @@ and generated trees, secrets and huge files, each skip with a reason); ``chunk_f
 ``scan`` turn them into ``Page`` and ``Chunk`` records: tree-sitter sections for code,
 heading sections for documents, paragraphs for text, line windows for the rest.
 
-This package imports nothing else from cortex; tree-sitter, tiktoken and git are loaded on
-first use, not on import.
+Credentials in file content are redacted before chunking (``redact``, detect-secrets).
+
+This package imports nothing else from cortex; tree-sitter, tiktoken, git and
+detect-secrets are loaded on first use, not on import.
 """
 
 from indexers._chunk import Chunk, ChunkKind, DocType, Page, Span, chunk_id, page_id
@@ -23,7 +25,8 @@ from indexers._scan import (
     chunk_file,
     scan,
 )
-from indexers._text import sha256_text, span_text
+from indexers._secrets import Redacted, Redaction, redact, secret_kinds
+from indexers._text import decode, sha256_text, span_text
 from indexers._tokens import DEFAULT_ENCODING, TiktokenCounter, TokenCounter, WordCounter
 from indexers._walk import Skipped, SkipReason, SourceFile, WalkOptions, walk
 
@@ -42,6 +45,8 @@ __all__ = [
     "Family",
     "Language",
     "Page",
+    "Redacted",
+    "Redaction",
     "SkipReason",
     "Skipped",
     "SourceFile",
@@ -52,12 +57,15 @@ __all__ = [
     "WordCounter",
     "chunk_file",
     "chunk_id",
+    "decode",
     "identifiers",
     "language_for_path",
     "languages",
     "license_from_text",
     "page_id",
+    "redact",
     "scan",
+    "secret_kinds",
     "sha256_text",
     "span_text",
     "walk",

@@ -14,6 +14,7 @@ from indexers._doctype import doc_type_for
 from indexers._draft import Draft, finish
 from indexers._languages import Family, Language, language_for_path
 from indexers._license import NOASSERTION, LicenseResolver
+from indexers._secrets import Redaction, redact
 from indexers._text import SourceText, sha256_text
 from indexers._tokens import TiktokenCounter, TokenCounter
 from indexers._walk import Skipped, SourceFile, WalkOptions, walk
@@ -22,7 +23,7 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 
 # Bumped whenever the chunks made from the same bytes change (spans, kinds, doc types):
 # an index built by another version re-chunks every file on its next update.
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3  # 3: secrets redacted before chunking
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
 _LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block
@@ -44,11 +45,13 @@ class ChunkOptions:
 
 @dataclass(frozen=True, slots=True)
 class ChunkedFile:
-    """One indexed file: its page, its chunks in line order, and its decoded text."""
+    """One indexed file: its page, its chunks in line order, its decoded text (secrets
+    redacted, as in the chunks) and the secrets taken out."""
 
     page: Page
     chunks: tuple[Chunk, ...]
     text: str
+    redactions: tuple[Redaction, ...] = ()
 
 
 _Chunker = Callable[..., list[Draft]]
@@ -100,6 +103,11 @@ def chunk_file(
     options = options or ChunkOptions()
     counter = counter or TiktokenCounter()
     src = SourceText(data)
+    # Credentials never reach a chunk, an index, an embedding or a prompt: they are
+    # replaced where they stand (lines and spans do not move).
+    clean = redact(src.text, path)
+    if clean.redactions:
+        src = SourceText(clean.text.encode("utf-8"))
     language = language_for_path(path)
     doc_type = doc_type_for(path, language)
     page = Page(
@@ -124,7 +132,7 @@ def chunk_file(
         counter=counter,
         code=language.family is not Family.DOC and language.family is not Family.TEXT,
     )
-    return ChunkedFile(page, tuple(chunks), src.text)
+    return ChunkedFile(page, tuple(chunks), src.text, clean.redactions)
 
 
 class Chunker:

@@ -80,7 +80,9 @@ def connect(
         if read_only or not create:
             raise LedgerNotFoundError(f"no ledger at {path}")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.parent.is_dir():  # a folder made here is its owner's alone
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.parent.chmod(0o700)
         except OSError as exc:
             raise LedgerWriteError(f"cannot create the ledger {path}: {exc}") from exc
     with translate_errors(path, "open"):

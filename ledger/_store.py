@@ -41,7 +41,7 @@ from ledger._records import (
     check_time,
 )
 from ledger._sqlite import connect, translate_errors
-from ledger._verify import verify_chain
+from ledger._verify import chain_head, verify_chain
 
 __all__ = ["BUSY_TIMEOUT_S", "Ledger"]
 
@@ -335,13 +335,23 @@ class Ledger:
             raise LedgerCorruptError(f"the ledger {self._path} has lost its head row; run verify")
         return int(row[0])
 
-    def verify(self, *, blobs: bool = False) -> VerifyReport:
+    def verify(
+        self, *, blobs: bool = False, anchor: tuple[int, str] | None = None
+    ) -> VerifyReport:
         """Walk the whole chain and name the first bad record (see ``VerifyReport``).
 
-        With ``blobs``, also check that every text a turn names is stored and hashes right.
+        With ``blobs``, also check that every text a turn names is stored and hashes right;
+        with ``anchor`` (seq, hash) from an earlier ``head``, that the chain still holds it
+        (the only way to detect a tail cut and re-headed).
         """
         with self._reading("verify") as conn:
-            return verify_chain(conn, blobs=blobs)
+            return verify_chain(conn, blobs=blobs, anchor=anchor)
+
+    def head(self) -> tuple[int, str]:
+        """(records, the last record's hash): print it, keep it elsewhere, pass it back to
+        ``verify(anchor=...)`` later."""
+        with self._reading("head") as conn:
+            return chain_head(conn)
 
     # -- plumbing -----------------------------------------------------------------------
 

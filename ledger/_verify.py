@@ -23,7 +23,7 @@ from ledger._blobs import blob_problem
 from ledger._codec import GENESIS_HASH, canonical_record
 from ledger._records import RecordKind, VerifyReport
 
-__all__ = ["verify_chain"]
+__all__ = ["chain_head", "verify_chain"]
 
 _KINDS = frozenset(k.value for k in RecordKind)
 _FETCH = 512  # rows per fetch: bounded memory on a large ledger, few round trips
@@ -45,15 +45,48 @@ class _BadRecordError(Exception):
         self.seq, self.turn_id, self.reason = seq, turn_id, reason
 
 
-def verify_chain(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
-    """Walk the whole chain in one read snapshot and report the first bad record, if any."""
+def verify_chain(
+    conn: sqlite3.Connection, *, blobs: bool, anchor: tuple[int, str] | None = None
+) -> VerifyReport:
+    """Walk the whole chain in one read snapshot and report the first bad record, if any.
+
+    Without an anchor a chain cut at its tail and given a new head (or rewritten from some
+    record on, hashes recomputed) is internally consistent and cannot be told apart from
+    one that was never longer. ``anchor`` = (seq, record hash), as ``head`` printed it and
+    kept elsewhere: the record at that seq must still be there with that hash."""
     # One read transaction: the head and the records are seen as of the same commit, even
     # while another process appends.
     conn.execute("BEGIN")
     try:
-        return _walk(conn, blobs=blobs)
+        report = _walk(conn, blobs=blobs)
+        if anchor is None or not report.ok:
+            return report
+        seq, expected = anchor
+        row = conn.execute("SELECT record_hash FROM records WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            return VerifyReport(False, report.checked, seq, None,
+                                f"the anchored record seq {seq} is gone: the chain was cut "
+                                f"after seq {report.checked}")  # fmt: skip
+        if _as_str(row[0]) != expected:
+            return VerifyReport(False, report.checked, seq, None,
+                                f"record seq {seq} no longer has the anchored hash: the chain "
+                                "was rewritten at or before it")  # fmt: skip
+        return VerifyReport(True, report.checked, None, None,
+                            f"{report.reason}; the anchor at seq {seq} matches")  # fmt: skip
     finally:
         conn.execute("COMMIT")
+
+
+def chain_head(conn: sqlite3.Connection) -> tuple[int, str]:
+    """(records, hash of the last record): an anchor to keep outside the ledger."""
+    row = conn.execute("SELECT count, last_hash FROM head WHERE id = 1").fetchone()
+    if row is None:
+        return 0, GENESIS_HASH
+    return int(row[0]), _as_str(row[1])
+
+
+def _as_str(value: object) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def _walk(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, TextIO
 
 from engine import (
@@ -117,6 +118,7 @@ def cmd_chunks(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             "skipped": dict(sorted(totals.skipped.items())),
             "languages": dict(sorted(totals.by_language.items())),
             "kinds": dict(sorted(totals.by_kind.items())),
+            "redactions": dict(sorted(totals.redactions.items())),
             "seconds": round(totals.seconds, 3),
         }
         _dump(summary, out)
@@ -332,10 +334,17 @@ def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Read the evidence ledger: verify the chain, list recent records, show a turn."""
     with Workspace.open(args.where, config) as ws:
+        journal = ws.recorded_journal()
+        if args.action == "head":
+            count, last = journal.head()
+            out.write(f"{count}:{last}\n")
+            return EXIT_OK
         if args.action == "verify":
-            report = ws.journal.verify(blobs=True)
+            anchor = _anchor(args.anchor) if args.anchor else None
+            report = journal.verify(blobs=True, anchor=anchor)
             if report.ok:
-                out.write(f"ok: {report.checked:,} records, chain and stored texts intact\n")
+                kept = f"; anchor {anchor[0]} matches" if anchor else ""
+                out.write(f"ok: {report.checked:,} records, chain and stored texts intact{kept}\n")
                 return EXIT_OK
             out.write(
                 f"BROKEN at record {report.first_bad_seq} (turn {report.first_bad_turn}): "
@@ -343,7 +352,7 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             )
             return EXIT_ERROR
         if args.action == "log":
-            for record in ws.journal.log(args.n):
+            for record in journal.log(args.n):
                 turn = getattr(record, "turn_id", None) or "-"
                 extra = ""
                 if isinstance(record, TurnRecord):
@@ -358,11 +367,18 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             return EXIT_OK
         if not args.key:
             raise ConfigError("ledger show needs a replay key")
-        turn = ws.journal.find(args.key)
+        turn = journal.find(args.key)
         if turn is None:
             raise UnknownReplayKeyError(f"unknown replay key {args.key!r}: no turn recorded")
         out.write(json.dumps(to_json(turn), indent=2) + "\n")
     return EXIT_OK
+
+
+def _anchor(raw: str) -> tuple[int, str]:
+    seq, _, digest = raw.strip().partition(":")
+    if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ConfigError(f"--anchor takes SEQ:HASH as `cortex ledger head` prints it, got {raw!r}")
+    return int(seq), digest
 
 
 def cmd_mcp(args: argparse.Namespace, config: Config, out: TextIO) -> int:
@@ -377,5 +393,14 @@ def cmd_serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Serve the workspace over HTTP: MCP at /mcp and a JSON API under /v1."""
     from engine.serve import serve
 
-    serve(args.where, config, host=args.host, port=args.port, token=args.token, watch=args.watch)
+    token = None
+    if args.token_file:
+        try:
+            token = Path(args.token_file).read_text("utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the token file {args.token_file}: "
+                              f"{exc.strerror or exc}") from exc  # fmt: skip
+        if not token:
+            raise ConfigError(f"the token file {args.token_file} is empty")
+    serve(args.where, config, host=args.host, port=args.port, token=token, watch=args.watch)
     return EXIT_OK

@@ -9,6 +9,7 @@ the workspace is found by walking up from the current folder, as git finds its r
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -177,8 +178,14 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     led = _command(sub, "ledger", cmd_ledger, positional=False, json=False)
-    led.add_argument("action", choices=["verify", "log", "show"])
+    led.add_argument("action", choices=["verify", "log", "show", "head"])
     led.add_argument("key", nargs="?", help="for show: a replay key")
+    led.add_argument(
+        "--anchor",
+        metavar="SEQ:HASH",
+        help="for verify: a head printed earlier (`ledger head`), kept outside the ledger; "
+        "detects a chain cut at its tail and re-headed",
+    )
     led.add_argument("-n", type=int, default=20, help="for log: how many records (default 20)")
 
     status = _command(sub, "status", cmd_status, positional=True)
@@ -194,7 +201,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
     serve.add_argument(
-        "--token", help="require this bearer token (default: $CORTEX_TOKEN; none: no auth)"
+        "--token-file",
+        metavar="PATH",
+        help="require the bearer token in this file (default: $CORTEX_TOKEN; none: no auth, "
+        "loopback only); never on the command line, where `ps` shows it",
     )
     serve.add_argument("--watch", type=float, default=None, metavar="SECONDS", help=_WATCH_HELP)
     return parser
@@ -229,7 +239,16 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     ``ConfigError`` (bad arguments or configuration) exits 2, like argparse's own usage
     errors; any other ``CortexError`` exits 1; both print one line on stderr."""
     out = out or sys.stdout
-    args = _parser().parse_args(argv)
+    # What cortex writes (indexed code, prompts, the ledger) is its user's alone: files
+    # 0600 and folders 0700 whatever the shell's umask allows others.
+    os.umask(os.umask(0o077) | 0o077)
+    given = list(sys.argv[1:] if argv is None else argv)
+    bad = next((a for a in given if any(0xD800 <= ord(c) <= 0xDFFF for c in a)), None)
+    if bad is not None:  # bytes that are not UTF-8 (the OS hands them over as surrogates)
+        shown = bad.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        print(f"cortex: an argument is not valid UTF-8: {shown!r}", file=sys.stderr)
+        return EXIT_USAGE
+    args = _parser().parse_args(given)
     func: Callable[[argparse.Namespace, Config, TextIO], int] = args.func
     try:
         config = _config_from(args)

@@ -22,6 +22,9 @@ def render_summary(totals: Survey, out: TextIO) -> None:
     if totals.by_kind:
         kinds = ", ".join(f"{k} {v:,}" for k, v in totals.by_kind.most_common())
         out.write(f"  chunks:    {kinds}\n")
+    if totals.redactions:
+        found = ", ".join(f"{k} {v:,}" for k, v in totals.redactions.most_common())
+        out.write(f"  redacted:  {sum(totals.redactions.values()):,} secrets ({found})\n")
     if skipped:
         reasons = ", ".join(f"{k} {v:,}" for k, v in totals.skipped.most_common())
         out.write(f"  skipped:   {skipped:,} files ({reasons})\n")
@@ -46,6 +49,9 @@ def render_index_report(root: str, report: IndexReport) -> str:
         )
     else:
         out.append("  embeddings: off (dense_model = none)\n")
+    if report.redactions:
+        found = ", ".join(f"{k} {v:,}" for k, v in sorted(report.redactions.items()))
+        out.append(f"  redacted:   {sum(report.redactions.values()):,} secrets ({found})\n")
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
     out.append(f"  time:       {stages}\n")
     return "".join(out)
@@ -78,6 +84,8 @@ def render_status(st: Status, *, walked: bool) -> str:
         )
     else:
         out.append("  vectors:    none (lexical only)\n")
+    if st.dense_problem:
+        out.append(f"  dense:      NOT USABLE: {st.dense_problem}\n")
     if st.skipped:
         out.append(f"  skipped:    {', '.join(f'{k} {v:,}' for k, v in st.skipped.items())}\n")
     if walked:

@@ -9,7 +9,13 @@ from engine.core._chunks import (
     is_trivial,
     page_text,
 )
-from engine.core._config import DEFAULT_BUDGET, ENV_PREFIX, Config
+from engine.core._config import (
+    DEFAULT_BUDGET,
+    ENV_PREFIX,
+    MAX_BUDGET_TOKENS,
+    MIN_BUDGET_TOKENS,
+    Config,
+)
 from engine.core._errors import (
     CacheError,
     ConfigError,
@@ -58,6 +64,8 @@ from engine.core._timing import Clock
 __all__ = [
     "DEFAULT_BUDGET",
     "ENV_PREFIX",
+    "MAX_BUDGET_TOKENS",
+    "MIN_BUDGET_TOKENS",
     "TRIVIAL_TOKENS",
     "Block",
     "CacheError",

@@ -25,6 +25,8 @@ class IndexReport:
     embeddings_reused: int
     dense_model: str | None
     seconds: dict[str, float] = field(default_factory=dict)
+    # Secrets redacted in the files (re)indexed by this run, by kind (``aws-access-key``).
+    redactions: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_seconds(self) -> float:
@@ -76,6 +78,9 @@ class Status:
     dense_kind: str | None = None
     dense_recall: float | None = None
     dense_current: bool = False
+    # Why dense recall cannot run as configured ("" when it can): an unknown or unloadable
+    # model, or one the index holds no vectors of.
+    dense_problem: str = ""
     changed: int = 0  # files whose content differs from the index
     added: int = 0
     removed: int = 0

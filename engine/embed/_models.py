@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from engine.core import Config, ConfigError
+from engine.core import Config, ConfigError, EmbeddingModelError
 from engine.embed._embedders import (
     DEFAULT_MODEL,
     Embedder,
@@ -44,4 +44,21 @@ def make_embedder(name: str, config: Config) -> Embedder | None:
             raise ConfigError(f"bad hash embedder {name!r}; use 'hash' or 'hash:DIM'") from exc
     if key in _MINILM_ALIASES:
         return SentenceTransformerEmbedder(DEFAULT_MODEL)
+    if not _loadable(name):
+        raise EmbeddingModelError(
+            f"unknown dense model {name!r}: use minilm, static, hash[:DIM] or none, or the "
+            "folder of a local sentence-transformers model (nothing is downloaded)"
+        )
     return SentenceTransformerEmbedder(name)
+
+
+def _loadable(name: str) -> bool:
+    """Whether sentence-transformers can load ``name`` offline: a local folder, or a model
+    id already in the Hugging Face cache."""
+    if Path(name).expanduser().is_dir():
+        return True
+    if name.count("/") != 1:
+        return False
+    home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+    hub = Path(os.environ.get("HF_HUB_CACHE") or home / "hub")
+    return (hub / ("models--" + name.replace("/", "--"))).is_dir()

@@ -53,7 +53,7 @@ class Manifest:
 
     def write(self) -> None:
         """Create the folder and write this layout's manifest (atomically)."""
-        self.state_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.state_dir)
         (self.state_dir / ".gitignore").write_text("# written by cortex\n*\n", "utf-8")
         body = {"schema": MANIFEST_SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         tmp = self.path.with_suffix(".tmp")
@@ -73,3 +73,12 @@ def locate(start: Path, state_dir: str) -> Path:
         if (folder / ".git").exists():  # a folder, or a file in worktrees and submodules
             return folder
     return start
+
+
+def private_dir(path: Path) -> None:
+    """Create ``path`` (and its parents) if missing; a folder created here is readable by
+    its owner only (0700): it holds indexed code and the prompts a model saw."""
+    if path.is_dir():
+        return
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)

@@ -3,6 +3,7 @@ overlay and the working tree."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -115,6 +116,7 @@ def combined_report(
         embeddings_reused=reused,
         dense_model=overlay.dense_model,
         seconds=seconds,
+        redactions=dict(Counter(overlay.redactions) + Counter(base.redactions if base else {})),
     )
 
 

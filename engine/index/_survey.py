@@ -26,6 +26,7 @@ class Survey:
     skipped: Counter[str] = field(default_factory=Counter)
     by_language: Counter[str] = field(default_factory=Counter)
     by_kind: Counter[str] = field(default_factory=Counter)
+    redactions: Counter[str] = field(default_factory=Counter)  # secrets taken out, by kind
     seconds: float = 0.0
 
     def add(self, item: ChunkedFile | Skipped) -> None:
@@ -39,6 +40,7 @@ class Survey:
         self.tokens += sum(c.tokens for c in item.chunks)
         self.by_language[item.page.language] += 1
         self.by_kind.update(c.kind.value for c in item.chunks)
+        self.redactions.update(r.kind for r in item.redactions)
 
 
 def survey(

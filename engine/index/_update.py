@@ -145,6 +145,7 @@ def update_segment(
         embeddings_reused=reused,
         dense_model=embedder.model_id if embedder is not None else None,
         seconds=timings,
+        redactions=dict(Counter(r.kind for cf, _, _ in chunked.files for r in cf.redactions)),
     )
 
 

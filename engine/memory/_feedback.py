@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.core import FeedbackResult, Snippet
-from indexers import sha256_text, span_text
+from indexers import decode, redact, sha256_text, span_text
 from ledger import TurnRecord
 
 __all__ = ["CitedRef", "RecentCitations", "check_citations", "citation_number", "still_matches"]
@@ -88,7 +88,9 @@ def still_matches(root: Path, ref: CitedRef) -> bool:
         data = path.read_bytes()
     except OSError:
         return False
-    text = span_text(data, ref.start_line, ref.end_line)
+    # Compared as indexed: with its secrets redacted (a snippet never holds one).
+    clean = redact(decode(data), ref.source_uri.split("#", 1)[0]).text
+    text = span_text(clean.encode("utf-8"), ref.start_line, ref.end_line)
     return text is not None and sha256_text(text) == ref.sha256
 
 

@@ -167,10 +167,15 @@ class Journal:
                 )
             )
 
-    def verify(self, *, blobs: bool = True) -> VerifyReport:
-        """Walk the chain (and the stored texts)."""
+    def verify(self, *, blobs: bool = True, anchor: tuple[int, str] | None = None) -> VerifyReport:
+        """Walk the chain (and the stored texts; and, given one, check the anchor)."""
         with self._held() as ledger:
-            return ledger.verify(blobs=blobs)
+            return ledger.verify(blobs=blobs, anchor=anchor)
+
+    def head(self) -> tuple[int, str]:
+        """(records, last record hash): the anchor to keep elsewhere."""
+        with self._held() as ledger:
+            return ledger.head()
 
     def log(self, n: int) -> list[Any]:
         """The last ``n`` records, oldest first."""

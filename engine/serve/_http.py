@@ -43,7 +43,15 @@ from engine.core import (
 )
 from engine.serve._encode import files_json, hits_json, to_json
 from engine.serve._mcp import build_mcp_server
-from engine.serve._requests import Proof, field, proof_of, state_of, strings, tool_results_of
+from engine.serve._requests import (
+    Proof,
+    field,
+    only,
+    proof_of,
+    state_of,
+    strings,
+    tool_results_of,
+)
 from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
 
 if TYPE_CHECKING:
@@ -124,8 +132,16 @@ async def _json_body(request: Request) -> dict[str, Any]:
         body = json.loads(b"".join(chunks) or b"{}")
     except ValueError as exc:
         raise ConfigError(f"the body is not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ConfigError("the body is nested too deeply") from exc
     if not isinstance(body, dict):
         raise ConfigError("the body must be a JSON object")
+    try:  # "\ud800" is valid JSON but no text: refuse it here, not deep in a 500
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConfigError("the body holds a lone surrogate (\\ud800-\\udfff): not text") from exc
+    except RecursionError as exc:
+        raise ConfigError("the body is nested too deeply") from exc
     return body
 
 
@@ -141,6 +157,7 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
     async def context(request: Request) -> Response:
         async def work() -> object:
             body = await _json_body(request)
+            only(body, "goal", "query", "tool_signals", "budget_tokens", "state")
             pack = await call(
                 service.context,
                 field(body, "goal", str, ""),
@@ -156,6 +173,7 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
     async def feedback(request: Request) -> Response:
         async def work() -> object:
             body = await _json_body(request)
+            only(body, "replay_key", "model_citations", "tool_results", "outcome")
             key = field(body, "replay_key", str, None)
             if key is None:
                 raise ConfigError("replay_key is required")
@@ -192,6 +210,7 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
         async def work() -> object:
             if request.method == "POST":
                 body = await _json_body(request)
+                only(body, "uri", "proof")
                 uri = field(body, "uri", str, "")
                 proof = proof_of(body.get("proof"))
             else:
@@ -256,7 +275,7 @@ class _Gate:
 
     def __init__(self, app: ASGIApp, token: str | None, *, loopback: bool) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode() if token else None
+        self.expected = token.encode() if token else None
         self.loopback = loopback
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -275,11 +294,11 @@ class _Gate:
                 origin and _hostname(origin.split("://", 1)[-1]) not in _LOOPBACK
             ):
                 return 403, "forbidden", "only local pages may call a server on a loopback address"
-        given = headers.get(b"authorization", b"")
-        if (
-            self.expected
-            and path not in _OPEN_PATHS
-            and not hmac.compare_digest(given, self.expected)
+        # "Bearer" is case-insensitive (RFC 9110 auth schemes); the token itself is not.
+        scheme, _, given = headers.get(b"authorization", b"").strip().partition(b" ")
+        bearer = scheme.lower() == b"bearer"
+        if self.expected and path not in _OPEN_PATHS and not (
+            bearer and hmac.compare_digest(given.strip(), self.expected)
         ):
             return 401, "unauthorized", "missing or wrong bearer token"
         return None
@@ -305,6 +324,10 @@ def serve(
     import uvicorn
 
     token = token or os.environ.get(TOKEN_ENV) or None
+    if not token and _hostname(host) not in _LOOPBACK:
+        raise ConfigError(f"refusing to serve on {host} without a token: anyone who can "
+                          f"reach it could read the workspace (set ${TOKEN_ENV} or "
+                          "--token-file)")  # fmt: skip
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         sock = socket.create_server((host, port), family=family)
@@ -316,8 +339,6 @@ def serve(
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         where = f"[{host}]" if family == socket.AF_INET6 else host
         url = f"http://{where}:{sock.getsockname()[1]}"
-        if not token and host not in ("127.0.0.1", "localhost", "::1"):
-            print(f"cortex: warning: {url} is reachable without a token", file=sys.stderr)
         print(f"cortex: serving {service.ws.root} at {url} (MCP: {url}/mcp, API: {url}/v1)",
               file=sys.stderr, flush=True)  # fmt: skip
         server.run(sockets=[sock])

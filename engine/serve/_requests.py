@@ -13,7 +13,7 @@ from typing import Any
 from engine.core import ConfigError, SessionState, Turn
 from ledger import ToolResult
 
-__all__ = ["Proof", "field", "proof_of", "state_of", "strings", "tool_results_of"]
+__all__ = ["Proof", "field", "only", "proof_of", "state_of", "strings", "tool_results_of"]
 
 _STATE_FIELDS = ("recent_turns", "constraints", "subgoals")
 
@@ -37,6 +37,15 @@ def field(body: Mapping[str, Any], name: str, kind: type | tuple[type, ...], def
     if not isinstance(value, kinds):
         raise ConfigError(f"{name} has the wrong type ({type(value).__name__})")
     return value
+
+
+def only(body: Mapping[str, Any], *names: str) -> None:
+    """Refuse a body with fields the route does not take (a misspelt ``budget_token``
+    silently ignored would be worse than an error)."""
+    unknown = sorted(set(body) - set(names))
+    if unknown:
+        raise ConfigError(f"unknown field(s): {', '.join(map(str, unknown))}; "
+                          f"this route takes {', '.join(names)}")  # fmt: skip
 
 
 def strings(body: Mapping[str, Any], name: str) -> list[str]:

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine._workspace import Workspace
 from engine.core import (
+    MAX_BUDGET_TOKENS,
+    MIN_BUDGET_TOKENS,
     Config,
     ConfigError,
     ContextPack,
@@ -58,7 +60,6 @@ __all__ = [
 MAX_TEXT_BYTES = 32 << 10  # a goal or a query is a question, not a file; logs go in signals
 MAX_SIGNAL_BYTES = 256 << 10  # all tool signals of a call: a long traceback or test log
 MAX_ITEMS = 256  # signals, citations or tool results in one call: far past any real turn
-MAX_BUDGET_TOKENS = 200_000  # a whole model context window; more is a mistake
 MAX_K = 100  # search results; past this a caller wants build_context's packing instead
 MAX_RESOLVE_BYTES = 256 << 10  # text resolve returns at once: a long file, not a data dump
 REQUEST_TIMEOUT_S = 60.0  # one call; a cold build on a big repository takes a few seconds
@@ -173,8 +174,9 @@ class Service:
                 _check_text("state", item)
         if sum(len(s.encode()) for s in tool_signals) > MAX_SIGNAL_BYTES:
             raise ConfigError(f"tool_signals are over {MAX_SIGNAL_BYTES} bytes; send less")
-        if budget_tokens is not None and not 64 <= budget_tokens <= MAX_BUDGET_TOKENS:
-            raise ConfigError(f"budget_tokens must be within 64..{MAX_BUDGET_TOKENS}")
+        low, high = MIN_BUDGET_TOKENS, MAX_BUDGET_TOKENS
+        if budget_tokens is not None and not low <= budget_tokens <= high:
+            raise ConfigError(f"budget_tokens must be within {low}..{high}")
         return self._ready().build_context(
             goal, query, tool_signals=list(tool_signals), state=state, budget_tokens=budget_tokens
         )
@@ -236,8 +238,15 @@ class Service:
         return resolve_checked(self._ready(), uri, proof)
 
     def status(self, *, check_files: bool = True) -> dict[str, JSON]:
-        """What is indexed and how stale it is, plus the state of background refreshes."""
-        return to_json(self.ws.status(check_files=check_files)) | {"refresh": self._refresh_state()}
+        """What is indexed and how stale it is, plus the state of background refreshes.
+        Paths are relative to the workspace: a caller learns nothing of the machine's
+        layout (where the state lives outside the workspace, only that it does)."""
+        st = self.ws.status(check_files=check_files)
+        root = st.root.resolve()
+        state = st.state_dir.resolve()
+        where = str(state.relative_to(root)) if state.is_relative_to(root) else "(outside)"
+        body = to_json(st) | {"root": ".", "state_dir": where}
+        return body | {"refresh": self._refresh_state()}
 
     def _refresh_state(self) -> dict[str, JSON]:
         with self._refresh_lock:
@@ -300,7 +309,8 @@ def resolve_checked(ws: Workspace, uri: str, proof: Proof | None) -> dict[str, J
     """``Workspace.resolve`` with the checks every surface applies: the indexed text of
     ``path#Lstart-Lend`` (or a whole file) for a caller whose proof matches the indexed
     content, metadata only otherwise; a path outside the workspace, or a proof for another
-    path, raises ``ConfigError``. Adds ``exists``, ``indexed`` and ``verified``."""
+    path, raises ``ConfigError``. Adds ``exists`` (false for any path not indexed, there
+    or not), ``indexed`` and ``verified``."""
     match = _URI.match(uri.strip())
     if match is None:
         raise ConfigError(f"bad uri {uri!r}; use path#L10-L20, path#L10 or path")
@@ -312,8 +322,10 @@ def resolve_checked(ws: Workspace, uri: str, proof: Proof | None) -> dict[str, J
     got = ws.resolve(rel + lines, given)
     out = to_json(got)
     out["uri"] = uri
-    out["exists"] = path.is_file()
     out["indexed"] = got.sha256 is not None or got.start_line is not None
+    # Only for indexed paths: an unindexed one answers exactly as an absent one, so a
+    # caller cannot probe for files skipped as secret (.npmrc, .git/config, id_rsa).
+    out["exists"] = bool(out["indexed"]) and path.is_file()
     out["verified"] = None if proof is None else got.text is not None
     if got.text is not None and len(got.text.encode()) > MAX_RESOLVE_BYTES:
         out["text"] = None
@@ -322,6 +334,8 @@ def resolve_checked(ws: Workspace, uri: str, proof: Proof | None) -> dict[str, J
 
 
 def _inside(ws: Workspace, rel: str) -> tuple[str, Path]:
+    if "\0" in rel or any(0xD800 <= ord(c) <= 0xDFFF for c in rel):
+        raise ConfigError(f"{rel!r} is not a path (a NUL or a lone surrogate in it)")
     posix = PurePosixPath(rel.strip().replace("\\", "/"))
     if posix.is_absolute() or ".." in posix.parts or re.match(r"^[A-Za-z]:", str(posix)):
         raise ConfigError(f"{rel!r} must be a path inside the workspace, without '..'")

@@ -288,3 +288,51 @@ def test_chunker_settings_change_rechunks_everything(repo: Path) -> None:
         assert report.changed == 8 and report.unchanged == 0
         again = ws.index()
         assert again.changed == 0
+
+
+def test_an_unknown_dense_model_is_an_error_and_status_says_so(repo: Path) -> None:
+    """A misspelt model name is refused with a clear error on every dense use (nothing is
+    downloaded, no silent lexical-only answer); status shows the problem."""
+    from engine import EmbeddingModelError
+
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+    with Workspace.open(repo, Config(dense_model="minlm")) as ws:
+        with pytest.raises(EmbeddingModelError, match="unknown dense model 'minlm'"):
+            ws.search("compute", mode="dense")
+        with pytest.raises(EmbeddingModelError, match="unknown dense model"):
+            ws.build_context("what does compute return", record=False)
+        assert "unknown dense model" in ws.status(check_files=False).dense_problem
+    with Workspace.open(repo, Config(dense_model="hash:32")) as ws:
+        assert "no vectors in this index" in ws.status(check_files=False).dense_problem
+
+
+def test_a_rebuild_is_made_beside_the_index_in_use(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild killed before its swap leaves the old index answering (and its leftovers
+    are cleared by the next run); one that completes replaces it whole."""
+    from engine.index import Layers
+
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        want = [h.chunk.id for h in ws.search("register_hook", mode="bm25")]
+    real = Layers.refresh
+
+    def killed(self: Layers, **kwargs: object) -> object:
+        if self.state_dir.name == "rebuild":
+            raise KeyboardInterrupt  # the process dies mid-build
+        return real(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Layers, "refresh", killed)
+    with Workspace.open(repo, CONFIG) as ws, pytest.raises(KeyboardInterrupt):
+        ws.index(rebuild=True)
+    with Workspace.open(repo, CONFIG) as ws:  # the old index still answers
+        assert [h.chunk.id for h in ws.search("register_hook", mode="bm25")] == want
+    monkeypatch.setattr(Layers, "refresh", real)
+    (repo / "hooks.py").write_text("def register_hook(event):\n    return event\n")
+    with Workspace.open(repo, CONFIG) as ws:
+        report = ws.index(rebuild=True)
+        assert report.files >= 1 and not (repo / ".cortex" / "rebuild").exists()
+        hits = ws.search("register_hook", mode="bm25")
+        assert hits[0].chunk.text.startswith("def register_hook(event)")

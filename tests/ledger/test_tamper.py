@@ -289,3 +289,25 @@ def test_any_flipped_payload_byte_is_named(
             conn.execute("UPDATE records SET payload = ? WHERE seq = ?", (bytes(payload), seq))
         report = _verify(path)
         assert (report.ok, report.first_bad_seq, report.checked) == (False, seq, seq - 1)
+
+
+def test_a_cut_and_reheaded_tail_is_caught_only_with_an_anchor(
+    ten: tuple[Path, list[TurnRecord]],
+) -> None:
+    """Deleting the last records and rewriting the head to match leaves a consistent chain:
+    verify alone cannot tell (it was never longer, as far as it knows); the head printed
+    before, passed back as an anchor, names the cut."""
+    path, _ = ten
+    with Ledger.open(path, create=False) as ledger:
+        anchor = ledger.head()
+    assert anchor[0] == 10 and len(anchor[1]) == 64
+    with raw(path) as conn:
+        conn.execute("DELETE FROM records WHERE seq > 7")
+        last = conn.execute("SELECT record_hash FROM records WHERE seq = 7").fetchone()[0]
+        conn.execute("UPDATE head SET count = 7, last_hash = ?", (last,))
+    assert _verify(path).ok  # what is and is not detected without an anchor
+    with Ledger.open(path, create=False) as ledger:
+        report = ledger.verify(anchor=anchor)
+        assert not report.ok and report.first_bad_seq == 10 and "cut" in report.reason
+        assert ledger.verify(anchor=(7, "0" * 64)).ok is False  # a rewritten record
+        assert ledger.verify(anchor=ledger.head()).ok

@@ -117,6 +117,12 @@ def test_index_search_context_replay_ledger(tmp_path: Path) -> None:
         assert code == EXIT_OK and text.startswith("ok: 1 records")
         code, text = _run("ledger", "log", "--path", str(root))
         assert "turn" in text and body["replay_key"] in text
+        code, head = _run("ledger", "head", "--path", str(root))
+        assert code == EXIT_OK and head.startswith("1:") and len(head.strip()) == 66
+        code, text = _run("ledger", "verify", "--path", str(root), "--anchor", head.strip())
+        assert code == EXIT_OK and "anchor 1 matches" in text
+        code, text = _run("ledger", "verify", "--path", str(root), "--anchor", "5:" + "0" * 64)
+        assert code == EXIT_ERROR and "cut" in text
         code, text = _run("status", str(root))
         assert code == EXIT_OK and "up to date" in text
     finally:
@@ -198,3 +204,60 @@ def test_errors_are_one_line_with_the_right_exit_code(
     assert code == EXIT_ERROR and err.count("\n") == 1 and "ledger" in err
     code, _ = _run("context", "handler", "--budget", "10", "--path", str(indexed))
     assert code == EXIT_USAGE and "budget" in capsys.readouterr().err
+
+
+def test_reading_commands_create_no_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ledger verify|log|show|head and replay on a folder never indexed answer one line,
+    exit 1, and leave the folder as it was (it can still be indexed)."""
+    root = _repo(tmp_path)
+    before = sorted(p.name for p in root.iterdir())
+    for argv in (["ledger", "verify"], ["ledger", "log"], ["ledger", "head"],
+                 ["ledger", "show", "0" * 32], ["replay", "0" * 32]):  # fmt: skip
+        code, _ = _run(*argv, "--path", str(root))
+        err = capsys.readouterr().err
+        assert code == EXIT_ERROR and err.count("\n") == 1, (argv, err)
+    assert sorted(p.name for p in root.iterdir()) == before
+
+
+
+def test_state_is_its_users_alone(tmp_path: Path) -> None:
+    """After index and context through the CLI, the state folder and every folder in it are
+    0700 and every file 0600, whatever the umask."""
+    root = _repo(tmp_path)
+    env = {**os.environ, "CORTEX_DENSE_MODEL": "hash"}
+    ask = ["context", "what does handler return", "--path", str(root)]
+    for argv in (["index", str(root)], ask):
+        subprocess.run([sys.executable, "-m", "engine.cli", *argv], env=env, check=True,
+                       capture_output=True, preexec_fn=lambda: os.umask(0o022))  # fmt: skip
+    state = root / ".cortex"
+    modes = {p: p.stat().st_mode & 0o777 for p in [state, *state.rglob("*")]}
+    assert all(m == (0o700 if p.is_dir() else 0o600) for p, m in modes.items()), modes
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["search", "\udcff\udcfe abc"], "not valid UTF-8"),
+        (["search", ""], "needs a query"),
+        (["context", "fix it", "--budget", "0"], "budget_tokens"),
+        (["context", "fix it", "--budget", "999999999"], "budget_tokens"),
+        (["ledger", "verify", "--anchor", "nonsense"], "SEQ:HASH"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    """Bad input on the command line: one line on stderr naming it, exit 2, no traceback."""
+    root = _repo(tmp_path)
+    os.environ["CORTEX_DENSE_MODEL"] = "hash"
+    try:
+        _run("index", str(root))
+        _run("context", "what does handler return", "--path", str(root))
+        capsys.readouterr()
+        code, _ = _run(*argv, "--path", str(root))
+    finally:
+        os.environ.pop("CORTEX_DENSE_MODEL", None)
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and err.count("\n") == 1 and says in err, err

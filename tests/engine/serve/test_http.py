@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -61,11 +62,13 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """``cortex serve <repo> --port 0 --token ...`` started once for the module."""
+    """``cortex serve <repo> --port 0 --token-file ...`` started once for the module."""
     repo, state = indexed_repo(tmp_path_factory.mktemp("http"))
     cmd = [sys.executable, "-m", "engine.cli", "serve", str(repo), "--port", "0"]
+    token_file = tmp_path_factory.mktemp("secret") / "token"
+    token_file.write_text(TOKEN + "\n")
     proc = subprocess.Popen(
-        [*cmd, "--token", TOKEN, "--watch", "0"],
+        [*cmd, "--token-file", str(token_file), "--watch", "0"],
         env=server_env(state),
         cwd=REPO_ROOT,
         stderr=subprocess.PIPE,
@@ -92,6 +95,25 @@ def test_healthz_needs_no_token_but_everything_else_does(server: Server) -> None
         status, body = server.request("GET", "/v1/status", token=token)
         assert status == 401 and body["error"]["type"] == "unauthorized"
     assert server.request("POST", "/mcp", {}, token=None)[0] == 401
+
+
+def test_the_bearer_scheme_is_case_insensitive(server: Server) -> None:
+    """``bearer``, ``BEARER`` and ``Bearer`` all carry the token (RFC 9110)."""
+    for scheme in ("bearer", "BEARER", "Bearer"):
+        req = urllib.request.Request(server.url + "/v1/status",
+                                     headers={"Authorization": f"{scheme} {TOKEN}"})  # fmt: skip
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.status == 200
+
+
+def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
+    """``--host 0.0.0.0`` without a token is refused with one line (a usage error: 2)."""
+    env = {k: v for k, v in os.environ.items() if k != "CORTEX_TOKEN"}
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "serve", str(tmp_path),
+                           "--host", "0.0.0.0", "--port", "0"], env=env, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "without a token" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize(
@@ -319,3 +341,51 @@ def test_bad_state_and_resolve_proofs_the_same_way_everywhere(server: Server) ->
     )
     status_get, got_get = server.request("GET", f"/v1/resolve?uri=hooks.py%23L2-L4&sha256={sha}")
     assert status == status_get == 200 and got == got_get and got["verified"] is True
+
+
+def test_search_files_is_the_same_ranking_on_http_and_cli(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GET /v1/search?files=1 and `cortex search --files --json` rank the same files with
+    the same sections; the hook module comes first for a question about hooks."""
+    status, http = server.request("GET", "/v1/search?q=register+a+hook&files=1&k=5")
+    assert status == 200 and http["files"][0]["path"] == "hooks.py"
+    assert http["files"][0]["sections"][0]["symbol"] == "Session.register_hook"
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    monkeypatch.setenv("CORTEX_STATE_DIR", str(server.state))
+    out = io.StringIO()
+    code = main(["search", "register a hook", "--files", "-k", "5", "--json",
+                 "--path", str(server.repo)], out=out)  # fmt: skip
+    assert code == 0 and json.loads(out.getvalue()) == http
+
+
+BAD_INPUTS = [
+    ("POST", "/v1/context", b"[" * 5000 + b"]" * 5000, "nested"),
+    ("POST", "/v1/context", b'{"goal": "fix \\ud800 the parser"}', "surrogate"),
+    ("POST", "/v1/context", b'{"goal": "x", "budget_token": 500}', "unknown field"),
+    ("POST", "/v1/context", b'{"goal": "x", "state": "recent"}', "state must be"),
+    ("POST", "/v1/context", b'{"goal": "x", "budget_tokens": 0}', "budget_tokens"),
+    ("POST", "/v1/context", b'{"goal": "", "query": ""}', "goal or a query"),
+    ("POST", "/v1/resolve", b'{"uri": "hooks.py\\u0000#L1"}', "not a path"),
+    ("GET", "/v1/resolve?uri=hooks.py%00", None, "not a path"),
+    ("POST", "/v1/feedback", b'{"replay_key": "k", "extra": 1}', "unknown field"),
+    ("GET", "/v1/search?q=", None, "query"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "raw", "says"), BAD_INPUTS)
+def test_bad_input_is_a_400_never_a_500(
+    server: Server, method: str, path: str, raw: bytes | None, says: str
+) -> None:
+    """What a caller sent wrong is a 400 naming the problem; the server keeps serving."""
+    status, body = server.request(method, path, raw=raw)
+    assert status == 400 and says in body["error"]["message"], (status, body)
+    assert server.request("GET", "/healthz", token=None)[0] == 200
+
+
+def test_status_shows_no_absolute_path(server: Server) -> None:
+    """/v1/status names paths relative to the workspace: nothing of the machine's layout."""
+    status, body = server.request("GET", "/v1/status")
+    assert status == 200 and body["root"] == "."
+    text = json.dumps(body)
+    assert str(server.repo) not in text and str(server.state) not in text

@@ -182,11 +182,16 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
 
 
 def test_resolve_refuses_symlinks_out_and_unindexed_files(service: Service) -> None:
-    """A symlink leaving the root raises; a secret (never indexed) gives metadata only."""
+    """A symlink leaving the root raises; a secret (never indexed) answers exactly as a
+    file that is not there: the caller cannot learn that it exists."""
     with pytest.raises(ConfigError, match="outside the workspace"):
         service.resolve("escape.txt")
     secret = service.resolve(".env")
-    assert secret["exists"] and not secret["indexed"] and secret["text"] is None
+    assert not secret["exists"] and not secret["indexed"] and secret["text"] is None
+    absent = service.resolve(".env.absent")
+    assert {k: v for k, v in secret.items() if k not in ("uri", "path")} == {
+        k: v for k, v in absent.items() if k not in ("uri", "path")
+    }
     data = (Path(service.ws.root) / ".env").read_bytes()
     proved = service.resolve(".env", Proof(".env", hashlib.sha256(data).hexdigest()))
     assert proved["text"] is None  # a proof cannot pull in what the index never held

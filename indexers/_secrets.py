@@ -1,0 +1,275 @@
+"""Credentials in text, found by detect-secrets' plugins and redacted in place.
+
+Yelp's detect-secrets (1.5, Apache-2.0) is the maintained detector: one plugin per provider
+(AWS, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid, npm, PyPI, OpenAI, JWTs, Azure,
+Discord, Telegram, Mailchimp, …), private key blocks, credentials in URLs, password and
+secret assignments (its keyword plugin) and high-entropy strings, each with its own false-
+positive filters. We chose it over hand-written patterns because the provider formats are
+its maintainers' job, over gitleaks/trufflehog because it is a Python library (no binary
+to ship, nothing fetched at run time), and it runs offline.
+
+Its scan is line by line and costs ~0.5 ms a line with every plugin; a workspace has
+millions. So each plugin's own patterns (and the keyword list) are combined into one
+prefilter, and only the lines that match it go through detect-secrets; an assignment of a
+long quoted token goes through too, for the entropy plugins.
+
+A secret is replaced by ``[REDACTED:kind]`` wherever it occurs in the text, and a private
+key block is blanked to its END line, so line numbers and spans do not move.
+"""
+
+from __future__ import annotations
+
+import bisect
+import importlib
+import itertools
+import re
+import string
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+try:  # the regular-expression parser: re._parser since 3.11, sre_parse before
+    _sre_parse: Any = importlib.import_module("re._parser")
+    _sre_constants: Any = importlib.import_module("re._constants")
+except ImportError:  # pragma: no cover - Python 3.10
+    _sre_parse = importlib.import_module("sre_parse")
+    _sre_constants = importlib.import_module("sre_constants")
+
+__all__ = ["Redacted", "Redaction", "redact", "secret_kinds"]
+
+# Public IP addresses are not credentials (and docs are full of them).
+_SKIPPED_PLUGINS = frozenset({"IPPublicDetector"})
+_ENTROPY_PLUGINS = frozenset({"Base64HighEntropyString", "HexHighEntropyString"})
+_ENTROPY_KINDS = frozenset({"base64-high-entropy-string", "hex-high-entropy-string"})
+# An assignment (or a key: value) of a long quoted token: what the entropy plugins judge.
+_QUOTED_TOKEN = re.compile(r"""[=:]\s*[rbuRBU]?["'][A-Za-z0-9+/=_\-.~]{20,}["']""")
+_BEGIN_KEY = re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY( BLOCK)?-----")
+_END_KEY = re.compile(r"-----END[A-Z ]*PRIVATE KEY( BLOCK)?-----")
+_NEWLINE = re.compile("\n")
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-]{24,}")  # where an unanchored pattern may match
+_LITERAL, _SUBPATTERN, _BRANCH = (_sre_constants.LITERAL, _sre_constants.SUBPATTERN,
+                                  _sre_constants.BRANCH)  # fmt: skip
+_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-+/=.~")
+_MIN_VALUE = 6  # shorter "secrets" are placeholders or noise; never replaced file-wide
+
+
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    """One secret taken out: its kind (``aws-access-key``) and 1-based line."""
+
+    kind: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Redacted:
+    """A text with its secrets replaced, and what was replaced."""
+
+    text: str
+    redactions: tuple[Redaction, ...]
+
+    def kinds(self) -> dict[str, int]:
+        """How many secrets of each kind were taken out."""
+        return dict(Counter(r.kind for r in self.redactions))
+
+
+class _Gate:
+    """Which lines are worth detect-secrets' time, decided from its plugins' own patterns:
+    a pattern that starts with a literal (``AKIA``, ``ghp``, ``xox``, ``-----BEGIN``) is
+    tried on the lines holding that literal; one that does not, on lines holding a long
+    token; the keyword plugin's words (``password``, ``api_key``) and an assignment of a
+    long quoted token send a line straight through."""
+
+    def __init__(self, plugins: list[Any]) -> None:
+        from detect_secrets.plugins.keyword import DENYLIST
+
+        self.anchored: list[tuple[str, bool, re.Pattern[str]]] = []  # literal, folded, pattern
+        self.loose: list[re.Pattern[str]] = []
+        for cls in plugins:
+            if cls.__name__ in _ENTROPY_PLUGINS:
+                continue
+            for pattern in getattr(cls(), "denylist", ()):
+                folded = bool(pattern.flags & re.I)
+                heads = _prefixes(pattern)
+                if heads is None or min(len(h) for h in heads) < 2:
+                    self.loose.append(pattern)
+                else:
+                    self.anchored.extend((h.lower() if folded else h, folded, pattern)
+                                         for h in heads)  # fmt: skip
+        # "api_?key" -> "api_key", "apikey": the keyword plugin's words as plain text.
+        spelled = ((k.replace("_?", "_"), k.replace("_?", "")) for k in DENYLIST)
+        self.words = sorted({w for pair in spelled for w in pair})
+
+    def lines(self, text: str) -> set[int]:
+        """0-based numbers of the lines to scan."""
+        starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+        folded = text.lower()
+        hit: set[int] = set()
+
+        def line_of(offset: int) -> int:
+            return bisect.bisect_right(starts, offset) - 1
+
+        def occurrences(haystack: str, needle: str) -> Iterator[int]:
+            at = haystack.find(needle)
+            while at >= 0:
+                yield line_of(at)
+                at = haystack.find(needle, at + len(needle))
+
+        lines = text.split("\n")
+        for word in self.words:
+            hit.update(occurrences(folded, word))
+        hit.update(line_of(m.start()) for m in _QUOTED_TOKEN.finditer(text))
+        for head, fold, pattern in self.anchored:
+            for n in set(occurrences(folded if fold else text, head)) - hit:
+                if pattern.search(lines[n]):
+                    hit.add(n)
+        if self.loose:
+            for n in {line_of(m.start()) for m in _LONG_TOKEN.finditer(text)} - hit:
+                if any(p.search(lines[n]) for p in self.loose):
+                    hit.add(n)
+        return hit
+
+
+def _prefixes(pattern: re.Pattern[str]) -> list[str] | None:
+    """Literal texts one of which every match of ``pattern`` starts with; None if unknown."""
+    try:
+        ops = list(_sre_parse.parse(pattern.pattern, pattern.flags))
+    except Exception:  # an unparsable pattern is simply not anchored
+        return None
+    return _op_prefixes(ops)
+
+
+def _op_prefixes(ops: list[Any]) -> list[str] | None:
+    out = [""]
+    for op, arg in ops:
+        if op is _LITERAL:
+            out = [p + chr(arg) for p in out]
+            continue
+        if op is _SUBPATTERN:
+            sub = _op_prefixes(list(arg[-1]))
+            if sub is not None:
+                out = [p + s for p in out for s in sub]
+        elif op is _BRANCH:
+            subs = [_op_prefixes(list(b)) for b in arg[1]]
+            if all(s for s in subs):
+                out = [p + s for p in out for sub in subs for s in sub or ()]
+        break
+    out = [p for p in out if p]
+    return out or None
+
+
+class _Detector:
+    """detect-secrets configured once per process (its settings are process-global)."""
+
+    def __init__(self) -> None:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.settings import configure_settings_from_baseline
+
+        mapping: dict[str, Any] = get_mapping_from_secret_type_to_class()
+        plugins = [cls for cls in mapping.values() if cls.__name__ not in _SKIPPED_PLUGINS]
+        configure_settings_from_baseline({"plugins_used": [{"name": c.__name__} for c in plugins]})
+        self.gate = _Gate(plugins)
+        self.kinds = sorted(_slug(t) for t, c in mapping.items()
+                            if c.__name__ not in _SKIPPED_PLUGINS)  # fmt: skip
+        self.lock = threading.Lock()
+
+    def scan(self, path: str, number: int, line: str) -> list[tuple[str, str]]:
+        """(kind, secret value) pairs detect-secrets finds on one line, after its filters."""
+        from detect_secrets.core.scan import _process_line_based_plugins
+
+        with self.lock:  # its plugins and filters cache state between calls
+            found = _process_line_based_plugins([(number, line)], path or "text")
+            return [(_slug(s.type), s.secret_value or "") for s in found]
+
+
+_detector: _Detector | None = None
+_init = threading.Lock()
+
+
+def _get() -> _Detector:
+    global _detector
+    with _init:
+        if _detector is None:
+            _detector = _Detector()
+        return _detector
+
+
+def _slug(secret_type: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
+
+
+def _is_alphabet(value: str) -> bool:
+    """Mostly runs of consecutive characters (``ABCDEFGH…234567``, ``abc…xyz0123…``): a
+    charset written out, which entropy alone mistakes for a key."""
+    steps = [ord(b) - ord(a) for a, b in itertools.pairwise(value)]
+    return bool(steps) and sum(1 for d in steps if d == 1) >= 0.7 * len(steps)
+
+
+def _whole_token(line: str, value: str) -> str:
+    """The whole token around ``value`` on ``line``: some plugins report only part of it
+    (GitLab's its prefix, the JWT one its first two segments)."""
+    at = line.find(value)
+    if at < 0 or not value:
+        return value
+    start, end = at, at + len(value)
+    while start > 0 and line[start - 1] in _TOKEN_CHARS:
+        start -= 1
+    while end < len(line) and line[end] in _TOKEN_CHARS:
+        end += 1
+    return line[start:end]
+
+
+def secret_kinds() -> list[str]:
+    """Every kind of secret that is looked for, as ``[REDACTED:kind]`` names it."""
+    return [*_get().kinds, "private-key-block"]
+
+
+def redact(text: str, path: str = "") -> Redacted:
+    """``text`` with every secret detect-secrets finds replaced by ``[REDACTED:kind]``
+    (each occurrence of the value, anywhere in the text) and private key blocks blanked to
+    their END line; the line count never changes. ``path`` lets the plugins judge by file
+    type (a ``.py`` assignment, a ``.yaml`` key)."""
+    detector = _get()
+    if not text:
+        return Redacted(text, ())
+    wanted = detector.gate.lines(text)
+    keyed = "PRIVATE KEY" in text or "PuTTY" in text
+    if not wanted and not keyed:
+        return Redacted(text, ())
+    lines = text.split("\n")
+    redactions: list[Redaction] = []
+    values: dict[str, str] = {}
+    in_key = False
+    for i, line in enumerate(lines):
+        if in_key:  # inside a private key block: blank it through its END line
+            in_key = not _END_KEY.search(line)
+            lines[i] = ""
+            continue
+        begin = _BEGIN_KEY.search(line) if keyed else None
+        if begin:
+            end = _END_KEY.search(line, begin.end())
+            if end:  # one line: a key in JSON ("-----BEGIN …\nMII…\n-----END …-----")
+                lines[i] = line[: begin.start()] + "[REDACTED:private-key]" + line[end.end() :]
+            else:
+                lines[i] = line[: begin.start()] + "[REDACTED:private-key]"
+                in_key = True
+            redactions.append(Redaction("private-key", i + 1))
+            continue
+        if i not in wanted:
+            continue
+        for kind, value in detector.scan(path, i + 1, line):
+            value = _whole_token(line, value)
+            if kind == "private-key" or len(value) < _MIN_VALUE:
+                continue
+            if kind in _ENTROPY_KINDS and _is_alphabet(value):
+                continue  # an alphabet table (base32's, a charset), not a secret
+            values.setdefault(value, kind)
+            redactions.append(Redaction(kind, i + 1))
+    if values:
+        # Longest first, so a value that contains another is replaced whole.
+        for value in sorted(values, key=len, reverse=True):
+            marker = f"[REDACTED:{values[value]}]"
+            lines = [ln.replace(value, marker) if value in ln else ln for ln in lines]
+    return Redacted("\n".join(lines), tuple(redactions))
