@@ -454,7 +454,7 @@ class Workspace:
         """The workspace's evidence ledger (opened, and created, on first use)."""
         with self._lazy:
             if self._journal is None:
-                self._journal = Journal(self.ledger_path)
+                self._journal = Journal(self.ledger_path, self._layers.user)
             return self._journal
 
     def recorded_journal(self) -> Journal:

@@ -98,8 +98,8 @@ def _string(value: str) -> bytes:
 
 
 def turn_payload(draft: TurnDraft) -> JSON:
-    """The JSON payload of a turn."""
-    return {
+    """The JSON payload of a turn (``user`` only when set: older payloads hash as before)."""
+    body: dict[str, JSON] = {
         "goal_ref": draft.goal_ref,
         "tokens_used": draft.tokens_used,
         "budget": draft.budget,
@@ -109,6 +109,9 @@ def turn_payload(draft: TurnDraft) -> JSON:
         "inputs_sha256": draft.inputs_sha256,
         "model_citations": list(draft.model_citations),
     }
+    if draft.user:
+        body["user"] = draft.user
+    return body
 
 
 def feedback_payload(draft: FeedbackDraft) -> JSON:
@@ -171,6 +174,7 @@ def _turn(turn_id: str, time: str, p: dict[str, Any], chain: _Chain) -> TurnReco
         p["render_sha256"],
         p["inputs_sha256"],
         tuple(_int(c) for c in _list(p["model_citations"])),
+        _str(p.get("user", "")),
         seq=chain.seq,
         prev_hash=chain.prev_hash,
         record_hash=chain.record_hash,

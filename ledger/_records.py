@@ -106,6 +106,7 @@ class TurnDraft:
     inputs_sha256: str  # of the canonical JSON of the call's inputs (a blob)
     model_citations: tuple[int, ...] = ()
     time: str | None = None
+    user: str = ""  # whose turn it is ("" in ledgers written before users were recorded)
 
     def __post_init__(self) -> None:
         _check_str("turn_id", self.turn_id, empty=False)
@@ -144,6 +145,7 @@ class TurnRecord:
     render_sha256: str
     inputs_sha256: str
     model_citations: tuple[int, ...] = ()
+    user: str = ""  # whose turn: only they may replay it or see it in the log
     _: KW_ONLY
     seq: int
     prev_hash: str

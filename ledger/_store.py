@@ -172,7 +172,7 @@ class Ledger:
         return TurnRecord(
             turn.turn_id, time, turn.goal_ref, turn.tokens_used, turn.budget, turn.snippets,
             turn.replay_key, turn.render_sha256, turn.inputs_sha256, turn.model_citations,
-            seq=seq, prev_hash=prev, record_hash=rec_hash,
+            turn.user, seq=seq, prev_hash=prev, record_hash=rec_hash,
         )  # fmt: skip
 
     def append_feedback(self, draft: FeedbackDraft) -> FeedbackRecord:

@@ -82,10 +82,15 @@ class Inputs:
 
 
 class Journal:
-    """A workspace's ledger, opened on first use; safe to share between threads."""
+    """A workspace's ledger, opened on first use; safe to share between threads.
 
-    def __init__(self, path: Path) -> None:
+    Turns are stamped with ``user``, and read back for that user only: with a state
+    folder shared by several users, one never replays, lists or gives feedback on
+    another's turns (turns from before users were recorded, stamped "", stay readable)."""
+
+    def __init__(self, path: Path, user: str = "") -> None:
         self.path = path
+        self.user = user
         self._lock = threading.Lock()
         self._ledger: Ledger | None = None
 
@@ -134,13 +139,18 @@ class Journal:
                 replay_key=pack.replay_key,
                 render_sha256=render_sha,
                 inputs_sha256=inputs_sha,
+                user=self.user,
             )
             return ledger.append_turn(draft)
 
     def find(self, replay_key: str) -> TurnRecord | None:
-        """The latest turn recorded under ``replay_key``."""
+        """The latest turn recorded under ``replay_key`` (None when it is another user's)."""
         with self._held() as ledger:
-            return ledger.turn_by_replay_key(replay_key)
+            turn = ledger.turn_by_replay_key(replay_key)
+        return turn if turn is not None and self._mine(turn) else None
+
+    def _mine(self, turn: TurnRecord) -> bool:
+        return not turn.user or turn.user == self.user
 
     def text(self, sha256: str) -> str:
         """A stored text (verified against its hash on read)."""
@@ -178,6 +188,19 @@ class Journal:
             return ledger.head()
 
     def log(self, n: int) -> list[Any]:
-        """The last ``n`` records, oldest first."""
+        """The last ``n`` records of this user's, oldest first (other users' turns and the
+        feedback on them are left out; journal records belong to no user)."""
         with self._held() as ledger:
-            return list(ledger.last(n))
+            records = list(ledger.last(n))
+            owners: dict[str, bool] = {}
+            kept = []
+            for record in records:
+                turn_id = getattr(record, "turn_id", None)
+                if isinstance(record, TurnRecord):
+                    owners[record.turn_id] = self._mine(record)
+                elif turn_id and turn_id not in owners:
+                    turn = ledger.turn(turn_id)
+                    owners[turn_id] = turn is None or self._mine(turn)
+                if not turn_id or owners.get(turn_id, True):
+                    kept.append(record)
+            return kept

@@ -310,5 +310,6 @@ def test_turn_record_fields_are_as_documented() -> None:
     names = [f for f in TurnRecord.__dataclass_fields__ if not f.startswith("_")]
     assert names == [
         "turn_id", "time", "goal_ref", "tokens_used", "budget", "snippets", "replay_key",
-        "render_sha256", "inputs_sha256", "model_citations", "seq", "prev_hash", "record_hash",
+        "render_sha256", "inputs_sha256", "model_citations", "user", "seq", "prev_hash",
+        "record_hash",
     ]  # fmt: skip
