@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -12,6 +13,8 @@ from typing import Any
 
 import pytest
 from anyio.from_thread import start_blocking_portal
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -235,3 +238,39 @@ def test_a_workspace_never_indexed_is_indexed_in_the_background(tmp_path: Path) 
         assert svc.context("register a hook").citations[0].source_uri == "hooks.py#L2-L4"
     finally:
         svc.close()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False)
+    | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
+                                                                 max_size=4),
+    max_leaves=12,
+)  # fmt: skip
+_FIELDS = ["goal", "query", "budget_tokens", "state", "tool_signals", "replay_key", "k",
+           "model_citations", "uri", "mode", "files", "proof", "outcome",
+           "tool_results"]  # fmt: skip
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    tool=st.sampled_from(sorted(TOOLS - {"index"})),
+    args=st.dictionaries(st.sampled_from(_FIELDS) | st.text(max_size=10), _JSON, max_size=5),
+)
+def test_generated_arguments_never_break_the_server(
+    mcp_call: tuple[Call, Any], tool: str, args: dict[str, Any]
+) -> None:
+    """Any JSON arguments to any tool get an answer (a result or a tool error naming the
+    problem), never a dead server: the next call still works."""
+    call, (portal, client) = mcp_call
+    try:
+        result = call(tool, args)
+    except Exception as exc:  # a protocol-level refusal (schema validation) is an answer too
+        assert "Connection closed" not in str(exc), exc
+    else:
+        if result.is_error:  # a cortex error or the SDK's argument validation, not a bug
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            assert not re.search(r"\b(Type|Attribute|Key|Index|Unicode\w*)Error\b", text), text
+    assert {t.name for t in portal.call(client.list_tools).tools} == TOOLS
