@@ -48,6 +48,9 @@ _QUOTED_TOKEN = re.compile(r"""[=:]\s*[rbuRBU]?["'][A-Za-z0-9+/=_\-.~]{20,}["']"
 _BEGIN_KEY = re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY( BLOCK)?-----")
 _END_KEY = re.compile(r"-----END[A-Z ]*PRIVATE KEY( BLOCK)?-----")
 _NEWLINE = re.compile("\n")
+# A shorter literal ("AC", "gh", "cl") is in most lines of code: its patterns are tried
+# only where a long token stands (their secrets are all long).
+_MIN_ANCHOR = 3
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-]{24,}")  # where an unanchored pattern may match
 _LITERAL, _SUBPATTERN, _BRANCH = (_sre_constants.LITERAL, _sre_constants.SUBPATTERN,
                                   _sre_constants.BRANCH)  # fmt: skip
@@ -91,9 +94,14 @@ class _Gate:
             if cls.__name__ in _ENTROPY_PLUGINS:
                 continue
             for pattern in getattr(cls(), "denylist", ()):
+                if cls.__name__ == "PrivateKeyDetector" and "BEGIN" in pattern.pattern:
+                    continue  # key blocks are found and blanked by ``redact`` itself
                 folded = bool(pattern.flags & re.I)
                 heads = _prefixes(pattern)
-                if heads is None or min(len(h) for h in heads) < 2:
+                inner = _required_run(pattern)
+                if len(inner) > min((len(h) for h in heads or ()), default=0):
+                    heads = [inner]  # rarer than the prefix ("_authToken=" over "//")
+                if heads is None or min(len(h) for h in heads) < _MIN_ANCHOR:
                     self.loose.append(pattern)
                 else:
                     self.anchored.extend((h.lower() if folded else h, folded, pattern)
@@ -139,6 +147,20 @@ def _prefixes(pattern: re.Pattern[str]) -> list[str] | None:
     except Exception:  # an unparsable pattern is simply not anchored
         return None
     return _op_prefixes(ops)
+
+
+def _required_run(pattern: re.Pattern[str]) -> str:
+    """The longest run of literal text every match of ``pattern`` holds (its top-level
+    literals, in a row); "" when it has none."""
+    try:
+        ops = list(_sre_parse.parse(pattern.pattern, pattern.flags))
+    except Exception:  # an unparsable pattern has no known run
+        return ""
+    best, run = "", ""
+    for op, arg in ops:
+        run = run + chr(arg) if op is _LITERAL else ""
+        best = max(best, run, key=len)
+    return best
 
 
 def _op_prefixes(ops: list[Any]) -> list[str] | None:

@@ -76,6 +76,10 @@ class Part(Protocol):
         """A file's chunks in line order."""
         ...
 
+    def chunks_near(self, path: str, first_line: int, last_line: int) -> list[Chunk]:
+        """A file's chunks touching lines ``first_line..last_line``, in line order."""
+        ...
+
     def definitions(self, names: Sequence[str], limit: int) -> dict[str, list[tuple[str, str]]]:
         """(chunk id, path) of sections defining each name, id order, ``limit`` per name."""
         ...

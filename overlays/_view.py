@@ -169,6 +169,15 @@ class View:
             return []
         return self.base.chunks_of(path)
 
+    def chunks_near(self, path: str, first_line: int, last_line: int) -> list[Chunk]:
+        """A file's chunks touching lines ``first_line..last_line``, in line order, from
+        whichever layer holds the file."""
+        if path in self.overlay_paths and self.overlay is not None:
+            return self.overlay.chunks_near(path, first_line, last_line)
+        if path in self.tombstones:
+            return []
+        return self.base.chunks_near(path, first_line, last_line)
+
     def defining(self, names: Sequence[str], limit: int = 50) -> dict[str, list[str]]:
         """Chunk ids defining each name (id order, at most ``limit`` per name)."""
         if not self.layered:

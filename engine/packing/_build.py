@@ -59,6 +59,10 @@ from overlays import Hunk, View
 
 __all__ = ["Request", "build_pack", "replay_key", "retrieve"]
 
+# Lines around a fragment read to show it with its neighbours: far more than the
+# ``fragment_context_tokens`` they may add, without reading a large file's every section.
+_NEAR_LINES = 80
+
 
 @dataclass(frozen=True, slots=True)
 class Request:
@@ -187,7 +191,8 @@ def build_pack(
         counter,
         request.identifiers + sorted(words),
         settings.pack,
-        lambda chunk: view.chunks_of(chunk.path),
+        lambda chunk: view.chunks_near(chunk.path, chunk.span.start_line - _NEAR_LINES,
+                                       chunk.span.end_line + _NEAR_LINES),
     )
     clock.lap("pack")
     out = render(lanes, chosen.picked, chosen.pointers, budget, counter, chosen.spare)

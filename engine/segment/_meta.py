@@ -314,6 +314,16 @@ class MetaStore:
         got = self._select_chunks("c.path", [path])
         return sorted(got.values(), key=lambda c: (c.span.start_line, c.span.end_line, c.id))
 
+    def chunks_near(self, path: str, first_line: int, last_line: int) -> list[Chunk]:
+        """A file's chunks that touch lines ``first_line..last_line``, in line order (a
+        fragment's neighbourhood, without reading a large file's every chunk)."""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.path = ? AND c.end_line >= ? "
+                "AND c.start_line <= ?", (path, first_line, last_line)).fetchall()  # fmt: skip
+        got = [_row_chunk(r) for r in rows]
+        return sorted(got, key=lambda c: (c.span.start_line, c.span.end_line, c.id))
+
     def all_chunk_ids(self) -> list[tuple[str, str]]:
         """(chunk id, text sha256) of every chunk, in id order."""
         with self._lock:

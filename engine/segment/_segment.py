@@ -219,6 +219,10 @@ class Segment:
         """A file's chunks in line order."""
         return self.meta.chunks_of(path)
 
+    def chunks_near(self, path: str, first_line: int, last_line: int) -> list[Chunk]:
+        """A file's chunks touching lines ``first_line..last_line``, in line order."""
+        return self.meta.chunks_near(path, first_line, last_line)
+
     def definitions(self, names: Sequence[str], limit: int) -> dict[str, list[tuple[str, str]]]:
         """(chunk id, path) of sections defining each name."""
         return self.meta.definitions(names, limit)

@@ -68,6 +68,10 @@ class DictView:
     def chunks_of(self, path: str) -> list[Chunk]:
         return sorted((c for c in self.by_id.values() if c.path == path), key=lambda c: c.span)
 
+    def chunks_near(self, path: str, first_line: int, last_line: int) -> list[Chunk]:
+        return [c for c in self.chunks_of(path)
+                if c.span.end_line >= first_line and c.span.start_line <= last_line]  # fmt: skip
+
     def files(self) -> dict[str, FileRow]:
         import hashlib
 
