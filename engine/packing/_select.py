@@ -138,6 +138,9 @@ def select_evidence(
     pool = [c for c in pool if rel[c.chunk.id] >= settings.min_relevance]
     words = {c.chunk.id: frozenset(_WORD.findall(c.chunk.text)) for c in pool}
     redundancy = {c.chunk.id: 0.0 for c in pool}  # max similarity to anything picked so far
+    vectors = [(c.chunk.id, c.vector) for c in pool if c.vector is not None]
+    vectored = [cid for cid, _ in vectors]
+    matrix = np.stack([v for _, v in vectors]) if vectors else np.zeros((0, 0))
     picked: list[Picked] = []
     spare: list[Picked] = []
     per_file: Counter[str] = Counter()
@@ -162,8 +165,9 @@ def select_evidence(
         return lead_cap if c.chunk.path == lead else settings.per_source_cap
 
     while pool:
-        capped = [c for c in pool if repeats(c) >= cap(c)]
-        turn = [c for c in pool if repeats(c) < cap(c)] or capped
+        over = [repeats(c) >= cap(c) for c in pool]
+        capped = [c for c, o in zip(pool, over, strict=True) if o]
+        turn = [c for c, o in zip(pool, over, strict=True) if not o] or capped
         cand = max(turn, key=lambda c: (_mmr(c, rel, redundancy, settings), -_order(c)))
         pool.remove(cand)
         chunk = cand.chunk
@@ -201,17 +205,22 @@ def select_evidence(
                 started[key] = chunk.part
         remaining -= _cost(cost_of, choice)
         chosen_words = words[chunk.id]
-        for other in list(pool):
+        # Cosine to the chosen section for every candidate with a vector, in one product.
+        cosines = {} if cand.vector is None else dict(zip(
+            vectored, (np.maximum(matrix @ cand.vector, 0.0) if vectored else ()), strict=True))
+        kept: list[Scored] = []
+        for other in pool:
             if _overlaps(other.chunk, other.chunk.span, choice):
-                pool.remove(other)
                 pointers.append(_pointer(other, "overlap"))
             elif _jaccard(words[other.chunk.id], chosen_words, settings.duplicate_similarity):
-                pool.remove(other)
                 pointers.append(_pointer(other, "redundant"))
             else:
-                sim = _similarity(other, cand)
+                kept.append(other)
+                got = cosines.get(other.chunk.id)
+                sim = float(got) if got is not None else _similarity(other, cand)
                 if sim > redundancy[other.chunk.id]:
                     redundancy[other.chunk.id] = sim
+        pool = kept
     pointers.extend(_pointer(c, "weak") for c in weak)
     return Selection(picked, pointers, remaining if weak else 0, spare)
 
