@@ -47,10 +47,10 @@ _ENTROPY_KINDS = frozenset({"base64-high-entropy-string", "hex-high-entropy-stri
 _QUOTED_TOKEN = re.compile(r"""[=:]\s*[rbuRBU]?["'][A-Za-z0-9+/=_\-.~]{20,}["']""")
 _BEGIN_KEY = re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY( BLOCK)?-----")
 _END_KEY = re.compile(r"-----END[A-Z ]*PRIVATE KEY( BLOCK)?-----")
-_NEWLINE = re.compile("\n")
 # A shorter literal ("AC", "gh", "cl") is in most lines of code: its patterns are tried
 # only where a long token stands (their secrets are all long).
 _MIN_ANCHOR = 3
+_STEMS = ("key", "pass")  # shared by most of the keyword plugin's words
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-]{24,}")  # where an unanchored pattern may match
 _LITERAL, _SUBPATTERN, _BRANCH = (_sre_constants.LITERAL, _sre_constants.SUBPATTERN,
                                   _sre_constants.BRANCH)  # fmt: skip
@@ -109,10 +109,16 @@ class _Gate:
         # "api_?key" -> "api_key", "apikey": the keyword plugin's words as plain text.
         spelled = ((k.replace("_?", "_"), k.replace("_?", "")) for k in DENYLIST)
         self.words = sorted({w for pair in spelled for w in pair})
+        # One scan per stem the words share ("api_key", "db_key", ... all hold "key").
+        self.stems: dict[str, list[str]] = {}
+        for word in self.words:
+            stem = next((c for c in _STEMS if c in word), word)
+            self.stems.setdefault(stem, []).append(word)
 
     def lines(self, text: str) -> set[int]:
         """0-based numbers of the lines to scan."""
-        starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+        lines = text.split("\n")
+        starts = [0, *itertools.accumulate(len(line) + 1 for line in lines[:-1])]
         folded = text.lower()
         hit: set[int] = set()
 
@@ -125,9 +131,11 @@ class _Gate:
                 yield line_of(at)
                 at = haystack.find(needle, at + len(needle))
 
-        lines = text.split("\n")
-        for word in self.words:
-            hit.update(occurrences(folded, word))
+        folded_lines = folded.split("\n")
+        for stem, words in self.stems.items():  # a few scans, then the exact words per line
+            for n in set(occurrences(folded, stem)) - hit:
+                if any(w in folded_lines[n] for w in words):
+                    hit.add(n)
         hit.update(line_of(m.start()) for m in _QUOTED_TOKEN.finditer(text))
         for head, fold, pattern in self.anchored:
             for n in set(occurrences(folded if fold else text, head)) - hit:
