@@ -9,9 +9,11 @@ its maintainers' job, over gitleaks/trufflehog because it is a Python library (n
 to ship, nothing fetched at run time), and it runs offline.
 
 Its scan is line by line and costs ~0.5 ms a line with every plugin; a workspace has
-millions. So each plugin's own patterns (and the keyword list) are combined into one
-prefilter, and only the lines that match it go through detect-secrets; an assignment of a
-long quoted token goes through too, for the entropy plugins.
+millions. So a prefilter picks the lines worth it, from the plugins' own patterns: each
+pattern's longest required literal (``AKIA``, ``xox``, ``/:_authToken=``) and the keyword
+plugin's words, all found in one Aho-Corasick pass per file (pyahocorasick), then the
+pattern itself on those lines; patterns with no literal of 3+ characters on lines holding
+a long token; and any assignment of a long quoted token, for the entropy plugins.
 
 A secret is replaced by ``[REDACTED:kind]`` wherever it occurs in the text, and a private
 key block is blanked to its END line, so line numbers and spans do not move.
@@ -114,6 +116,11 @@ class _Gate:
         for word in self.words:
             stem = next((c for c in _STEMS if c in word), word)
             self.stems.setdefault(stem, []).append(word)
+        self.patterns: dict[tuple[str, bool], list[re.Pattern[str]]] = {}
+        for head, fold, pattern in self.anchored:
+            self.patterns.setdefault((head, fold), []).append(pattern)
+        self.folded_literals = _automaton([*self.stems, *(h for h, f in self.patterns if f)])
+        self.cased_literals = _automaton([h for h, f in self.patterns if not f])
 
     def lines(self, text: str) -> set[int]:
         """0-based numbers of the lines to scan."""
@@ -125,27 +132,48 @@ class _Gate:
         def line_of(offset: int) -> int:
             return bisect.bisect_right(starts, offset) - 1
 
-        def occurrences(haystack: str, needle: str) -> Iterator[int]:
-            at = haystack.find(needle)
-            while at >= 0:
-                yield line_of(at)
-                at = haystack.find(needle, at + len(needle))
-
+        # Every literal of both kinds in one pass per text (Aho-Corasick), then per line
+        # the exact check: the keyword plugin's words, or the anchored pattern itself.
+        found: set[tuple[int, str, bool]] = set()
+        for end, literal in self.folded_literals.iter(folded):
+            found.add((line_of(end), literal, True))
+        for end, literal in self.cased_literals.iter(text):
+            found.add((line_of(end), literal, False))
         folded_lines = folded.split("\n")
-        for stem, words in self.stems.items():  # a few scans, then the exact words per line
-            for n in set(occurrences(folded, stem)) - hit:
-                if any(w in folded_lines[n] for w in words):
-                    hit.add(n)
+        for n, literal, fold in sorted(found):
+            if n in hit:
+                continue
+            words = self.stems.get(literal, ()) if fold else ()
+            if any(w in folded_lines[n] for w in words) or any(
+                p.search(lines[n]) for p in self.patterns.get((literal, fold), ())
+            ):
+                hit.add(n)
         hit.update(line_of(m.start()) for m in _QUOTED_TOKEN.finditer(text))
-        for head, fold, pattern in self.anchored:
-            for n in set(occurrences(folded if fold else text, head)) - hit:
-                if pattern.search(lines[n]):
-                    hit.add(n)
         if self.loose:
             for n in {line_of(m.start()) for m in _LONG_TOKEN.finditer(text)} - hit:
                 if any(p.search(lines[n]) for p in self.loose):
                     hit.add(n)
         return hit
+
+
+def _automaton(literals: list[str]) -> Any:
+    """An Aho-Corasick automaton yielding each literal found (one pass over a text)."""
+    import ahocorasick
+
+    automaton = ahocorasick.Automaton()
+    for literal in dict.fromkeys(literals):
+        automaton.add_word(literal, literal)
+    if not literals:
+        return _NoLiterals()
+    automaton.make_automaton()
+    return automaton
+
+
+class _NoLiterals:
+    """What an automaton with no literals finds: nothing."""
+
+    def iter(self, text: str) -> Iterator[tuple[int, str]]:
+        return iter(())
 
 
 def _prefixes(pattern: re.Pattern[str]) -> list[str] | None:
