@@ -51,10 +51,13 @@ _IDENTIFIER_TYPES = frozenset(
         "operator_name",
         "destructor_name",
         "package_identifier",
+        "private_property_identifier",  # JS/TS `#render`
+        "name",  # PHP
+        "simple_identifier",  # Swift
     }
 )
 # Fields and node types followed to find the names a module-level statement defines.
-_NAME_FIELDS = ("name", "left", "declarator")
+_NAME_FIELDS = ("name", "left", "declarator", "bound_identifier", "property")
 _DECLARING_CHILDREN = frozenset(
     {
         "assignment",
@@ -68,7 +71,15 @@ _DECLARING_CHILDREN = frozenset(
         "tuple_pattern",
         "pointer_declarator",
         "array_declarator",
+        "variable_declaration",  # C#, Kotlin
+        "const_element",  # PHP
+        "property_element",  # PHP
+        "variable_name",  # PHP
     }
+)
+# Nodes whose identifier children (other than a type) are the names they declare.
+_NAME_LISTS = frozenset(
+    {"pattern_list", "tuple_pattern", "variable_declaration", "const_element", "variable_name"}
 )
 _local = threading.local()
 
@@ -172,11 +183,13 @@ class _Chunker:
                 receiver = _first_type_name(node.child_by_field_name("receiver"))
                 name = _name(node)
                 return _Definition(node, node, ChunkKind.METHOD, _join(receiver, name), None)
-            return _Definition(node, node, ChunkKind.FUNCTION, _name(node), None)
+            return _Definition(node, node, ChunkKind.FUNCTION, self._name(node), None)
         if kind_name in syntax.containers:
             kind, body_field = syntax.containers[kind_name]
-            body = node.child_by_field_name(body_field)
-            return _Definition(node, node, kind, _name(node), body)
+            body = node.child_by_field_name(body_field) or next(
+                (c for c in node.named_children if c.type in syntax.member_lists), None
+            )
+            return _Definition(node, node, kind, self._name(node), body)
         if kind_name in syntax.types:
             if kind_name == "type_declaration":  # Go: the name is on the spec
                 spec = next((c for c in node.named_children if c.type.startswith("type_")), None)
@@ -188,7 +201,17 @@ class _Chunker:
                 value = declarators[0].child_by_field_name("value")
                 if value is not None and value.type in syntax.function_values:
                     return _Definition(node, node, ChunkKind.FUNCTION, _name(declarators[0]), None)
+        if kind_name in syntax.function_fields:  # `#onClick = (e) => {…}` in a class body
+            value = node.child_by_field_name("value")
+            if value is not None and value.type in syntax.function_values:
+                key = node.child_by_field_name("name") or node.child_by_field_name("property")
+                return _Definition(node, node, ChunkKind.FUNCTION, _name(key), None)
         return None
+
+    def _name(self, node: tree_sitter.Node) -> str:
+        """A definition's name, or the language's fixed name for one the grammar leaves
+        unnamed (Swift ``init``, whose ``name`` fields, if any, belong to its parameters)."""
+        return self.syntax.implicit_names.get(node.type) or _name(node)
 
     # -- structure ------------------------------------------------------------------
 
@@ -256,7 +279,8 @@ class _Chunker:
             return []
         start = min(_lines(n)[0] for n in kept)
         end = max(_lines(n)[1] for n in kept)
-        defines = tuple(dict.fromkeys(name for n in kept for name in _declared(n)))
+        affixes = self.syntax.name_affixes
+        defines = tuple(dict.fromkeys(name.strip(affixes) for n in kept for name in _declared(n)))
         return [_Candidate(start, end, kind, prefix, context, depth, defines, kept)]
 
     def _define(
@@ -274,7 +298,9 @@ class _Chunker:
         kind = found.kind
         if kind is ChunkKind.FUNCTION and in_class:
             kind = ChunkKind.METHOD
-        defines = (found.name.rsplit(".", 1)[-1],) if found.name else ()
+        # A query names `#render` or `paid?` as `render`, `paid`: that is what is defined.
+        short = found.name.rsplit(".", 1)[-1].strip(self.syntax.name_affixes)
+        defines = (short,) if short else ()
         signature = self.src.lines[_lines(found.inner)[0] - 1].strip()
         members = self._members(found)
         if not members:
@@ -315,6 +341,8 @@ class _Chunker:
         body_first = _lines(found.body)[0]
         body_text = found.body.text or b""
         last = body_first if body_text[:1] == b"{" else body_first - 1
+        if last > first and self.src.lines[last - 1].strip() == "{":
+            last -= 1  # a brace on a line of its own says nothing
         last = min(max(first, last), first + _MAX_HEADER_LINES - 1)
         return "\n".join(line.rstrip() for line in self.src.lines[first - 1 : last])
 
@@ -441,8 +469,11 @@ def _name(node: tree_sitter.Node | None) -> str:
             or node.child_by_field_name("declarator")
             or node.child_by_field_name("type")  # Rust `impl Type`
         )
-        if found is None:
-            return ""
+        if found is None:  # Swift `extension Invoice`: the name is a type node's identifier
+            return next(
+                (_clean_name(_text(c)) for c in node.named_children if c.type in _IDENTIFIER_TYPES),
+                "",
+            )
         node = found
     return ""
 
@@ -474,14 +505,13 @@ def _declared(node: tree_sitter.Node, depth: int = 0) -> list[str]:
         else:
             names.extend(_declared(child, depth + 1))
     if not names:
-        for child in node.named_children:
-            if child.type in _DECLARING_CHILDREN or (
-                child.type in _IDENTIFIER_TYPES and (node.type in ("pattern_list", "tuple_pattern"))
-            ):
-                if child.type in _IDENTIFIER_TYPES:
-                    names.append(_text(child))
-                else:
-                    names.extend(_declared(child, depth + 1))
+        for i, child in enumerate(node.children):
+            if not child.is_named or node.field_name_for_child(i) == "type":  # C# `Foo x;`
+                continue
+            if child.type in _IDENTIFIER_TYPES and node.type in _NAME_LISTS:
+                names.append(_text(child))
+            elif child.type in _DECLARING_CHILDREN:
+                names.extend(_declared(child, depth + 1))
     return [n for n in names if n]
 
 

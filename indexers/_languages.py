@@ -68,6 +68,17 @@ _LANGUAGES: tuple[Language, ...] = (
         (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".ipp", ".inl", ".tpp"),
         grammar="tree_sitter_cpp:language",
     ),
+    Language("php", Family.CODE, (".php",), grammar="tree_sitter_php:language_php"),
+    Language(
+        "ruby",
+        Family.CODE,
+        (".rb", ".rake", ".gemspec"),
+        filenames=("Rakefile", "Gemfile"),
+        grammar="tree_sitter_ruby:language",
+    ),
+    Language("csharp", Family.CODE, (".cs", ".csx"), grammar="tree_sitter_c_sharp:language"),
+    Language("kotlin", Family.CODE, (".kt", ".kts"), grammar="tree_sitter_kotlin:language"),
+    Language("swift", Family.CODE, (".swift",), grammar="tree_sitter_swift:language"),
     Language("markdown", Family.DOC, (".md", ".markdown", ".mdx", ".mkd")),
     Language("rst", Family.DOC, (".rst", ".rest")),
     Language(

@@ -29,7 +29,15 @@ class Syntax:
     # node types whose variable declarators define a function when the value is one
     variable_declarations: frozenset[str] = frozenset()
     function_values: frozenset[str] = frozenset()
+    # class fields (field "value") that define a method when the value is a function
+    function_fields: frozenset[str] = frozenset()
     header_extensions: tuple[str, ...] = ()  # files that only declare (doc_type definition)
+    # node types holding a container's members where the grammar gives them no field
+    member_lists: frozenset[str] = frozenset()
+    # names of definitions the grammar never names (Swift `init`)
+    implicit_names: dict[str, str] = field(default_factory=dict)
+    # characters around a defined name that a query leaves out (`#render`, `paid?`)
+    name_affixes: str = ""
 
 
 _JS = Syntax(
@@ -46,6 +54,8 @@ _JS = Syntax(
     function_values=frozenset(
         {"arrow_function", "function_expression", "function", "generator_function"}
     ),
+    function_fields=frozenset({"field_definition", "public_field_definition"}),
+    name_affixes="#",
 )
 _TS = replace(
     _JS,
@@ -65,6 +75,10 @@ _TS = replace(
 _C_TRANSPARENT = frozenset(
     {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
 )
+
+_KOTLIN_CLASSES = ("class_declaration", "object_declaration", "companion_object")
+_SWIFT_CONTAINERS = ("class_declaration", "protocol_declaration")  # class covers struct, enum,
+# extension and actor
 
 _SYNTAX: dict[str, Syntax] = {
     "python": Syntax(
@@ -138,6 +152,85 @@ _SYNTAX: dict[str, Syntax] = {
         comments=frozenset({"comment"}),
         transparent=_C_TRANSPARENT | {"linkage_specification", "declaration_list"},
         header_extensions=(".h", ".hh", ".hpp", ".hxx", ".h++"),
+    ),
+    "php": Syntax(
+        functions=frozenset({"function_definition", "method_declaration"}),
+        containers={
+            kind: (ChunkKind.CLASS, "body")
+            for kind in (
+                "class_declaration",
+                "interface_declaration",
+                "trait_declaration",
+                "enum_declaration",
+            )
+        },
+        comments=frozenset({"comment"}),
+        # `namespace A { … }`: its declarations are the file's; `namespace A;` is a statement.
+        transparent=frozenset({"namespace_definition", "compound_statement"}),
+    ),
+    "ruby": Syntax(
+        functions=frozenset({"method", "singleton_method"}),
+        containers={
+            "class": (ChunkKind.CLASS, "body"),
+            "singleton_class": (ChunkKind.CLASS, "body"),
+            "module": (ChunkKind.MODULE, "body"),
+        },
+        comments=frozenset({"comment"}),
+        name_affixes="?!=",
+    ),
+    "csharp": Syntax(
+        functions=frozenset(
+            {
+                "method_declaration",
+                "constructor_declaration",
+                "destructor_declaration",
+                "operator_declaration",
+                "conversion_operator_declaration",
+                "local_function_statement",
+            }
+        ),
+        containers={
+            "class_declaration": (ChunkKind.CLASS, "body"),
+            "struct_declaration": (ChunkKind.CLASS, "body"),
+            "interface_declaration": (ChunkKind.CLASS, "body"),
+            "record_declaration": (ChunkKind.CLASS, "body"),
+            "namespace_declaration": (ChunkKind.MODULE, "body"),
+        },
+        types=frozenset({"enum_declaration", "delegate_declaration"}),
+        wrappers={"global_statement": ""},  # top-level statements (C# 9)
+        comments=frozenset({"comment"}),
+        attributes=frozenset({"attribute_list"}),
+        implicit_names={
+            "operator_declaration": "operator",
+            "conversion_operator_declaration": "operator",
+        },
+    ),
+    "kotlin": Syntax(
+        functions=frozenset({"function_declaration", "secondary_constructor"}),
+        containers={kind: (ChunkKind.CLASS, "body") for kind in _KOTLIN_CLASSES},
+        types=frozenset({"type_alias"}),
+        comments=frozenset({"line_comment", "block_comment"}),
+        member_lists=frozenset({"class_body", "enum_class_body"}),
+        implicit_names={"secondary_constructor": "constructor"},
+    ),
+    "swift": Syntax(
+        functions=frozenset(
+            {
+                "function_declaration",
+                "protocol_function_declaration",
+                "init_declaration",
+                "deinit_declaration",
+                "subscript_declaration",
+            }
+        ),
+        containers={kind: (ChunkKind.CLASS, "body") for kind in _SWIFT_CONTAINERS},
+        types=frozenset({"typealias_declaration"}),
+        comments=frozenset({"comment", "multiline_comment"}),
+        implicit_names={
+            "init_declaration": "init",
+            "deinit_declaration": "deinit",
+            "subscript_declaration": "subscript",
+        },
     ),
 }
 

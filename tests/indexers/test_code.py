@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from indexers import Chunk, ChunkKind, DocType, TiktokenCounter, WordCounter, chunk_file
 from indexers._code import code_drafts
-from indexers._languages import language_for_path
+from indexers._doctype import doc_type_for
+from indexers._languages import Language, grammar, language_for_path, languages
 from indexers._text import SourceText
 
 FIXTURES = Path(__file__).parent / "fixtures" / "code"
@@ -158,6 +159,42 @@ def test_doc_types() -> None:
     assert by_symbol["top_level"].doc_type is DocType.IMPLEMENTATION
     header = chunk_file("point.h", (FIXTURES / "sample.c").read_bytes(), counter=COUNTER)
     assert {c.doc_type for c in header.chunks} == {DocType.DEFINITION}
+
+
+@pytest.mark.parametrize(
+    "lang", [lang for lang in languages() if lang.grammar], ids=lambda lang: lang.name
+)
+def test_every_registered_grammar_loads(lang: Language) -> None:
+    """Each registered grammar wheel loads with the installed tree-sitter and parses."""
+    import tree_sitter
+
+    tree = tree_sitter.Parser(grammar(lang)).parse(b"x\n")
+    assert tree.root_node is not None
+
+
+@pytest.mark.parametrize("path", ["w.js", "w.ts"])
+def test_private_members_get_their_names(path: str) -> None:
+    """`#private` methods and arrow fields are sections named `Class.#name`, defining `name`."""
+    data = (
+        b"class Widget {\n  #count = 0;\n\n  #render() {\n    return this.#count;\n  }\n\n"
+        b"  #onClick = (event) => {\n    this.#count += 1;\n  };\n}\n"
+    )
+    chunks = chunk_file(path, data, counter=COUNTER).chunks
+    by_symbol = {c.symbol: c for c in chunks}
+    assert by_symbol["Widget.#render"].kind is ChunkKind.METHOD
+    assert by_symbol["Widget.#render"].defines == ("render",)
+    assert by_symbol["Widget.#onClick"].kind is ChunkKind.METHOD
+    assert "count" in by_symbol["Widget"].defines
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["spec/models/invoice_spec.rb", "lib/invoice_test.rb", "InvoiceTests.cs", "InvoiceTest.kt",
+     "InvoiceTests.swift", "InvoiceTest.php"],
+)  # fmt: skip
+def test_new_languages_test_files_are_tests(path: str) -> None:
+    """Test files of the newer languages are recognised by name."""
+    assert doc_type_for(path, language_for_path(path)) is DocType.TEST
 
 
 def test_no_grammar_falls_back_to_overlapping_windows() -> None:
