@@ -77,12 +77,20 @@ def test_int_id_is_a_positive_int64_prefix() -> None:
 
 
 def test_exact_matches_numpy_brute_force(data: Data, indexes: dict[str, DenseIndex]) -> None:
-    """Exact search returns numpy's top-k ids and scores."""
+    """Exact search returns numpy's top-k: the same scores, and the same ids except where
+    two scores tie within float32 rounding (faiss and numpy sum in different orders)."""
     ids, vectors, queries = data
     found_ids, found_scores = indexes["exact"].search(queries, 20)
     want_ids, want_scores = brute_force(vectors, ids, queries, 20)
-    np.testing.assert_array_equal(found_ids, want_ids)
     np.testing.assert_allclose(found_scores, want_scores, atol=1e-5)
+    # Each id found has, by numpy's own arithmetic, the score ranked at its place.
+    position = {int(v): i for i, v in enumerate(ids)}
+    true = (queries @ vectors.T)[
+        np.arange(len(queries))[:, None], np.vectorize(position.__getitem__)(found_ids)
+    ]
+    np.testing.assert_allclose(true, want_scores, atol=1e-5)
+    assert all(len(set(row)) == len(row) for row in found_ids.tolist())
+    assert np.mean(found_ids == want_ids) > 0.999
     assert found_ids.dtype == np.int64 and found_scores.dtype == np.float32
 
 
