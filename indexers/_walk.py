@@ -6,8 +6,8 @@ exactly one reason: the first check in ``_Walker.classify`` that applies. Cheap 
 run before any system call, the size check before any read, content sniffs last.
 
 Globs are gitignore-like over the '/'-separated workspace-relative path (see
-``indexers._globs``). An include glob forces a file past the LOCKFILE, MINIFIED and GENERATED
-defaults when it matches; it forces a file past VENDORED only when it also names the vendored
+``indexers._globs``). An include glob forces a file past the LOCKFILE, MINIFIED, GENERATED and
+DATA defaults when it matches; it forces a file past VENDORED only when it also names the vendored
 folder (``node_modules/left-pad/**``, not ``**/*.js``), so scoping a walk to ``*.py`` never
 drags a virtualenv in. Nothing forces a file past SECRET, BINARY, TOO_LARGE or SYMLINK_ESCAPE.
 """
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from indexers._globs import glob_to_regex
+from indexers._literals import literal_share
 
 if TYPE_CHECKING:
     import git
@@ -75,6 +76,12 @@ _GENERATED_MARK = b"@generated"  # Phabricator/Meta convention, also used by man
 _MINIFIED_MIN_BYTES = 20 * 1024  # small files are cheap even when ugly; sniff only big ones
 _MINIFIED_MAX_LINE = 5000  # no hand-written line is this long
 _MINIFIED_MEAN_LINE = 500  # hand-written code averages well under 80
+# A literal table (a 950 KiB dict of code points) cut into sections becomes most of an index's
+# chunks and crowds real code out of every answer. Past this size, ~100 sections or more:
+_DATA_MIN_BYTES = 128 * 1024
+# Lines of literals per line of code: 19 to 1 is a table (uts46data, pydoc's topics, a JSON
+# dump); a lexer's keyword lists or a tuning table beside its code (about 9 to 1) stays.
+_DATA_MIN_SHARE = 0.95
 # Read without following a last-component symlink (it was checked) and without blocking on
 # a FIFO that replaced a regular file after the lstat.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -88,6 +95,7 @@ class SkipReason(StrEnum):
     VENDORED = "vendored"
     GENERATED = "generated"
     MINIFIED = "minified"
+    DATA = "data"
     LOCKFILE = "lockfile"
     SECRET = "secret"
     SYMLINK_ESCAPE = "symlink_escape"
@@ -110,6 +118,7 @@ _DESCRIPTIONS: dict[SkipReason, str] = {
     SkipReason.VENDORED: "in a vendored, build or cache folder",
     SkipReason.GENERATED: "generated code",
     SkipReason.MINIFIED: "minified code or source map",
+    SkipReason.DATA: "a large table of literals, not code",
     SkipReason.LOCKFILE: "dependency lock file",
     SkipReason.SECRET: "may hold credentials",
     SkipReason.SYMLINK_ESCAPE: "symlink pointing outside the workspace",
@@ -394,6 +403,10 @@ def _sniff(data: bytes, *, forced: bool) -> tuple[SkipReason, str] | None:
         mean = len(data) / (data.count(b"\n") + (0 if data.endswith(b"\n") else 1))
         if longest > _MINIFIED_MAX_LINE or mean > _MINIFIED_MEAN_LINE:
             return SkipReason.MINIFIED, f"longest line {longest}, mean {mean:.0f} characters"
+    if len(data) >= _DATA_MIN_BYTES:
+        share = literal_share(data)
+        if share >= _DATA_MIN_SHARE:
+            return SkipReason.DATA, f"{_size(len(data))}, {share:.0%} of lines only literals"
     return None
 
 
