@@ -44,6 +44,7 @@ class RecordKind(StrEnum):
     WEIGHTS = "weights"  # a rerank-weight update (replay re-applies it)
     CHECKPOINT = "checkpoint"  # a compaction checkpoint a later turn can reload
     SALIENCE = "salience"  # a salience change for cited or faulted items
+    SESSION = "session"  # one step of a planner's session (its text is a blob)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from engine.core._config import (
     Config,
 )
 from engine.core._errors import (
+    BudgetUnreachableError,
     CacheError,
     ConfigError,
     CortexError,
@@ -40,6 +41,7 @@ from engine.core._records import (
     Contribution,
     FeedbackResult,
     FileHit,
+    HistoryLane,
     Lane,
     Pointer,
     SearchHit,
@@ -68,6 +70,7 @@ __all__ = [
     "MIN_BUDGET_TOKENS",
     "TRIVIAL_TOKENS",
     "Block",
+    "BudgetUnreachableError",
     "CacheError",
     "Clock",
     "Config",
@@ -82,6 +85,7 @@ __all__ = [
     "FileHit",
     "Fusion",
     "GcReport",
+    "HistoryLane",
     "IndexBusyError",
     "IndexNotBuiltError",
     "IndexReport",

@@ -13,6 +13,8 @@
     │   │                                     to rebuild
     │   ├── IndexBusyError                    another process is writing (pid and since when)
     │   └── DenseIndexError (ValueError)      a dense index's files are missing, foreign or corrupt
+    ├── BudgetUnreachableError (ValueError)   what must be kept does not fit the budget, even
+    │                                         compacted: cortex refuses rather than truncates
     ├── CacheError (ValueError)               the embedding cache file is not ours or is damaged
     ├── EmbeddingModelError (LookupError)     a model cannot be loaded offline
     └── LedgerStateError                      the evidence ledger cannot be read or written
@@ -26,6 +28,7 @@ a status and a JSON error body, MCP to a tool error with the same message (``eng
 from __future__ import annotations
 
 __all__ = [
+    "BudgetUnreachableError",
     "CacheError",
     "ConfigError",
     "CortexError",
@@ -91,6 +94,16 @@ class IndexBusyError(IndexStateError):
 class DenseIndexError(IndexStateError, ValueError):
     """A saved dense index cannot be used (missing, corrupt, other schema or model); the
     message names what differs and says to run ``cortex index --rebuild``."""
+
+
+class BudgetUnreachableError(CortexError, ValueError):
+    """What must be kept (pinned items, load-bearing turns, the stubs of the rest) does not
+    fit the budget even at its most compact; nothing was truncated (HTTP 413)."""
+
+    def __init__(self, message: str, needed: int = 0, budget: int = 0) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.budget = budget
 
 
 class CacheError(CortexError, ValueError):

@@ -14,6 +14,7 @@ __all__ = [
     "Contribution",
     "FeedbackResult",
     "FileHit",
+    "HistoryLane",
     "Lane",
     "Pointer",
     "SearchHit",
@@ -31,6 +32,7 @@ class Lane(StrEnum):
     INSTRUCTION = "instruction"
     GOAL = "goal"
     RECENT = "recent"
+    HISTORY = "history"
     DIFF = "diff"
     EVIDENCE = "evidence"
     OMITTED = "omitted"
@@ -51,6 +53,9 @@ class SessionState:
     recent_turns: tuple[Turn, ...] = ()
     constraints: tuple[str, ...] = ()  # hard constraints, pinned with the goal
     subgoals: tuple[str, ...] = ()  # active sub-goals, pinned with the goal
+    # A session id chosen by the planner: the engine journals the turn under it and packs
+    # the session's history lane (see ``Workspace.session``); "" = no session.
+    session: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,21 @@ class Pointer:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryLane:
+    """A session's history as packed: the lane's text and what it compacted.
+
+    ``compacted`` lists every step not shown verbatim, each a pointer whose
+    ``source_uri`` (``session:ID#STEP``) resolves to the original text and whose
+    ``reason`` says how it is shown: ``masked`` (a stub), ``digest`` or ``goals``."""
+
+    session: str
+    text: str
+    tokens: int
+    upto: int  # the last step the lane covers
+    compacted: tuple[Pointer, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ContextPack:
     """What ``build_context`` returns; ``render()`` is exactly the text the model gets."""
 
@@ -114,6 +134,7 @@ class ContextPack:
     tokens_used: int
     budget_tokens: int
     rendered: str = field(repr=False)
+    compacted: tuple[Pointer, ...] = ()  # session steps the history lane did not show whole
 
     def render(self) -> str:
         """The prompt text, byte for byte what was counted against the budget."""

@@ -1,8 +1,11 @@
-"""What the engine remembers: the evidence ledger's journal (turns, their inputs, feedback)
-and the checks behind ``feedback``. Sessions, observations and salience land here next.
+"""What the engine remembers: the evidence ledger's journal (turns, their inputs, feedback),
+the checks behind ``feedback``, and sessions: their steps, the history lane (verbatim,
+masked, digested, goals and lessons) and compaction with checkpoints. Observations and
+salience land here next.
 Imports only ``engine.core``; its outputs reach packing as plain data through the
 workspace."""
 
+from engine.memory._compact import STUB_TOKENS, Checkpoint, Compaction, Stub, compact
 from engine.memory._feedback import (
     CitedRef,
     RecentCitations,
@@ -10,14 +13,54 @@ from engine.memory._feedback import (
     citation_number,
     still_matches,
 )
+from engine.memory._history import (
+    VERBATIM_CHARS,
+    Item,
+    Memo,
+    Role,
+    digest_lines,
+    goal_lines,
+    short_form,
+    stub_lines,
+    verbatim_lines,
+)
 from engine.memory._journal import Inputs, Journal
+from engine.memory._lane import LaneSettings, build_lane, recall_lines, search_items
+from engine.memory._observe import Observation, command_of, names_in, observe
+from engine.memory._session import SESSION_ID, Session, clean_text, session_uri
 
 __all__ = [
+    "SESSION_ID",
+    "STUB_TOKENS",
+    "VERBATIM_CHARS",
+    "Checkpoint",
     "CitedRef",
+    "Compaction",
     "Inputs",
+    "Item",
     "Journal",
+    "LaneSettings",
+    "Memo",
+    "Observation",
     "RecentCitations",
+    "Role",
+    "Session",
+    "Stub",
+    "build_lane",
     "check_citations",
     "citation_number",
+    "clean_text",
+    "command_of",
+    "compact",
+    "digest_lines",
+    "goal_lines",
+    "names_in",
+    "observe",
+    "recall_lines",
+    "search_items",
+    "session_uri",
+    "short_form",
     "still_matches",
+    "stub_lines",
+    "verbatim_lines",
 ]

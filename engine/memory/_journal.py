@@ -28,9 +28,12 @@ from engine.core import (
 )
 from indexers import sha256_text
 from ledger import (
+    JSON,
     FeedbackDraft,
+    JournalEntry,
     Ledger,
     LedgerError,
+    RecordKind,
     SnippetRef,
     ToolResult,
     TurnDraft,
@@ -50,6 +53,7 @@ class Inputs:
     tool_signals: tuple[ToolSignal, ...]
     state: SessionState
     budget: int
+    history_upto: int = 0  # in a session: the last step its history lane covered
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, compact), so equal inputs have one sha256."""
@@ -62,6 +66,9 @@ class Inputs:
             "subgoals": list(self.state.subgoals),
             "budget": self.budget,
         }
+        if self.state.session:  # inputs without a session keep their old encoding
+            body["session"] = self.state.session
+            body["history_upto"] = self.history_upto
         return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
@@ -76,8 +83,10 @@ class Inputs:
                 recent_turns=tuple(Turn(r, t) for r, t in raw["recent_turns"]),
                 constraints=tuple(raw["constraints"]),
                 subgoals=tuple(raw["subgoals"]),
+                session=str(raw.get("session", "")),
             ),
             budget=int(raw["budget"]),
+            history_upto=int(raw.get("history_upto", 0)),
         )
 
 
@@ -177,6 +186,20 @@ class Journal:
                 )
             )
 
+    def append_entry(self, kind: RecordKind, key: str, payload: JSON,
+                     texts: Sequence[str] = ()) -> JournalEntry:  # fmt: skip
+        """Store ``texts`` (by sha256), then append a journal entry under ``key``."""
+        with self._held() as ledger:
+            for text in texts:
+                ledger.put_text(text)
+            return ledger.append(kind, key, payload)
+
+    def entries(self, kind: RecordKind, key: str, after: int = 0) -> list[JournalEntry]:
+        """The journal entries of ``kind`` under ``key`` after record ``after``, in order."""
+        with self._held() as ledger:
+            return [r for r in ledger.records(kind, key)
+                    if isinstance(r, JournalEntry) and r.seq > after]  # fmt: skip
+
     def verify(self, *, blobs: bool = True, anchor: tuple[int, str] | None = None) -> VerifyReport:
         """Walk the chain (and the stored texts; and, given one, check the anchor)."""
         with self._held() as ledger:
@@ -195,6 +218,10 @@ class Journal:
             owners: dict[str, bool] = {}
             kept = []
             for record in records:
+                if isinstance(record, JournalEntry) and isinstance(record.payload, dict):
+                    owner = record.payload.get("user")  # a session's steps and checkpoints
+                    if isinstance(owner, str) and owner and owner != self.user:
+                        continue
                 turn_id = getattr(record, "turn_id", None)
                 if isinstance(record, TurnRecord):
                     owners[record.turn_id] = self._mine(record)

@@ -1,0 +1,352 @@
+"""A session's items and how each is shown at each level of the history lane.
+
+An ``Item`` is one journaled step: a user message, the agent's turn, a tool's output, an
+explicit decision, a build_context request, or the files the working tree changed. The
+lane shows an item at one of four levels:
+
+- L0 verbatim (``verbatim_lines``);
+- L1 masked (``stub_lines``): what later steps need from it, see ``engine.memory._observe``;
+- L2 digested (``digest_lines`` over a run of items): decisions with their evidence,
+  failure chains, files changed, tests that failed and later passed, open questions, the
+  names the steps used;
+- L3 goals and lessons (``goal_lines``).
+
+Every level but L0 names each step it covers by ``[#N]``, which resolves to the original.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from engine.memory._observe import MAX_LINE_CHARS, Observation, command_of, observe
+from indexers import TokenCounter
+
+__all__ = [
+    "VERBATIM_CHARS",
+    "Item",
+    "Memo",
+    "Role",
+    "digest_lines",
+    "goal_lines",
+    "short_form",
+    "stub_lines",
+    "verbatim_lines",
+]
+
+# A text longer than this is never shown whole and never counted token by token (a 50 MB
+# log would take seconds): no budget cortex accepts (200k tokens) holds it anyway.
+VERBATIM_CHARS = 400_000
+_THOUGHT_CHARS = 160  # an agent turn's stub keeps the start of its reasoning
+_QUESTIONS = 3  # open questions a digest keeps (the latest)
+_QUESTION = re.compile(r"[^.!?\n]{12,200}\?")
+
+
+class Role(StrEnum):
+    """What a session item is."""
+
+    USER = "user"  # a user's message (the first one is the session's goal)
+    ASSISTANT = "assistant"  # the model's turn (reasoning and the command it ran)
+    TOOL = "tool"  # a tool's output
+    DECISION = "decision"  # an explicit decision, with its rationale and evidence
+    REQUEST = "request"  # a build_context request and what its pack cited
+    CHANGES = "changes"  # files the working tree changed between turns
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One step of a session, as journaled (``text`` already redacted)."""
+
+    step: int
+    role: Role
+    text: str
+    tool: str = ""
+    is_error: bool | None = None
+    exit_status: int | None = None
+    rationale: str = ""  # decisions: why
+    evidence: tuple[str, ...] = ()  # decisions: the evidence ids or refs it rests on
+
+    @property
+    def ref(self) -> str:
+        """How the lane names this step."""
+        return f"#{self.step}"
+
+
+@dataclass(slots=True)
+class Memo:
+    """Facts and token counts already computed, by item and by line (a pure cache: the
+    same inputs give the same lane with or without it)."""
+
+    counter: TokenCounter
+    observations: dict[Item, Observation] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+
+    def observe(self, item: Item) -> Observation:
+        """The item's facts (a tool output's, or an agent turn's command's)."""
+        found = self.observations.get(item)
+        if found is None:
+            text = item.text
+            if item.role is Role.ASSISTANT:
+                text = command_of(text) or text
+            found = observe(text, item.exit_status)
+            if item.is_error and not found.exit_status and not found.failed:
+                found = _errored(found)
+            self.observations[item] = found
+        return found
+
+    def count(self, line: str) -> int:
+        """Tokens of one line (memoised)."""
+        n = self.tokens.get(line)
+        if n is None:
+            n = self.tokens[line] = self.counter.count(line)
+        return n
+
+    def cost(self, lines: Iterable[str]) -> int:
+        """Tokens of lines joined by newlines (each newline counted as one)."""
+        return sum(self.count(ln) + 1 for ln in lines)
+
+    def item_tokens(self, item: Item) -> int:
+        """Tokens of the item's whole text (memoised by text); a text over
+        ``VERBATIM_CHARS`` is estimated at one token per 4 bytes, never counted."""
+        if len(item.text) > VERBATIM_CHARS:
+            return len(item.text.encode("utf-8", "replace")) // 4
+        return self.count(item.text)
+
+
+def _errored(found: Observation) -> Observation:
+    """An observation of an output its tool flagged as an error (exit status unknown)."""
+    from dataclasses import replace
+
+    return replace(found, exit_status=1 if found.exit_status is None else found.exit_status)
+
+
+def _one_line(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _thought(text: str) -> str:
+    """An agent turn's reasoning without its command block and the THOUGHT label."""
+    body = re.sub(r"```.*?(```|$)", " ", text, flags=re.DOTALL)
+    body = re.sub(r"^\s*THOUGHT:\s*", "", body)
+    return _one_line(body, _THOUGHT_CHARS)
+
+
+def _label(item: Item, obs: Observation | None) -> str:
+    if item.role is Role.TOOL:
+        status = "" if obs is None or obs.exit_status is None else f" exit {obs.exit_status}"
+        error = " error" if item.is_error and not status else ""
+        return f"{item.ref} tool {item.tool or 'output'}{status}{error}"
+    return f"{item.ref} {item.role.value}"
+
+
+def verbatim_lines(item: Item) -> list[str]:
+    """L0: the item in full under its label (callers check ``VERBATIM_CHARS`` first)."""
+    head = f"[{item.ref}] {item.role.value}"
+    if item.role is Role.TOOL:
+        head = f"[{_label(item, None)}]" + (
+            f" exit {item.exit_status}" if item.exit_status is not None else ""
+        )
+    if item.role is Role.DECISION:
+        return [_decision(item)]
+    return [head, *item.text.splitlines()]
+
+
+def _decision(item: Item) -> str:
+    why = f" — because {_one_line(item.rationale)}" if item.rationale else ""
+    ev = f" (evidence: {', '.join(item.evidence)})" if item.evidence else ""
+    return f"[{item.ref}] decision: {_one_line(item.text)}{why}{ev}"
+
+
+def short_form(item: Item, memo: Memo) -> str:
+    """One line that stands for the item: what compact keeps of a stubbed item."""
+    if item.role is Role.DECISION:
+        return _decision(item)
+    if item.role is Role.ASSISTANT:
+        cmd = command_of(item.text).splitlines()
+        run = f" $ {_one_line(cmd[0], 120)}" if cmd else ""
+        return f"[{item.ref}] assistant: {_thought(item.text)}{run}"
+    if item.role is Role.TOOL:
+        obs = memo.observe(item)
+        what = obs.errors[0] if obs.errors else (obs.last[-1] if obs.last else "")
+        return f"[{_label(item, obs)}] {obs.lines} lines: {_one_line(what, 120)}"
+    return f"[{item.ref}] {item.role.value}: {_one_line(item.text, _THOUGHT_CHARS)}"
+
+
+def stub_lines(item: Item, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
+    """L1: a tool output masked to what later steps need (first and last lines, error
+    lines, the last traceback whole, paths, tests, symbols), plus ``extra`` lines of it
+    chosen by the caller; any other item as its short form."""
+    if item.role is not Role.TOOL:
+        return [short_form(item, memo)]
+    obs = memo.observe(item)
+    tokens = memo.item_tokens(item)
+    lines = [f"[{_label(item, obs)}] {obs.lines} lines, {tokens:,} tokens, masked"]
+    shown: set[str] = set()
+
+    def add(line: str, mark: str = "  ") -> None:
+        if line not in shown:
+            shown.add(line)
+            lines.append(mark + line)
+
+    for ln in obs.first:
+        add(ln)
+    for ln in obs.errors:
+        add(ln, "! ")
+    for ln in extra:
+        add(ln, "~ ")
+    for ln in obs.traceback:
+        add(ln)
+    for ln in obs.last:
+        add(ln)
+    facts = []
+    if obs.failed_tests:
+        facts.append("failed: " + ", ".join(obs.failed_tests))
+    if obs.passed_tests:
+        facts.append(f"passed: {len(obs.passed_tests)} tests")
+    if obs.paths:
+        facts.append("paths: " + ", ".join(obs.paths))
+    if obs.symbols:
+        facts.append("defines: " + ", ".join(obs.symbols))
+    if not obs.scanned_all:
+        facts.append("huge: scanned at head and tail")
+    lines.extend(f"  {_one_line(f, 2 * MAX_LINE_CHARS)}" for f in facts)
+    return lines
+
+
+@dataclass(slots=True)
+class _Chain:
+    """A failure and what followed it, until the same command passed."""
+
+    key: str
+    failed_at: int
+    what: str
+    attempts: list[int] = field(default_factory=list)
+    passed_at: int | None = None
+
+
+def _chains(items: Sequence[Item], memo: Memo) -> list[_Chain]:
+    """Failure chains: a command that failed, the edits after it, the run that passed."""
+    chains: dict[str, _Chain] = {}
+    order: list[_Chain] = []
+    last_cmd = ""
+    for item in items:
+        if item.role is Role.ASSISTANT:
+            cmd = command_of(item.text)
+            last_cmd = " ".join(cmd.split()[:3])[:80] if cmd else ""
+            if memo.observe(item).writes:
+                for chain in chains.values():
+                    if chain.passed_at is None:
+                        chain.attempts.append(item.step)
+            continue
+        if item.role is not Role.TOOL:
+            continue
+        obs = memo.observe(item)
+        key = last_cmd or item.tool or "output"
+        if obs.failed:
+            if key not in chains or chains[key].passed_at is not None:
+                what = (obs.traceback[-1] if obs.traceback else
+                        obs.errors[0] if obs.errors else f"exit {obs.exit_status}")  # fmt: skip
+                chains[key] = _Chain(key, item.step, _one_line(what, 120))
+                order.append(chains[key])
+        elif key in chains and chains[key].passed_at is None:
+            chains[key].passed_at = item.step
+    return order
+
+
+def _names(items: Sequence[Item], memo: Memo) -> tuple[list[str], list[str], list[str], list[str]]:
+    paths: dict[str, None] = {}
+    tests: dict[str, None] = {}
+    errors: dict[str, None] = {}
+    symbols: dict[str, None] = {}
+    for item in items:
+        obs = memo.observe(item)
+        for p in obs.paths:
+            paths.setdefault(p.split(":", 1)[0])
+        for t in (*obs.failed_tests, *obs.passed_tests):
+            tests.setdefault(t)
+        for e in obs.exceptions:
+            errors.setdefault(e)
+        for s in obs.symbols:
+            symbols.setdefault(s)
+    return list(paths), list(tests), list(errors), list(symbols)
+
+
+def digest_lines(items: Sequence[Item], memo: Memo) -> list[str]:
+    """L2: a digest of a run of items (extracted, not generated), each fact with the steps
+    it came from."""
+    if not items:
+        return []
+    first, last = items[0].step, items[-1].step
+    out = [f"Digest of #{first}-#{last}:"]
+    for item in items:
+        if item.role is Role.DECISION:
+            out.append("- " + _decision(item))
+        elif item.role is Role.USER:
+            out.append(f"- [{item.ref}] user: {_one_line(item.text, _THOUGHT_CHARS)}")
+    for chain in _chains(items, memo):
+        tried = (
+            f" → edits {', '.join(f'#{s}' for s in chain.attempts[:6])}" if chain.attempts else ""
+        )
+        end = f" → passed #{chain.passed_at}" if chain.passed_at else " → still failing"
+        out.append(f"- failed #{chain.failed_at} `{chain.key}`: {chain.what}{tried}{end}")
+    changed: dict[str, list[int]] = {}
+    failed: dict[str, int] = {}
+    fixed: dict[str, tuple[int, int]] = {}
+    for item in items:
+        obs = memo.observe(item)
+        if item.role in (Role.ASSISTANT, Role.CHANGES):
+            wrote = obs.writes if item.role is Role.ASSISTANT else tuple(item.text.split())
+            for path in wrote:
+                changed.setdefault(path, []).append(item.step)
+        for t in obs.failed_tests:
+            failed.setdefault(t, item.step)
+        for t in obs.passed_tests:
+            if t in failed and t not in fixed:
+                fixed[t] = (failed[t], item.step)
+    if changed:
+        where = {p: ", ".join(f"#{s}" for s in steps[:4]) for p, steps in changed.items()}
+        out.append("- files changed: " + ", ".join(f"{p} ({w})" for p, w in where.items()))
+    if fixed:
+        out.append("- tests failed then passed: " + ", ".join(
+            f"{t} (#{a}→#{b})" for t, (a, b) in fixed.items()))  # fmt: skip
+    still = [t for t in failed if t not in fixed]
+    if still:
+        out.append("- tests failing: " + ", ".join(f"{t} (#{failed[t]})" for t in still))
+    questions = [
+        f"{q.strip()} [{item.ref}]"
+        for item in items
+        if item.role in (Role.USER, Role.ASSISTANT)
+        for q in _QUESTION.findall(
+            _thought(item.text) if item.role is Role.ASSISTANT else item.text
+        )
+    ]
+    if questions:
+        out.append("- open questions: " + " ".join(questions[-_QUESTIONS:]))
+    paths, tests, errors, symbols = _names(items, memo)
+    for label, seen in (("paths", paths), ("tests", tests), ("errors", errors),
+                        ("symbols", symbols)):  # fmt: skip
+        if seen:
+            out.append(f"- {label}: {', '.join(seen)}")
+    return out
+
+
+def goal_lines(items: Sequence[Item], memo: Memo) -> list[str]:
+    """L3: the oldest items as goals (user messages), decisions and lessons (failure
+    chains that ended in a pass)."""
+    if not items:
+        return []
+    out = [f"Goals and lessons of #{items[0].step}-#{items[-1].step}:"]
+    for item in items:
+        if item.role is Role.USER:
+            out.append(f"- goal [{item.ref}]: {_one_line(item.text, _THOUGHT_CHARS)}")
+        elif item.role is Role.DECISION:
+            out.append("- " + _decision(item))
+    for chain in _chains(items, memo):
+        if chain.passed_at is not None:
+            after = ", ".join(f"#{s}" for s in chain.attempts[:4]) or "a retry"
+            out.append(f"- lesson #{chain.failed_at}→#{chain.passed_at}: `{chain.key}` failed "
+                       f"({chain.what}), passed after {after}")  # fmt: skip
+    return out

@@ -1,0 +1,183 @@
+"""What a session item says that later steps need, extracted (never generated).
+
+``observe`` reads one item's text once and keeps its facts: exit status, error lines and
+exception names, failing and passing test ids, file paths with line numbers, defined
+symbols, files a command writes, the last traceback whole, and the first and last lines.
+A masked tool output is rendered from these facts (``stub_lines``); the digest of older
+steps is built from them too. Pure functions of the text: the same text gives the same
+facts on every machine.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "MAX_LINE_CHARS",
+    "SCAN_CHARS",
+    "Observation",
+    "command_of",
+    "names_in",
+    "observe",
+]
+
+# A huge output (a 50 MB log) is scanned at its head and tail only: what later steps need
+# from a log sits at its start (the command's echo, the first error) or its end (the
+# summary, the final traceback). Half a megabyte each way keeps a scan under ~0.1 s.
+SCAN_CHARS = 512 * 1024
+MAX_LINE_CHARS = 240  # a kept line longer than this (minified code, a base64 blob) is cut
+_FIRST_LINES = 2  # first lines of a masked output: the command's echo, the header
+_LAST_LINES = 2  # last lines: summaries ("3 failed, 10 passed"), the final answer
+_MAX_ERRORS = 6  # error lines kept per output, first ones (later ones repeat them)
+_MAX_TRACEBACK = 40  # a traceback longer than this keeps its head and its last lines
+_MAX_NAMES = 40  # paths, tests, symbols kept per output (first seen)
+
+_RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+_TAGS = re.compile(r"</?(?:returncode|output|output_head|output_tail|elided_chars|warning)>")
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:py|pyx|pyi|pxd|rst|txt|md|cfg|"
+    r"toml|ini|json|ya?ml|c|h|cc|cpp|hpp|js|ts|tsx|go|rs|java|rb|php|html|css|sh|in|ipynb|"
+    r"csv|xml|fits|lock))(?::(\d+))?\b"
+)
+_TB_FILE = re.compile(r'File "([^"]+)", line (\d+)')
+_TEST_ID = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py(?:::[^\s'\"),;]+)+)")
+_EXCEPTION = re.compile(
+    r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Warning|Exit|Interrupt|Failure))\b"
+)
+_ERROR_LINE = re.compile(
+    r"(?i)(\berror\b|\bexception\b|\bfailed\b|\bfailure\b|\bfatal\b|^E\s{2,}|assert|"
+    r"\bundefined\b|not found|no such file|cannot|can't|\bsegfault|\babort)"
+)
+_SYMBOL = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
+_FAILED = re.compile(r"(?:^FAILED\s+(\S+)|^(\S+::\S+)\s+FAILED\b|^ERROR\s+(\S+::\S+))", re.M)
+_PASSED = re.compile(r"(?:^PASSED\s+(\S+)|^(\S+::\S+)\s+PASSED\b)", re.MULTILINE)
+_WRITES = re.compile(
+    r"(?:(?<![<>&|0-9])>>?\s*|\btee\s+(?:-a\s+)?|\bsed\s+-i\S*\s+(?:(?:'[^']*'|\"[^\"]*\"|-e\s+"
+    r"(?:'[^']*'|\"[^\"]*\"))\s+)+|\bpatch\s+(?:-p\d\s+)?)"
+    r"((?:[\w.-]+/)*[\w-][\w.-]*\.\w+)"
+)
+_FENCE = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """The facts of one item's text that a stub or a digest keeps."""
+
+    exit_status: int | None
+    lines: int
+    first: tuple[str, ...]
+    last: tuple[str, ...]
+    errors: tuple[str, ...]  # error lines, first ones, in order
+    exceptions: tuple[str, ...]  # exception names, first seen order
+    failed_tests: tuple[str, ...]
+    passed_tests: tuple[str, ...]
+    paths: tuple[str, ...]  # "path" or "path:line", first seen order
+    symbols: tuple[str, ...]  # names a def or class line defines
+    writes: tuple[str, ...]  # files a command writes (sed -i, >, tee, patch)
+    traceback: tuple[str, ...]  # the last traceback, never masked
+    scanned_all: bool  # False when a huge text was scanned at its head and tail only
+
+    @property
+    def failed(self) -> bool:
+        """Whether the output reports a failure (a non-zero exit, or failing tests)."""
+        return bool(self.exit_status) or bool(self.failed_tests) or bool(self.traceback)
+
+
+def command_of(text: str) -> str:
+    """The shell command of an agent's turn: its last fenced bash block, or ""."""
+    blocks = _FENCE.findall(text)
+    return blocks[-1].strip() if blocks else ""
+
+
+def _cut(line: str) -> str:
+    line = line.rstrip()
+    return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
+
+
+def _unique(items: list[str], limit: int = _MAX_NAMES) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for item in items:
+        if item and item not in seen:
+            seen[item] = None
+            if len(seen) >= limit:
+                break
+    return tuple(seen)
+
+
+def _tail_traceback(lines: list[str]) -> tuple[str, ...]:
+    """The last traceback: from its header to the exception line under it."""
+    start = max((i for i, ln in enumerate(lines) if _TRACEBACK in ln), default=-1)
+    if start < 0:
+        return ()
+    end = start + 1
+    while end < len(lines) and (lines[end][:1] in (" ", "\t") or not lines[end].strip()):
+        end += 1
+    block = [_cut(ln) for ln in lines[start : min(end + 1, len(lines))]]
+    if len(block) > _MAX_TRACEBACK:  # recursion: the head says where, the tail what
+        keep = _MAX_TRACEBACK // 4
+        skipped = len(block) - _MAX_TRACEBACK
+        block = [
+            *block[:keep],
+            f"  … {skipped} traceback lines …",
+            *block[-(_MAX_TRACEBACK - keep) :],
+        ]
+    return tuple(block)
+
+
+def names_in(
+    text: str,
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(paths, test ids, exception names, defined symbols) in ``text``, first seen order."""
+    tests = [_strip_id(m) for m in _TEST_ID.findall(text)]
+    paths = [p for p, _ in _PATH.findall(text)]
+    return (
+        _unique(paths, 10**6),
+        _unique(tests, 10**6),
+        _unique(_EXCEPTION.findall(text), 10**6),
+        _unique(_SYMBOL.findall(text), 10**6),
+    )
+
+
+def _strip_id(test: str) -> str:
+    return test.rstrip(".:")
+
+
+def observe(text: str, exit_status: int | None = None) -> Observation:
+    """The facts of ``text`` (a tool output, or any turn): see ``Observation``.
+
+    ``exit_status`` is the tool's, when the caller knows it; otherwise a
+    ``<returncode>N</returncode>`` tag in the text (as agent harnesses print) is read.
+    """
+    whole = len(text) <= 2 * SCAN_CHARS
+    scan = text if whole else text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]
+    if exit_status is None:
+        found = _RETURNCODE.search(scan[:200])
+        exit_status = int(found.group(1)) if found else None
+    body = _TAGS.sub("", scan)
+    lines = [ln for ln in body.splitlines() if ln.strip()]
+    paths: list[str] = []
+    for ln in lines:
+        for file, line in _TB_FILE.findall(ln):
+            paths.append(f"{file}:{line}")
+        for path, line in _PATH.findall(ln):
+            paths.append(f"{path}:{line}" if line else path)
+    errors = [_cut(ln) for ln in lines if _ERROR_LINE.search(ln)]
+    failed = [_strip_id(next(g for g in m if g)) for m in _FAILED.findall(body)]
+    passed = [_strip_id(next(g for g in m if g)) for m in _PASSED.findall(body)]
+    return Observation(
+        exit_status=exit_status,
+        lines=text.count("\n") + 1 if text else 0,
+        first=tuple(_cut(ln) for ln in lines[:_FIRST_LINES]),
+        last=tuple(_cut(ln) for ln in lines[_FIRST_LINES:][-_LAST_LINES:]),
+        errors=_unique(errors, _MAX_ERRORS),
+        exceptions=_unique(_EXCEPTION.findall(body)),
+        failed_tests=_unique(failed),
+        passed_tests=_unique(passed),
+        paths=_unique(paths),
+        symbols=_unique(_SYMBOL.findall(body)),
+        writes=_unique(_WRITES.findall(body)),
+        traceback=_tail_traceback(lines),
+        scanned_all=whole,
+    )

@@ -1,0 +1,237 @@
+"""A planner's session, journaled in the evidence ledger.
+
+Each step (a user message, the model's turn, a tool's output, a decision, a build_context
+request, the files changed between turns) is one ``session`` journal entry in the one hash
+chain; its text is a blob stored once by sha256, so a 50 MB log costs one blob however
+often the lane masks it. Steps are numbered by their place in the chain, so two processes
+appending to one session at once get one order and lose nothing. Sessions are per user:
+the ledger key of a session is derived from the user and the id, and every entry is
+stamped with the user, so one user never reads another's.
+
+A session id names a new session on its first step; reading an id that has no step yet
+raises ``NotFoundError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.core import ConfigError, HistoryLane, NotFoundError
+from engine.memory._compact import Compaction, compact
+from engine.memory._history import Item, Memo, Role
+from engine.memory._journal import Journal
+from engine.memory._lane import LaneSettings, build_lane, search_items
+from indexers import TokenCounter, redact
+from ledger import JSON, JournalEntry, RecordKind
+
+__all__ = ["SESSION_ID", "Session", "clean_text", "session_uri"]
+
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+_URI = re.compile(r"session:([A-Za-z0-9][A-Za-z0-9._:@-]{0,127})#(\d+)")
+MAX_EVIDENCE = 64  # evidence ids one decision may cite
+
+
+def clean_text(text: str | bytes) -> str:
+    """Text as the ledger can store it: bytes decoded as UTF-8 (invalid bytes replaced),
+    lone surrogates replaced, NUL bytes dropped (binary output is kept readable)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not isinstance(text, str):
+        raise ConfigError(f"session text must be text, not {type(text).__name__}")
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
+def _scrub(text: str) -> str:
+    """``text`` with any credential in it redacted, as goals and tool output are."""
+    return redact(text).text if text else text
+
+
+def session_uri(uri: str) -> tuple[str, int] | None:
+    """(session id, step) of a ``session:ID#N`` uri, or None for any other uri."""
+    found = _URI.fullmatch(uri)
+    return (found.group(1), int(found.group(2))) if found else None
+
+
+def _check_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not SESSION_ID.fullmatch(session_id):
+        raise ConfigError(
+            f"session id must be 1-128 letters, digits or . _ : @ - (starting with a letter "
+            f"or digit), not {session_id!r}"
+        )
+    return session_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    seq: int
+    item: Item
+
+
+class Session:
+    """One user's session in a workspace's ledger; safe to share between threads.
+
+    >>> s = ws.session("fix-42")  # doctest: +SKIP
+    >>> s.add("tool", pytest_output, tool="pytest")  # doctest: +SKIP
+    >>> s.decide("keep the old API", rationale="plugins call it", evidence=["3"])  # +SKIP
+    >>> s.lane(4000).text  # doctest: +SKIP
+    """
+
+    def __init__(self, journal: Journal, session_id: str, counter: TokenCounter) -> None:
+        self.id = _check_id(session_id)
+        self.user = journal.user
+        self._journal = journal
+        raw = f"{journal.user}\x00{session_id}".encode()
+        self.key = "session:" + hashlib.sha256(raw).hexdigest()[:32]
+        self._memo = Memo(counter)
+        self._lock = threading.Lock()
+        self._steps: list[_Step] = []
+        self._seen = 0  # the last ledger seq read
+
+    # -- writing -------------------------------------------------------------------------
+
+    def add(
+        self,
+        role: str,
+        text: str | bytes,
+        tool: str | None = None,
+        is_error: bool | None = None,
+        exit_status: int | None = None,
+    ) -> Item:
+        """Journal one step; returns it with its step number. ``role``: user, assistant,
+        tool, request or changes (decisions go through ``decide``)."""
+        try:
+            kind = Role(role)
+        except ValueError as exc:
+            raise ConfigError(f"unknown role {role!r}; use user, assistant, tool, request "
+                              "or changes") from exc  # fmt: skip
+        if kind is Role.DECISION:
+            raise ConfigError("record decisions with decide(text, rationale, evidence)")
+        if is_error is not None and not isinstance(is_error, bool):
+            raise ConfigError(f"is_error must be true or false, not {is_error!r}")
+        if exit_status is not None and (type(exit_status) is not int):
+            raise ConfigError(f"exit_status must be an integer, not {exit_status!r}")
+        if tool is not None and not isinstance(tool, str):
+            raise ConfigError(f"tool must be a name, not {tool!r}")
+        extra = {"tool": (tool or "")[:128], "is_error": is_error, "exit_status": exit_status}
+        return self._append(kind, clean_text(text), extra)
+
+    def decide(self, text: str, rationale: str = "", evidence: Sequence[str | int] = ()) -> Item:
+        """Journal an explicit decision, why it was taken, and the evidence it rests on
+        (citation numbers or ``session:ID#N`` refs)."""
+        if not clean_text(text).strip():
+            raise ConfigError("a decision needs its text")
+        if isinstance(evidence, str | bytes) or len(evidence) > MAX_EVIDENCE:
+            raise ConfigError(f"evidence must be a list of at most {MAX_EVIDENCE} ids")
+        refs = [str(e).strip()[:200] for e in evidence if str(e).strip()]
+        return self._append(Role.DECISION, clean_text(text), {
+            "rationale": _scrub(clean_text(rationale)), "evidence": refs})  # fmt: skip
+
+    def _append(self, role: Role, text: str, extra: dict[str, Any]) -> Item:
+        text = _scrub(text)
+        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        payload: dict[str, Any] = {"session": self.id, "user": self.user, "role": role.value,
+                                   "text_sha256": sha, "chars": len(text)}  # fmt: skip
+        payload.update({k: v for k, v in extra.items() if v not in (None, "", [])})
+        entry = self._journal.append_entry(RecordKind.SESSION, self.key, payload, [text])
+        with self._lock:
+            self._refresh()
+            found = next((s.item for s in self._steps if s.seq == entry.seq), None)
+        assert found is not None
+        return found
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        """Read the steps appended since the last read (by anyone), in chain order."""
+        for entry in self._journal.entries(RecordKind.SESSION, self.key, self._seen):
+            self._steps.append(_Step(entry.seq, self._item(len(self._steps) + 1, entry)))
+            self._seen = entry.seq
+
+    def _item(self, step: int, entry: JournalEntry) -> Item:
+        p = entry.payload
+        assert isinstance(p, dict)
+        text = self._journal.text(str(p["text_sha256"]))
+        evidence = p.get("evidence") or []
+        assert isinstance(evidence, list)
+        status = p.get("exit_status")
+        error = p.get("is_error")
+        return Item(step, Role(str(p["role"])), text, str(p.get("tool") or ""),
+                    error if isinstance(error, bool) else None,
+                    status if isinstance(status, int) else None,
+                    str(p.get("rationale") or ""), tuple(str(e) for e in evidence))  # fmt: skip
+
+    def items(self, upto: int | None = None) -> tuple[Item, ...]:
+        """The session's steps, oldest first (up to step ``upto``)."""
+        with self._lock:
+            self._refresh()
+            steps = self._steps if upto is None else self._steps[:upto]
+            return tuple(s.item for s in steps)
+
+    def exists(self) -> bool:
+        """Whether the session has a step yet."""
+        return bool(self.items())
+
+    def step(self, n: int) -> Item:
+        """One step in full (what ``session:ID#N`` resolves to)."""
+        items = self.items()
+        if not items:
+            raise NotFoundError(f"no session {self.id!r} here (for this user)")
+        if type(n) is not int or not 1 <= n <= len(items):
+            raise NotFoundError(f"session {self.id!r} has steps 1-{len(items)}, not {n!r}")
+        return items[n - 1]
+
+    def lane(self, room: int, *, query: str = "", upto: int | None = None,
+             settings: LaneSettings | None = None) -> HistoryLane:  # fmt: skip
+        """The history lane of the steps (up to ``upto``) in ``room`` tokens."""
+        items = self.items(upto)
+        with self._lock:
+            return build_lane(items, room, self._memo, session=self.id, query=query,
+                              settings=settings or LaneSettings())  # fmt: skip
+
+    def search(self, query: str, k: int = 3) -> list[Item]:
+        """The ``k`` steps that best match ``query`` (BM25 over their full text)."""
+        return search_items(self.items(), query, k)
+
+    # -- compaction ----------------------------------------------------------------------
+
+    def compact(self, load_bearing: Sequence[int] = (), budget: int = 4000,
+                step: int | None = None) -> Compaction:  # fmt: skip
+        """Compact the steps up to ``step`` (default: the last) into ``budget`` tokens, and
+        journal the checkpoint. Raises ``BudgetUnreachableError`` rather than truncate."""
+        items = self.items()
+        if not items:
+            raise NotFoundError(f"no session {self.id!r} here (for this user) to compact")
+        at = items[-1].step if step is None else step
+        if type(at) is not int or not 1 <= at <= len(items):
+            raise NotFoundError(f"session {self.id!r} has steps 1-{len(items)}, not {step!r}")
+        with self._lock:
+            result = compact(items, list(load_bearing), budget, at, self._memo, session=self.id)
+        body: JSON = {"session": self.id, "user": self.user, "step": at,
+                "checkpoint_sha256": result.checkpoint.sha256}  # fmt: skip
+        self._journal.append_entry(RecordKind.CHECKPOINT, self.key, body,
+                                   [result.checkpoint.encoded])  # fmt: skip
+        return result
+
+    def checkpoint(self, step: int, budget: int = 4000) -> Compaction:
+        """Journal a checkpoint of the working set at ``step`` (nothing load-bearing but the
+        goal); ``NotFoundError`` for a step the session does not have."""
+        return self.compact((), budget, step)
+
+    def load_checkpoint(self, step: int | None = None) -> Compaction:
+        """The latest checkpoint journaled at ``step`` (default: the latest of all), read
+        back as written: the partition is not recomputed."""
+        found = [e for e in self._journal.entries(RecordKind.CHECKPOINT, self.key)
+                 if isinstance(e.payload, dict)
+                 and (step is None or e.payload.get("step") == step)]  # fmt: skip
+        if not found:
+            where = "" if step is None else f" at step {step}"
+            raise NotFoundError(f"session {self.id!r} has no checkpoint{where}")
+        payload = found[-1].payload
+        assert isinstance(payload, dict)
+        return Compaction.decode(self._journal.text(str(payload["checkpoint_sha256"])))

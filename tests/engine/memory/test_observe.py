@@ -1,0 +1,52 @@
+"""Masking keeps what later steps need: exit status, errors, tests, paths, tracebacks."""
+
+from __future__ import annotations
+
+from engine.memory import command_of, names_in, observe
+
+PYTEST = """<returncode>1</returncode>
+<output>
+============================= test session starts ==============================
+collected 3 items
+
+tests/test_a.py::test_ok PASSED
+tests/test_a.py::test_bad[x-1] FAILED
+
+Traceback (most recent call last):
+  File "src/pkg/mod.py", line 12, in parse
+    raise ValueError("empty header")
+ValueError: empty header
+FAILED tests/test_a.py::test_bad[x-1] - ValueError: empty header
+========================= 1 failed, 1 passed in 0.10s ==========================
+</output>"""
+
+
+def test_a_failing_run_keeps_status_tests_paths_and_traceback() -> None:
+    """A pytest failure yields its exit status, failed and passed ids, the exception, the
+    traceback whole and file:line paths."""
+    obs = observe(PYTEST)
+    assert obs.exit_status == 1 and obs.failed
+    assert obs.failed_tests == ("tests/test_a.py::test_bad[x-1]",)
+    assert obs.passed_tests == ("tests/test_a.py::test_ok",)
+    assert "ValueError" in obs.exceptions
+    assert obs.traceback[0].startswith("Traceback") and obs.traceback[-1] == "ValueError: empty header"
+    assert "src/pkg/mod.py:12" in obs.paths
+
+
+def test_a_huge_output_is_scanned_at_head_and_tail() -> None:
+    """A 3 MB log is read at both ends, and the error at its end is kept."""
+    text = "x" * 80 + "\n"
+    big = text * 40_000 + "RuntimeError: at the end\n"
+    obs = observe(big, exit_status=2)
+    assert not obs.scanned_all and obs.exit_status == 2
+    assert "RuntimeError" in obs.exceptions
+
+
+def test_commands_and_names() -> None:
+    """The command is the last bash block; names are paths, test ids, exceptions, symbols."""
+    turn = "THOUGHT: look\n\n```bash\nsed -i 's/a/b/' src/x.py\n```"
+    assert command_of(turn) == "sed -i 's/a/b/' src/x.py"
+    assert observe(command_of(turn)).writes == ("src/x.py",)
+    paths, tests, errors, symbols = names_in("def run():\n t/test_x.py::test_y KeyError")
+    assert "t/test_x.py" in paths and tests == ("t/test_x.py::test_y",)
+    assert errors == ("KeyError",) and symbols == ("run",)
