@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from engine.core import (
     MAX_BUDGET_TOKENS,
     MIN_BUDGET_TOKENS,
+    BudgetUnreachableError,
     Config,
     ConfigError,
     ContextPack,
@@ -26,7 +27,9 @@ from engine.core import (
     EmbeddingModelError,
     FeedbackResult,
     FileHit,
+    ForgetReport,
     GcReport,
+    HistoryLane,
     IndexBusyError,
     IndexNotBuiltError,
     IndexReport,
@@ -45,19 +48,34 @@ from engine.core import (
     WorkspaceError,
     WorkspaceNotFoundError,
 )
-from engine.index import Layers, Manifest, WriterLock, combined_report, locate, status_of
+from engine.index import (
+    Layers,
+    Manifest,
+    WriterLock,
+    combined_report,
+    forget_in_segment,
+    locate,
+    matches_path,
+    segment_dirs,
+    status_of,
+)
 from engine.memory import (
     CitedRef,
     Inputs,
     Journal,
+    LaneSettings,
+    LedgerPurge,
     RecentCitations,
+    Session,
     check_citations,
+    session_uri,
     still_matches,
 )
 from engine.packing import Request, build_pack, retrieve
 from engine.retrieval import Scored, dense_hits, file_hits, ranked_hits, resolve_in
+from engine.segment import Segment
 from indexers import TiktokenCounter, TokenCounter, redact, sha256_text
-from ledger import ToolResult, TurnRecord
+from ledger import JSON, ToolResult, TurnRecord
 from overlays import Hunk, View, git_tracks, working_diff
 
 if TYPE_CHECKING:
@@ -93,6 +111,7 @@ class Workspace:
         self._recent = RecentCitations()  # with the ledger off: what feedback checks against
         self._journal: Journal | None = None
         self._git_tracked: bool | None = None
+        self._sessions: dict[str, Session] = {}  # by id: each keeps its steps' facts warm
 
     @classmethod
     def open(
@@ -297,6 +316,95 @@ class Workspace:
         with self._refreshing, WriterLock(self.state_dir / "lock"):
             return self._layers.gc(dry_run=dry_run)
 
+    # -- forget ---------------------------------------------------------------------
+
+    def forget(
+        self,
+        paths: Sequence[str] = (),
+        text: str | None = None,
+        *,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> ForgetReport:
+        """Remove files' and a string's stored text from everything cortex keeps: every base
+        and every user's overlay (chunks, lexical and dense indexes, rewritten so the bytes
+        leave the disk), the vector cache, and the ledger's stored texts (the chain keeps
+        verifying; ``replay`` shows ``[PURGED]`` where they were).
+
+        ``paths`` are workspace-relative files or folders; ``text`` is matched exactly
+        (at least ``FORGET_MIN_CHARS`` characters, so a purge cannot gut the index by
+        accident). ``dry_run`` only counts. The working tree is not touched: files that
+        still hold what was forgotten are listed in ``still_present``.
+        """
+        targets = sorted({self._relative(p) for p in paths})
+        if text is not None and len(text.strip()) < FORGET_MIN_CHARS:
+            raise ConfigError(
+                f"the text to forget must have at least {FORGET_MIN_CHARS} characters "
+                "besides spaces (a shorter one would match ordinary code)"
+            )
+        if not targets and not text:
+            raise ConfigError("name the files to forget, the text to forget, or both")
+        with self._refreshing, WriterLock(self.state_dir / "lock"):
+            self._finish_swap()
+            try:
+                known = sorted(self.view()[0].files())
+            except (IndexNotBuiltError, IndexStateError):
+                known = []
+            if not dry_run:  # leftovers of a killed build hold file text in clear
+                for name in (_REBUILD_DIR, _REPLACED_DIR, "checkout"):
+                    _remove_tree(self.state_dir / name)
+            self._layers.close()
+            files: set[str] = set()
+            touched: set[str] = set()
+            chunks = segments = 0
+            keys: set[str] = set()
+            for directory in segment_dirs(self.state_dir, skip=(_REBUILD_DIR, _REPLACED_DIR)):
+                segment = Segment(directory)
+                try:
+                    found = forget_in_segment(
+                        segment, paths=targets, text=text, dry_run=dry_run, progress=progress
+                    )
+                finally:
+                    segment.close()
+                files.update(found.files)
+                touched.update(found.touched)
+                chunks += found.chunks
+                segments += 1 if found.chunks else 0
+                keys |= found.vector_keys
+            vectors = 0
+            cache_path = self.config.embedding_cache or str(self.state_dir / "embeddings.sqlite")
+            if keys and not dry_run and Path(cache_path).expanduser().exists():
+                vectors = self.cache.delete(keys)
+            purged = LedgerPurge(0, 0, 0)
+            if self._journal is not None or self.ledger_path.exists():
+                note: dict[str, JSON] = {"files": list(targets), "text": text is not None}
+                purged = self.journal.purge(
+                    in_paths=(lambda p: matches_path(p, targets)) if targets else None,
+                    text=text, note=note, dry_run=dry_run,
+                )  # fmt: skip
+            self._layers.close()
+        present = [p for p in known if matches_path(p, targets) and (self.root / p).is_file()]
+        if text:
+            present += [p for p in known if p not in present and _holds(self.root / p, text)]
+        return ForgetReport(
+            dry_run, sorted(files), sorted(touched), chunks, segments, vectors, purged.texts,
+            purged.turns, purged.chained, sorted(present),
+        )  # fmt: skip
+
+    def _relative(self, path: str) -> str:
+        """A workspace-relative '/'-separated path for ``path`` (relative or absolute)."""
+        if not isinstance(path, str) or not path.strip() or "\0" in path:
+            raise ConfigError(f"not a path: {path!r}")
+        given = Path(path)
+        absolute = given if given.is_absolute() else self.root / given
+        try:
+            rel = absolute.resolve().relative_to(self.root.resolve())
+        except ValueError:
+            raise ConfigError(f"{path} is outside the workspace {self.root}") from None
+        if not rel.parts:
+            raise ConfigError("forgetting the whole workspace: remove its state folder instead")
+        return rel.as_posix()
+
     # -- search ---------------------------------------------------------------------
 
     def search(
@@ -380,6 +488,7 @@ class Workspace:
         record: bool = True,
         timings: dict[str, float] | None = None,
         settings: ContextSettings | None = None,
+        history_upto: int | None = None,
     ) -> ContextPack:
         """The context for the planner's next step (see ``engine.packing``).
 
@@ -412,7 +521,10 @@ class Workspace:
             self._git_tracked = git_tracks(self.root)
         diff = working_diff(self.root) if self._git_tracked else []
         diff = [replace(h, text=redact(h.text, h.path).text) for h in diff]
-        inputs = Inputs(goal, query, signals, state, budget)
+        history = None
+        if state.session:
+            history = self._history(state, goal, query, diff, budget, upto=history_upto)
+        inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0)
         pack = build_pack(
             view,
             goal=goal,
@@ -428,6 +540,7 @@ class Workspace:
             settings=settings or self.config.context_settings(),
             scored_out=explain,
             timings=timings,
+            history=history,
         )
         if stale:
             pack = replace(pack, advisory=(*pack.advisory, *stale))
@@ -442,7 +555,42 @@ class Workspace:
                 timings["ledger"] = timings.get("ledger", 0.0) + time.perf_counter() - started
         if not self.config.ledger:
             self._recent.remember(pack.replay_key, pack.citations)
+        if state.session and record:
+            cited = "".join(f"\n[{s.id}] {s.source_uri}" for s in pack.citations)
+            self.session(state.session).add("request", f"{query}{cited}")
         return pack
+
+    def _history(self, state: SessionState, goal: str, query: str, diff: Sequence[Hunk],
+                 budget: int, upto: int | None) -> HistoryLane:  # fmt: skip
+        """The session's history lane for this call, in its share of what the goal leaves;
+        first journals the files the working tree changed since the session last saw it."""
+        session = self.session(state.session)
+        if upto is None and self.config.ledger:
+            paths = " ".join(sorted({h.path for h in diff}))
+            last = next((i for i in reversed(session.items()) if i.role.value == "changes"), None)
+            if paths and (last is None or last.text != paths):
+                session.add("changes", paths)
+        goal_cost = self.counter.count(f"{goal}\n{chr(10).join(state.constraints)}\n"
+                                       f"{chr(10).join(state.subgoals)}")  # fmt: skip
+        room = min(int(budget * _HISTORY_SHARE), budget - goal_cost - _INSTRUCTION_TOKENS)
+        if room < 1:
+            raise BudgetUnreachableError(
+                f"budget of {budget} tokens leaves no room for session {state.session}'s "
+                f"history after the goal ({goal_cost} tokens); raise the budget",
+                goal_cost + _INSTRUCTION_TOKENS, budget,
+            )  # fmt: skip
+        return session.lane(room, query=query or goal, upto=upto, settings=LaneSettings())
+
+    def session(self, session_id: str) -> Session:
+        """The session ``session_id`` of this user in this workspace's ledger: ``add``,
+        ``decide``, ``compact``, ``checkpoint``, ``load_checkpoint``, ``lane``, ``step``.
+        An id with no step yet is a new session (created by its first ``add``)."""
+        with self._lazy:
+            found = self._sessions.get(session_id)
+            if found is None:
+                found = self._sessions[session_id] = Session(self.journal, session_id,
+                                                             self.counter)  # fmt: skip
+            return found
 
     @property
     def ledger_path(self) -> Path:
@@ -471,7 +619,7 @@ class Workspace:
         index, and ``diff`` shows how today's context differs (empty when nothing changed).
         """
         turn = self._turn(replay_key)
-        text = self.journal.text(turn.render_sha256)
+        text, purged = self.journal.stored(turn.render_sha256)
         diff = ""
         if rebuild:
             inputs = Inputs.from_json(self.journal.text(turn.inputs_sha256))
@@ -482,6 +630,7 @@ class Workspace:
                 inputs.state,
                 budget_tokens=inputs.budget,
                 record=False,
+                history_upto=inputs.history_upto,
             )
             diff = "".join(
                 difflib.unified_diff(
@@ -491,7 +640,7 @@ class Workspace:
                     "rebuilt",
                 )
             )
-        return Replay(replay_key, turn.turn_id, turn.time, text, turn.tokens_used, diff)
+        return Replay(replay_key, turn.turn_id, turn.time, text, turn.tokens_used, diff, purged)
 
     def _turn(self, replay_key: str) -> TurnRecord:
         if self._journal is None and not self.ledger_path.exists():
@@ -558,6 +707,12 @@ class Workspace:
         comes from this user's View (base plus this user's overlay), never from another
         user's overlay, and never for a file the index skipped.
         """
+        found = session_uri(uri)
+        if found is not None:  # a step of this user's session: theirs to read in full
+            item = self.session(found[0]).step(found[1])
+            return Resolved(uri, uri, None, None, sha256_text(item.text),
+                            self.counter.count(item.text) if len(item.text) < 400_000 else None,
+                            None, item.text, f"session step ({item.role.value})")  # fmt: skip
         view, _ = self.view()
         return resolve_in(view, uri, proof, self.counter)
 
@@ -578,6 +733,11 @@ class Workspace:
         return st
 
 
+# The history lane's share of a session turn's budget (the goal's cost comes off first):
+# the rest stays for code evidence, which the history lane must not crowd out.
+_HISTORY_SHARE = 0.4
+_INSTRUCTION_TOKENS = 64  # the fixed instruction and lane headers, about
+FORGET_MIN_CHARS = 6  # shortest text ``forget`` takes: shorter ones match ordinary code
 _LAYOUT_DIRS = ("bases", "overlays", "segments", "checkout")  # what a rebuild replaces
 _REBUILD_DIR = "rebuild"  # where a rebuild is made, beside the index in use
 _REPLACED_DIR = "replaced"  # where the old layout waits to be removed after the swap
@@ -591,6 +751,14 @@ def _search_mode(mode: SearchMode | str, k: int) -> SearchMode:
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     return checked
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether the file at ``path`` holds ``text`` (as UTF-8 bytes)."""
+    try:
+        return text.encode("utf-8") in path.read_bytes()
+    except OSError:
+        return False
 
 
 def _remove_tree(path: Path) -> None:
@@ -618,5 +786,6 @@ def _scrubbed(
             tuple(replace(t, text=_scrub(t.text)) for t in state.recent_turns),
             tuple(_scrub(c) for c in state.constraints),
             tuple(_scrub(g) for g in state.subgoals),
+            state.session,
         ),
     )

@@ -10,6 +10,7 @@ Plain records in, plain records out: this package imports nothing else from cort
 importing it opens no file.
 """
 
+from ledger._blobs import PURGED_MARK
 from ledger._codec import GENESIS_HASH
 from ledger._errors import (
     BlobNotFoundError,
@@ -38,6 +39,7 @@ from ledger._store import Ledger
 __all__ = [
     "GENESIS_HASH",
     "JSON",
+    "PURGED_MARK",
     "SCHEMA_VERSION",
     "BlobNotFoundError",
     "FeedbackDraft",

@@ -45,6 +45,7 @@ class RecordKind(StrEnum):
     CHECKPOINT = "checkpoint"  # a compaction checkpoint a later turn can reload
     SALIENCE = "salience"  # a salience change for cited or faulted items
     SESSION = "session"  # one step of a planner's session (its text is a blob)
+    PURGE = "purge"  # stored texts removed (``Ledger.purge``): which, and what replaced them
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +249,7 @@ class VerifyReport:
     first_bad_seq: int | None
     first_bad_turn: str | None
     reason: str
+    purged: int = 0  # texts a turn names that a purge record removed (checked with ``blobs``)
 
 
 def check_sha256(name: str, value: object) -> None:

@@ -26,11 +26,23 @@ from ledger._errors import (
     LedgerWriteError,
 )
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "connect", "translate_errors"]
+__all__ = [
+    "APPLICATION_ID", "PURGED_TABLE", "SCHEMA_VERSION", "connect", "has_table", "translate_errors",
+]  # fmt: skip
 
 APPLICATION_ID = 0x43585447  # "CXTG": written in the file header, marks a cortex ledger
 SCHEMA_VERSION = 1
 _JOURNAL_LIMIT = 4 << 20  # truncate the WAL back to this after checkpoints (not left at peak)
+
+# Texts removed by a purge: the blob's name stays, its bytes are replaced by a marked text
+# whose sha256 the purge record (in the chain) names. Created on first purge in ledgers
+# made before purges existed, so their schema number is unchanged.
+PURGED_TABLE = """CREATE TABLE IF NOT EXISTS purged (
+    sha256 TEXT PRIMARY KEY,  -- the name of the text that was removed
+    seq INTEGER NOT NULL,  -- the purge record that removed it
+    replacement_sha256 TEXT NOT NULL,
+    data BLOB NOT NULL  -- zlib of the replacement (the text with the purged parts marked)
+    )"""
 
 # Types are pinned with CHECKs: SQLite would otherwise let an edit store 5 where "5" was and
 # still hash the same, and verification reads these columns' bytes as the hashed text.
@@ -59,6 +71,7 @@ _SCHEMA = (
     size INTEGER NOT NULL,  -- bytes of UTF-8 before compression
     data BLOB NOT NULL  -- zlib
     )""",
+    PURGED_TABLE,
 )
 
 _REFUSE_FOREIGN = "it is not a cortex ledger; point cortex at another path"
@@ -211,6 +224,14 @@ def _header(conn: sqlite3.Connection) -> tuple[int, int]:
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     return int(app_id), int(version)
+
+
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the file has table ``name`` (``purged`` exists only after a first purge)."""
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return row is not None
 
 
 def _has_tables(conn: sqlite3.Connection) -> bool:

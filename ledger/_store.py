@@ -8,15 +8,16 @@ interleaved inside a record.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
 
-from ledger._blobs import load_text, store_text
+from ledger._blobs import load_stored, load_text, replace_text, store_text, text_page
 from ledger._codec import (
     GENESIS_HASH,
     canonical_json,
@@ -40,7 +41,7 @@ from ledger._records import (
     VerifyReport,
     check_time,
 )
-from ledger._sqlite import connect, translate_errors
+from ledger._sqlite import PURGED_TABLE, connect, translate_errors
 from ledger._verify import chain_head, verify_chain
 
 __all__ = ["BUSY_TIMEOUT_S", "Ledger"]
@@ -138,6 +139,69 @@ class Ledger:
         with self._reading("read a text from") as conn:
             return load_text(conn, sha256)
 
+    def get_stored(self, sha256: str) -> tuple[str, bool]:
+        """(text, purged): like ``get_text``, but a text a purge removed gives its
+        replacement (the removed parts marked ``[PURGED]``) and True instead of an error."""
+        with self._reading("read a text from") as conn:
+            return load_stored(conn, sha256)
+
+    def texts(self) -> Iterator[tuple[str, str]]:
+        """Every stored text as (sha256, text), in sha256 order, each verified on read."""
+        after = ""
+        while True:
+            with self._reading("read the texts of") as conn:
+                page = text_page(conn, after)
+            if not page:
+                return
+            yield from page
+            after = page[-1][0]
+
+    def purge(self, replacements: Mapping[str, str], note: Mapping[str, JSON]) -> JournalEntry:
+        """Remove stored texts: each sha256 in ``replacements`` keeps only its replacement
+        (the text with what had to go marked). One transaction appends a ``purge`` record
+        naming every (removed sha256, replacement sha256) pair plus ``note`` (which must not
+        hold what was removed), so the chain still verifies and ``verify(blobs=True)``
+        counts the purged texts; then the file is vacuumed, so the removed bytes leave the
+        disk. Raises ``ValueError`` for a sha256 that names no stored text.
+        """
+        if not replacements:
+            raise ValueError("nothing to purge")
+        check_json(dict(note))
+        shas = sorted(replacements)
+        pairs = [
+            [sha, hashlib.sha256(replacements[sha].encode("utf-8")).hexdigest()] for sha in shas
+        ]
+        payload: JSON = {**note, "texts": pairs}  # type: ignore[dict-item]
+
+        def check(conn: sqlite3.Connection) -> None:
+            conn.execute(PURGED_TABLE)
+            marks = ",".join("?" * len(shas))
+            found = {
+                str(r[0])
+                for r in conn.execute(f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", shas)
+            }
+            found |= {
+                str(r[0])
+                for r in conn.execute(f"SELECT sha256 FROM purged WHERE sha256 IN ({marks})", shas)
+            }
+            if missing := [s for s in shas if s not in found]:
+                raise ValueError(f"no stored text to purge under {', '.join(missing)}")
+
+        def then(conn: sqlite3.Connection, seq: int) -> None:
+            for sha in shas:
+                replace_text(conn, sha, replacements[sha], seq)
+
+        stamp = now_utc()
+        data = canonical_json(payload)
+        seq, prev, rec_hash = self._append(RecordKind.PURGE, None, stamp, data, None, check, then)
+        with self._reading("compact") as conn:
+            # The removed bytes are in freed pages and the WAL until the file is rewritten.
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        entry = decode_row((seq, RecordKind.PURGE.value, None, stamp, data, prev, rec_hash))
+        assert isinstance(entry, JournalEntry)
+        return entry
+
     # -- appends ------------------------------------------------------------------------
 
     def append_turn(self, turn: TurnDraft) -> TurnRecord:
@@ -214,6 +278,8 @@ class Ledger:
         kind = RecordKind(kind)
         if kind in (RecordKind.TURN, RecordKind.FEEDBACK):
             raise ValueError(f"append {kind.value} records with append_{kind.value}")
+        if kind is RecordKind.PURGE:
+            raise ValueError("append purge records with purge (it removes the texts with it)")
         if turn_id is not None and (not isinstance(turn_id, str) or not turn_id):
             raise ValueError(f"turn_id must be None or a non-empty str, not {turn_id!r}")
         if time is not None:
@@ -234,8 +300,10 @@ class Ledger:
         payload: bytes,
         replay_key: str | None,
         check: Callable[[sqlite3.Connection], None] | None,
+        then: Callable[[sqlite3.Connection, int], None] | None = None,
     ) -> tuple[int, str, str]:
-        """Chain one record onto the head in one transaction; return (seq, prev, hash)."""
+        """Chain one record onto the head in one transaction; return (seq, prev, hash).
+        ``then(conn, seq)`` writes what belongs with the record, in the same transaction."""
         with self._writing("append to") as conn:
             if check is not None:
                 check(conn)
@@ -257,6 +325,8 @@ class Ledger:
                 (seq, kind.value, turn_id, time, payload, prev, rec_hash, replay_key),
             )
             conn.execute("UPDATE head SET count = ?, last_hash = ? WHERE id = 1", (seq, rec_hash))
+            if then is not None:
+                then(conn, seq)
         return seq, prev, rec_hash
 
     # -- reads --------------------------------------------------------------------------
@@ -289,9 +359,10 @@ class Ledger:
         return turn
 
     def records(
-        self, kind: RecordKind | None = None, turn_id: str | None = None
+        self, kind: RecordKind | None = None, turn_id: str | None = None, after: int = 0
     ) -> Iterator[Record]:
-        """Stored records in ``seq`` order, optionally only one kind and/or one turn's."""
+        """Stored records in ``seq`` order, optionally only one kind and/or one turn's, and
+        only those after record ``after``."""
         where, args = "", []
         if kind is not None:
             where += " AND kind = ?"
@@ -299,7 +370,6 @@ class Ledger:
         if turn_id is not None:
             where += " AND turn_id = ?"
             args.append(turn_id)
-        after = 0
         while True:
             with self._reading("read") as conn:
                 rows = conn.execute(

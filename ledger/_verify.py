@@ -19,9 +19,10 @@ import hashlib
 import json
 import sqlite3
 
-from ledger._blobs import blob_problem
+from ledger._blobs import blob_problem, purged_problem
 from ledger._codec import GENESIS_HASH, canonical_record
 from ledger._records import RecordKind, VerifyReport
+from ledger._sqlite import has_table
 
 __all__ = ["chain_head", "verify_chain"]
 
@@ -72,7 +73,8 @@ def verify_chain(
                                 f"record seq {seq} no longer has the anchored hash: the chain "
                                 "was rewritten at or before it")  # fmt: skip
         return VerifyReport(True, report.checked, None, None,
-                            f"{report.reason}; the anchor at seq {seq} matches")  # fmt: skip
+                            f"{report.reason}; the anchor at seq {seq} matches",
+                            report.purged)  # fmt: skip
     finally:
         conn.execute("COMMIT")
 
@@ -93,6 +95,7 @@ def _walk(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
     head = conn.execute("SELECT count, last_hash FROM head WHERE id = 1").fetchone()
     head_count = int(head[0]) if head is not None else -1
     sound_blobs: set[str] = set()
+    purges = _Purges(conn) if blobs else None
     prev = GENESIS_HASH
     checked = 0
     past_head_turn: str | None = None
@@ -110,7 +113,8 @@ def _walk(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
                     )  # fmt: skip
                 turn_id, rec_hash = _check_record(row, prev)
                 if blobs and row[1] == b"turn":
-                    _check_blobs(conn, seq, turn_id, row[4], sound_blobs)
+                    assert purges is not None
+                    _check_blobs(conn, seq, turn_id, row[4], sound_blobs, purges)
                 if seq == head_count + 1:
                     past_head_turn = turn_id
                 prev = rec_hash
@@ -135,7 +139,9 @@ def _walk(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
             False, checked - 1, checked or None, None,
             f"the head's last hash does not match the record at seq {checked}",
         )  # fmt: skip
-    return VerifyReport(True, checked, None, None, f"chain intact: {checked} records")
+    purged = len(purges.seen) if purges is not None else 0
+    note = f"; {purged} purged text(s) replaced as their purge records say" if purged else ""
+    return VerifyReport(True, checked, None, None, f"chain intact: {checked} records{note}", purged)
 
 
 def _check_record(row: tuple[object, ...], prev: str) -> tuple[str | None, str]:
@@ -167,8 +173,30 @@ def _check_record(row: tuple[object, ...], prev: str) -> tuple[str | None, str]:
     return turn_id, rec_hash
 
 
+class _Purges:
+    """The (removed sha256 -> replacement sha256) pairs the chain's purge records name."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.replacement: dict[str, str] = {}
+        self.seen: set[str] = set()
+        self.present = has_table(conn, "purged")
+        if not self.present:
+            return
+        for (payload,) in conn.execute("SELECT payload FROM records WHERE kind = 'purge'"):
+            try:
+                pairs = json.loads(payload)["texts"]
+                self.replacement.update({str(a): str(b) for a, b in pairs})
+            except (ValueError, TypeError, KeyError):
+                continue  # the walk reports the record itself if it was edited
+
+
 def _check_blobs(
-    conn: sqlite3.Connection, seq: int, turn_id: str | None, payload: object, sound: set[str]
+    conn: sqlite3.Connection,
+    seq: int,
+    turn_id: str | None,
+    payload: object,
+    sound: set[str],
+    purges: _Purges,
 ) -> None:
     """Every blob a turn names (prompt, inputs, snippet texts) is there and hashes right."""
     assert isinstance(payload, bytes)
@@ -182,6 +210,10 @@ def _check_blobs(
         if sha in sound:
             continue
         problem = blob_problem(conn, str(sha))
+        if problem is not None and problem.endswith("is missing") and purges.present:
+            problem = purged_problem(conn, str(sha), purges.replacement.get(str(sha)))
+            if problem is None:
+                purges.seen.add(str(sha))
         if problem is not None:
             raise _BadRecordError(seq, turn_id, f"the turn references {problem}")
         sound.add(sha)

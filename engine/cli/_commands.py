@@ -39,6 +39,7 @@ __all__ = [
     "cmd_chunks",
     "cmd_context",
     "cmd_feedback",
+    "cmd_forget",
     "cmd_gc",
     "cmd_index",
     "cmd_ledger",
@@ -222,6 +223,58 @@ def cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_forget(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Remove files' or a string's stored text from the indexes, the vector cache and the
+    ledger (the chain still verifies; replay shows [PURGED] where it was)."""
+    text = _forget_text(args.text_from) if args.text_from else None
+    with Workspace.open(args.where, config) as ws:
+        bars = _Bars(enabled=sys.stderr.isatty() and not args.json)
+        try:
+            report = ws.forget(args.file or (), text, dry_run=args.dry_run, progress=bars)
+        finally:
+            bars.end()
+    if args.json:
+        _dump(to_json(report), out)
+        return EXIT_OK
+    verb = "would remove" if report.dry_run else "removed"
+    for path in report.files:
+        out.write(f"{verb} {path}\n")
+    for path in report.touched:
+        out.write(f"{verb} the sections holding the text in {path}\n")
+    out.write(
+        f"{verb} {report.chunks:,} chunks in {report.segments} index segment(s), "
+        f"{report.vectors:,} cached vectors, {report.ledger_texts:,} ledger texts "
+        f"({report.ledger_turns:,} turns)\n"
+    )
+    if report.ledger_chained:
+        out.write(
+            f"warning: {report.ledger_chained} ledger record(s) hold the text in their own "
+            "hashed payload (feedback tool results); the chain cannot be rewritten without "
+            "breaking verification, so they stay\n"
+        )
+    if report.still_present:
+        out.write(
+            "warning: still in the working tree (indexed again when changed; delete it "
+            "there, or keep the files out with CORTEX_EXCLUDE): "
+            + ", ".join(report.still_present) + "\n"
+        )
+    return EXIT_OK
+
+
+def _forget_text(source: str) -> str:
+    """The text to forget, from standard input (``-``) or a file: never from argv, where
+    ``ps`` and shell history would keep it. One trailing newline is dropped."""
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the text to forget from {source}: {exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"the text to forget ({source}) is not UTF-8") from None
+    return text[:-1] if text.endswith("\n") else text
+
+
 def cmd_gc(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Remove the overlays of branches and working trees that no longer exist, and the bases
     no overlay uses any more."""
@@ -344,7 +397,10 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             report = journal.verify(blobs=True, anchor=anchor)
             if report.ok:
                 kept = f"; anchor {anchor[0]} matches" if anchor else ""
-                out.write(f"ok: {report.checked:,} records, chain and stored texts intact{kept}\n")
+                purged = f"; {report.purged:,} texts purged by forget" if report.purged else ""
+                out.write(
+                    f"ok: {report.checked:,} records, chain and stored texts intact{purged}{kept}\n"
+                )
                 return EXIT_OK
             out.write(
                 f"BROKEN at record {report.first_bad_seq} (turn {report.first_bad_turn}): "

@@ -24,6 +24,7 @@ from engine.cli._commands import (
     cmd_chunks,
     cmd_context,
     cmd_feedback,
+    cmd_forget,
     cmd_gc,
     cmd_index,
     cmd_ledger,
@@ -193,6 +194,18 @@ def _parser() -> argparse.ArgumentParser:
 
     gc = _command(sub, "gc", cmd_gc, positional=True)
     gc.add_argument("--dry-run", action="store_true", help="only say what would be removed")
+
+    forget = _command(sub, "forget", cmd_forget, positional=False)
+    forget.add_argument(
+        "--file", action="append", metavar="PATH",
+        help="a file or folder to forget (repeatable); relative to the workspace",
+    )  # fmt: skip
+    forget.add_argument(
+        "--text-from", metavar="FILE", default=None,
+        help="forget every occurrence of the text in FILE (- reads standard input; one "
+        "trailing newline is dropped); never give a secret as an argument",
+    )  # fmt: skip
+    forget.add_argument("--dry-run", action="store_true", help="only count what would go")
 
     mcp = _command(sub, "mcp", cmd_mcp, positional=True, json=False)
     mcp.add_argument("--watch", type=float, default=None, metavar="SECONDS", help=_WATCH_HELP)

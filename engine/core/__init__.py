@@ -51,7 +51,7 @@ from engine.core._records import (
     ToolSignal,
     Turn,
 )
-from engine.core._reports import GcReport, IndexReport, Replay, Resolved, Status
+from engine.core._reports import ForgetReport, GcReport, IndexReport, Replay, Resolved, Status
 from engine.core._settings import (
     ContextSettings,
     Fusion,
@@ -83,6 +83,7 @@ __all__ = [
     "EmbeddingModelError",
     "FeedbackResult",
     "FileHit",
+    "ForgetReport",
     "Fusion",
     "GcReport",
     "HistoryLane",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["GcReport", "IndexReport", "Replay", "Resolved", "Status"]
+__all__ = ["ForgetReport", "GcReport", "IndexReport", "Replay", "Resolved", "Status"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,26 @@ class GcReport:
     overlays: list[str]
     bases: list[str]
     freed_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetReport:
+    """What ``forget`` removed (or, in a dry run, would remove) from everything cortex
+    stores: the indexes of every base and overlay, the vector cache, the ledger's texts."""
+
+    dry_run: bool
+    files: list[str]  # indexed files removed whole
+    touched: list[str]  # files that lost the chunks holding the string
+    chunks: int  # chunks dropped, over every segment
+    segments: int  # bases and overlays rewritten
+    vectors: int  # cached vectors deleted
+    ledger_texts: int  # stored prompts, inputs and snippet texts purged
+    ledger_turns: int  # recorded turns those texts belong to
+    # Chained records whose own payload holds the string (feedback tool results): a hash
+    # chain cannot be rewritten, so these stay; the message says so.
+    ledger_chained: int
+    # Working-tree files that still hold it: indexed again when they next change.
+    still_present: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,3 +129,5 @@ class Replay:
     text: str
     tokens_used: int
     diff: str = ""  # unified diff recorded -> rebuilt; "" when identical or not rebuilt
+    # A purge (``forget``) removed parts of this prompt: they read ``[PURGED]`` in ``text``.
+    purged: bool = False

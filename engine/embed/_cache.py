@@ -225,6 +225,34 @@ class EmbeddingCache:
             except sqlite3.DatabaseError as exc:
                 raise CacheError(f"cannot write embedding cache {self.path}: {exc}") from exc
 
+    def delete(self, shas: Iterable[str]) -> int:
+        """Drop the vectors of ``shas`` under every model, then rewrite the file so the
+        freed pages leave the disk; returns how many vectors went."""
+        keys = [bytes.fromhex(sha) for sha in dict.fromkeys(shas)]
+        if not keys:
+            return 0
+        removed = 0
+        with self._lock:
+            db = self._conn()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    for start in range(0, len(keys), _MAX_PARAMS):
+                        part = keys[start : start + _MAX_PARAMS]
+                        marks = ",".join("?" * len(part))
+                        cursor = db.execute(f"DELETE FROM vectors WHERE sha256 IN ({marks})", part)
+                        removed += cursor.rowcount
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+                if removed:
+                    db.execute("VACUUM")
+                    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.DatabaseError as exc:
+                raise CacheError(f"cannot write embedding cache {self.path}: {exc}") from exc
+        return removed
+
     def count(self, model_id: str) -> int:
         """How many vectors are stored under ``model_id``."""
         with self._lock:

@@ -2,6 +2,7 @@
 per-branch overlays (``Layers``), the writer lock, the state folder's manifest, what
 ``status`` and ``index`` report, and the survey behind ``cortex chunks``."""
 
+from engine.index._forget import SegmentForget, forget_in_segment, matches_path, segment_dirs
 from engine.index._layers import Layers, OverlayInfo
 from engine.index._lock import WriterLock
 from engine.index._manifest import MANIFEST_SCHEMA, Manifest, locate
@@ -14,11 +15,15 @@ __all__ = [
     "Layers",
     "Manifest",
     "OverlayInfo",
+    "SegmentForget",
     "Survey",
     "WriterLock",
     "combined_report",
     "ensure_dense",
+    "forget_in_segment",
     "locate",
+    "matches_path",
+    "segment_dirs",
     "status_of",
     "survey",
     "tree_size",

@@ -27,6 +27,7 @@ from engine.memory._history import (
 from engine.memory._journal import Inputs, Journal
 from engine.memory._lane import LaneSettings, build_lane, recall_lines, search_items
 from engine.memory._observe import Observation, command_of, names_in, observe
+from engine.memory._purge import LedgerPurge, purge_ledger
 from engine.memory._session import SESSION_ID, Session, clean_text, session_uri
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "Item",
     "Journal",
     "LaneSettings",
+    "LedgerPurge",
     "Memo",
     "Observation",
     "RecentCitations",
@@ -56,6 +58,7 @@ __all__ = [
     "goal_lines",
     "names_in",
     "observe",
+    "purge_ledger",
     "recall_lines",
     "search_items",
     "session_uri",

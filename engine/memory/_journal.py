@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +26,7 @@ from engine.core import (
     ToolSignal,
     Turn,
 )
+from engine.memory._purge import LedgerPurge, purge_ledger
 from indexers import sha256_text
 from ledger import (
     JSON,
@@ -166,6 +167,24 @@ class Journal:
         with self._held() as ledger:
             return ledger.get_text(sha256)
 
+    def stored(self, sha256: str) -> tuple[str, bool]:
+        """(text, purged): a stored text, or what a purge left of it (parts marked)."""
+        with self._held() as ledger:
+            return ledger.get_stored(sha256)
+
+    def purge(
+        self,
+        *,
+        in_paths: Callable[[str], bool] | None = None,
+        text: str | None = None,
+        note: dict[str, JSON] | None = None,
+        dry_run: bool = False,
+    ) -> LedgerPurge:
+        """Remove a file's snippet texts and/or a string from every stored text, with one
+        purge record in the chain (``purge_ledger``); every user's turns are covered."""
+        with self._held() as ledger:
+            return purge_ledger(ledger, in_paths=in_paths, text=text, note=note, dry_run=dry_run)
+
     def record_feedback(
         self,
         turn: TurnRecord,
@@ -197,8 +216,7 @@ class Journal:
     def entries(self, kind: RecordKind, key: str, after: int = 0) -> list[JournalEntry]:
         """The journal entries of ``kind`` under ``key`` after record ``after``, in order."""
         with self._held() as ledger:
-            return [r for r in ledger.records(kind, key)
-                    if isinstance(r, JournalEntry) and r.seq > after]  # fmt: skip
+            return [r for r in ledger.records(kind, key, after) if isinstance(r, JournalEntry)]
 
     def verify(self, *, blobs: bool = True, anchor: tuple[int, str] | None = None) -> VerifyReport:
         """Walk the chain (and the stored texts; and, given one, check the anchor)."""

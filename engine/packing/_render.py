@@ -45,7 +45,8 @@ _FENCES = {
     "python": "python", "javascript": "javascript", "typescript": "typescript", "tsx": "tsx",
     "go": "go", "rust": "rust", "java": "java", "c": "c", "cpp": "cpp", "shell": "sh",
     "json": "json", "yaml": "yaml", "toml": "toml", "html": "html", "css": "css",
-    "sql": "sql", "markdown": "markdown", "rst": "rst",
+    "sql": "sql", "markdown": "markdown", "rst": "rst", "php": "php", "ruby": "ruby",
+    "csharp": "csharp", "kotlin": "kotlin", "swift": "swift",
 }  # fmt: skip
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _Attempt = tuple[list[tuple[Lane, str]], str, int]  # a render's parts, text and tokens
@@ -61,6 +62,7 @@ class Lanes:
     goal: str
     recent: list[str]  # oldest first
     hunks: list[str]  # most relevant first
+    history: str = ""  # a session's history lane, already fitted to its room (never shed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +106,14 @@ def fixed_lanes(
     budget: int,
     counter: TokenCounter,
     settings: ContextSettings,
+    history: str = "",
 ) -> Lanes:
-    """The instruction, the goal (with constraints and sub-goals), the last turns and the
-    diff hunks that share most words with the request, each lane within its share of the
-    budget. Raises ``ConfigError`` when the instruction and goal alone do not fit."""
+    """The instruction, the goal (with constraints and sub-goals), the session's history
+    lane (fitted by the caller), the last turns and the diff hunks that share most words
+    with the request, each lane within its share of the budget. Raises ``ConfigError``
+    when the instruction, goal and history alone do not fit."""
     goal_block = _goal_text(goal, state)
-    fixed = counter.count(f"{INSTRUCTION}\n\n{goal_block}")
+    fixed = counter.count("\n\n".join(t for t in (INSTRUCTION, goal_block, history) if t))
     if fixed > budget:
         raise ConfigError(
             f"budget of {budget} tokens cannot hold the instruction and the goal "
@@ -124,7 +128,7 @@ def fixed_lanes(
     )
     hunks = _fit_lines([f"--- {h.path}\n{h.text}" for h in ranked],
                        int(budget * settings.diff_share), counter)  # fmt: skip
-    return Lanes(INSTRUCTION, goal_block, recent, hunks)
+    return Lanes(INSTRUCTION, goal_block, recent, hunks, history)
 
 
 def request_words(text: str) -> set[str]:
@@ -174,6 +178,8 @@ def _parts(
     lanes: Lanes, evidence: Sequence[Picked], omitted: Sequence[Pointer]
 ) -> list[tuple[Lane, str]]:
     out = [(Lane.INSTRUCTION, lanes.instruction), (Lane.GOAL, lanes.goal)]
+    if lanes.history:
+        out.append((Lane.HISTORY, lanes.history))
     if lanes.recent:
         out.append((Lane.RECENT, "## Recent turns\n" + "\n\n".join(lanes.recent)))
     if lanes.hunks:
@@ -210,7 +216,7 @@ def render(
     shed: list[Picked] = []
 
     def attempt(shown: list[Picked], omitted: list[Pointer]) -> _Attempt:
-        now = Lanes(lanes.instruction, lanes.goal, recent, hunks)
+        now = Lanes(lanes.instruction, lanes.goal, recent, hunks, lanes.history)
         parts = _parts(now, shown, omitted if show_omitted else [])
         text = "\n\n".join(body for _, body in parts) + "\n"
         return parts, text, counter.count(text)

@@ -129,6 +129,18 @@ class MetaStore:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO info (key, value) VALUES (?, ?)", (key, value))
 
+    def delete_info(self, key: str) -> None:
+        """Remove one info value (its own transaction unless inside ``transaction()``)."""
+        with self._lock:
+            self._db.execute("DELETE FROM info WHERE key = ?", (key,))
+
+    def vacuum(self) -> None:
+        """Rewrite the file without free pages and empty the WAL: deleted text leaves the
+        disk (SQLite otherwise keeps it in freed pages until they are reused)."""
+        with self._lock:
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     @property
     def generation(self) -> int:
         """Bumped by every committed update; derived indexes record the one they match."""
@@ -161,6 +173,23 @@ class MetaStore:
                 marks = ",".join("?" * len(batch))
                 for table in ("chunks", "files", "defs"):
                     self._db.execute(f"DELETE FROM {table} WHERE path IN ({marks})", batch)
+
+    def remove_chunks(self, ids: Sequence[str]) -> None:
+        """Drop single chunks (their files stay, with their chunk counts lowered)."""
+        with self._lock:
+            for batch in _batches(list(ids)):
+                marks = ",".join("?" * len(batch))
+                rows = self._db.execute(
+                    f"SELECT path, count(*), sum(tokens) FROM chunks WHERE id IN ({marks}) "
+                    "GROUP BY path",
+                    batch,
+                ).fetchall()
+                self._db.executemany(
+                    "UPDATE files SET chunks = chunks - ?, tokens = tokens - ? WHERE path = ?",
+                    [(n, tokens, path) for path, n, tokens in rows],
+                )
+                self._db.execute(f"DELETE FROM chunks WHERE id IN ({marks})", batch)
+                self._db.execute(f"DELETE FROM defs WHERE chunk_id IN ({marks})", batch)
 
     def put_file(self, record: FileRecord, chunks: Sequence[Chunk]) -> None:
         """Store a file's record and chunks, replacing what was there."""

@@ -81,6 +81,14 @@ class Segment:
                 self._lexical = LexicalIndex.open(self.dir / "lexical", create=True)
             return self._lexical
 
+    def close_lexical(self) -> None:
+        """Close the lexical index (before its directory is replaced); reopened on use."""
+        with self._lock:
+            if self._lexical is not None:
+                self._lexical.close()
+                self._lexical = None
+            self._lexical_generation = -1
+
     def fresh_lexical(self) -> LexicalIndex:
         """The lexical index, reloaded if another writer committed since we last looked."""
         lexical = self.lexical

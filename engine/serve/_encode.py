@@ -12,9 +12,9 @@
                    text
     FileHit        rank, path, score, sections [SearchHit]
     FeedbackResult replay_key, valid, dropped, stale
-    Replay         replay_key, turn_id, time, tokens_used, text, diff
-    Status, IndexReport, GcReport, Resolved, and the ledger's TurnRecord and FeedbackRecord:
-                   their fields (paths as strings, enums as their values)
+    Replay         replay_key, turn_id, time, tokens_used, text, diff, purged
+    Status, IndexReport, GcReport, ForgetReport, Resolved, and the ledger's TurnRecord and
+    FeedbackRecord: their fields (paths as strings, enums as their values)
 
 Snippet text is not repeated beside ``render`` (which holds it, as the model saw it).
 """
@@ -30,6 +30,7 @@ from engine.core import (
     ContextPack,
     FeedbackResult,
     FileHit,
+    ForgetReport,
     GcReport,
     IndexReport,
     Pointer,
@@ -46,7 +47,7 @@ __all__ = ["JSON", "chunk_json", "files_json", "hits_json", "pack_json", "to_jso
 
 Record = (
     ContextPack | Snippet | Pointer | FeedbackResult | Replay | Status | IndexReport | GcReport
-    | Resolved | TurnRecord | FeedbackRecord
+    | ForgetReport | Resolved | TurnRecord | FeedbackRecord
 )  # fmt: skip
 
 

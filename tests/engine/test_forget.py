@@ -1,0 +1,203 @@
+"""``forget``: a file's or a string's text leaves every index, the vector cache and the
+ledger's texts, down to the bytes under the state dir, while the chain still verifies."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+
+from engine import Config, ConfigError, Workspace
+from engine.cli import main
+from engine.index import segment_dirs
+from engine.segment import Segment
+from ledger import PURGED_MARK
+from tests.engine.test_workspace import GIT_ENV
+
+NEEDLE = "zebraquartz7781"  # an internal name nobody should see again (no detector knows it)
+
+BASE_FILES = {
+    "shipping.py": (
+        '"""Shipping costs."""\n\nTARIFF = "' + NEEDLE + '"\n\n\n'
+        "def compute_shipping_cost(region, weight):\n"
+        '    """Delivery cost for a region under the ' + NEEDLE + ' tariff."""\n'
+        "    if region == 'eu':\n        return 5 + weight * 2\n    return 10 + weight * 3\n\n\n"
+        "def format_price(value):\n    return f'{value:.2f} EUR'\n"
+    ),
+    "billing/invoice.py": (
+        "def render_invoice(lines):\n"
+        '    """Render invoice lines as text with a total row."""\n'
+        "    total = sum(price for _, price in lines)\n"
+        "    return '\\n'.join(f'{name}: {price}' for name, price in lines) + f'\\ntotal {total}'\n"
+    ),
+    "other.py": "def unrelated_helper(x):\n    \"\"\"Double it.\"\"\"\n    return x * 2\n",
+}
+
+
+def _repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    for path, text in BASE_FILES.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=T", *args], cwd=root,
+                       check=True, capture_output=True, env=GIT_ENV)  # fmt: skip
+    # Untracked: lands in the branch's overlay, not the base.
+    (root / "notes.md").write_text(f"# Notes\n\nThe {NEEDLE} tariff applies to parcels.\n")
+    return root
+
+
+def _holders(state: Path, needle: str) -> list[str]:
+    """Every file under ``state`` whose bytes hold ``needle`` (any case), and every SQLite
+    value that does once zlib-unpacked (metadata and ledger store texts compressed)."""
+    raw, low = needle.encode(), needle.lower().encode()
+    found = []
+    for path in sorted(p for p in state.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if raw in data or low in data.lower():
+            found.append(str(path.relative_to(state)))
+        if data.startswith(b"SQLite format 3"):
+            found += [f"{path.relative_to(state)}: {w}" for w in _sqlite_holders(path, low)]
+    return found
+
+
+def _sqlite_holders(path: Path, low: bytes) -> list[str]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        hits = []
+        for table in tables:
+            for row in conn.execute(f"SELECT * FROM {table}"):
+                for value in row:
+                    if isinstance(value, bytes):
+                        try:
+                            value = zlib.decompress(value)
+                        except zlib.error:
+                            pass
+                        if low in value.lower():
+                            hits.append(table)
+                    elif isinstance(value, str) and low.decode() in value.lower():
+                        hits.append(table)
+        return hits
+    finally:
+        conn.close()
+
+
+def _config(tmp_path: Path) -> Config:
+    return Config(dense_model="hash", state_dir=str(tmp_path / "state"))
+
+
+def test_forgetting_a_string_leaves_no_byte_and_a_verifiable_chain(tmp_path: Path) -> None:
+    """A string in a base file, an overlay file, a goal and a prompt: after forget it is in
+    no file under the state dir (raw or unpacked), no search finds it, verify passes and
+    counts the purged texts, and replay shows [PURGED] where it stood."""
+    root, state = _repo(tmp_path), tmp_path / "state"
+    with Workspace.open(root, _config(tmp_path)) as ws:
+        ws.index()
+        pack = ws.build_context(f"delivery cost under the {NEEDLE} tariff", "shipping cost")
+        assert NEEDLE in pack.render()
+        ws.feedback(pack.replay_key, [1])
+        assert _holders(state, NEEDLE)
+        dry = ws.forget(text=NEEDLE, dry_run=True)
+        assert dry.dry_run and dry.chunks >= 3 and dry.ledger_texts >= 2
+        assert _holders(state, NEEDLE), "a dry run removed something"
+
+        report = ws.forget(text=NEEDLE)
+
+        assert report.chunks == dry.chunks and report.ledger_texts == dry.ledger_texts
+        assert report.touched == ["notes.md", "shipping.py"]
+        assert report.still_present == ["notes.md", "shipping.py"]
+        assert report.ledger_chained == 0
+        assert _holders(state, NEEDLE) == []
+        assert not ws.search(NEEDLE, mode="bm25", k=5)
+        assert all(NEEDLE not in h.chunk.text for h in ws.search("shipping tariff", k=10))
+        assert [h.chunk.path for h in ws.search("render invoice", k=1)] == ["billing/invoice.py"]
+        replay = ws.replay(pack.replay_key)
+        assert replay.purged and PURGED_MARK in replay.text and NEEDLE not in replay.text
+        verify = ws.journal.verify(blobs=True)
+        assert verify.ok and verify.purged == report.ledger_texts
+        for directory in segment_dirs(state):  # every derived index agrees with its metadata
+            segment = Segment(directory)
+            try:
+                lexical = directory / "lexical"
+                if lexical.is_dir():
+                    assert segment.lexical.doc_freqs("sections", "body", [NEEDLE]) == {NEEDLE: 0}
+                    assert segment.lexical.num_sections == segment.meta.counts()[1]
+            finally:
+                segment.close()
+        # A later context is built from what is left, and records normally.
+        again = ws.build_context("delivery cost by region", "shipping cost")
+        assert NEEDLE not in again.render()
+        assert ws.journal.verify(blobs=True).ok
+
+
+def test_forgetting_a_file_removes_it_from_index_and_ledger(tmp_path: Path) -> None:
+    """A forgotten file's sections leave search and every recorded snippet; the prompts
+    that showed them keep the rest, with [PURGED] in their place."""
+    root, state = _repo(tmp_path), tmp_path / "state"
+    with Workspace.open(root, _config(tmp_path)) as ws:
+        ws.index()
+        pack = ws.build_context("how is an invoice rendered with its total", "render invoice")
+        cited = [s for s in pack.citations if s.source_uri.startswith("billing/invoice.py")]
+        assert cited
+        secret_line = "total = sum(price for _, price in lines)"
+        assert secret_line in pack.render()
+
+        report = ws.forget(["billing"])
+
+        assert report.files == ["billing/invoice.py"]
+        assert report.still_present == ["billing/invoice.py"]
+        assert not [h for h in ws.search("render invoice total", k=10)
+                    if h.chunk.path.startswith("billing/")]  # fmt: skip
+        replay = ws.replay(pack.replay_key)
+        assert replay.purged and secret_line not in replay.text
+        assert "How is an invoice rendered" in replay.text or "invoice" in replay.text
+        assert ws.journal.verify(blobs=True).ok
+    assert _holders(state, secret_line) == []
+
+
+def test_bad_forget_requests_are_clear_errors(tmp_path: Path) -> None:
+    """Nothing named, a too-short text, a path outside the workspace: ConfigError, and
+    nothing changed."""
+    root = _repo(tmp_path)
+    with Workspace.open(root, _config(tmp_path)) as ws:
+        ws.index()
+        for kwargs, words in (
+            ({}, "name the files"),
+            ({"text": "ab  "}, "at least"),
+            ({"paths": ["../elsewhere.py"]}, "outside the workspace"),
+            ({"paths": ["."]}, "whole workspace"),
+            ({"paths": ["a\0b"]}, "not a path"),
+        ):
+            with pytest.raises(ConfigError, match=words):
+                ws.forget(**kwargs)  # type: ignore[arg-type]
+        assert ws.search("compute shipping cost", mode="bm25", k=1)
+
+
+def test_cli_forget_reads_the_text_from_a_file_never_argv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cortex forget --text-from FILE` forgets; a missing file is one line and exit 2."""
+    root = _repo(tmp_path)
+    env_state = ["--path", str(root)]
+    secret = tmp_path / "secret.txt"
+    secret.write_text(NEEDLE + "\n")
+    import os
+
+    os.environ["CORTEX_STATE_DIR"] = str(tmp_path / "state")
+    os.environ["CORTEX_DENSE_MODEL"] = "hash"
+    try:
+        assert main(["index", *env_state]) == 0
+        capsys.readouterr()
+        assert main(["forget", "--text-from", str(secret), *env_state]) == 0
+        out = capsys.readouterr().out
+        assert "removed" in out and "still in the working tree" in out and NEEDLE not in out
+        assert main(["forget", "--text-from", str(tmp_path / "absent"), *env_state]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "cannot read the text to forget" in err[0]
+    finally:
+        del os.environ["CORTEX_STATE_DIR"], os.environ["CORTEX_DENSE_MODEL"]
+    assert _holders(tmp_path / "state", NEEDLE) == []

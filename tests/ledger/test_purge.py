@@ -1,0 +1,79 @@
+"""Purges: texts leave the blob store, one purge record names what replaced them, verify
+counts them and still catches any edit of a replacement or a purge made behind its back."""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from pathlib import Path
+
+import pytest
+
+from ledger import PURGED_MARK, Ledger, RecordKind
+from tests.ledger import add_turn, raw
+
+
+def _ledger_with_secret(path: Path) -> str:
+    with Ledger.open(path) as ledger:
+        add_turn(ledger, "t1", texts=["plain text"])
+        add_turn(ledger, "t2", texts=["the key is zebra-77"])
+        return ledger.put_text("the key is zebra-77")
+
+
+def test_purge_replaces_the_text_and_verify_counts_it(tmp_path: Path) -> None:
+    """After a purge the text is gone from the file, get_stored gives the marked
+    replacement, and verify(blobs=True) passes and counts one purged text."""
+    path = tmp_path / "l.db"
+    sha = _ledger_with_secret(path)
+    with Ledger.open(path) as ledger:
+        entry = ledger.purge({sha: f"the key is {PURGED_MARK}"}, {"text": True})
+        assert entry.kind is RecordKind.PURGE
+        replacement = hashlib.sha256(f"the key is {PURGED_MARK}".encode()).hexdigest()
+        assert entry.payload == {"text": True, "texts": [[sha, replacement]]}
+        assert ledger.get_stored(sha) == (f"the key is {PURGED_MARK}", True)
+        report = ledger.verify(blobs=True)
+        assert report.ok and report.purged == 1 and "1 purged" in report.reason
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert b"zebra-77" not in data
+
+
+def test_an_edited_replacement_fails_verify(tmp_path: Path) -> None:
+    """Changing what a purge left in place is named at the first turn that uses it."""
+    path = tmp_path / "l.db"
+    sha = _ledger_with_secret(path)
+    with Ledger.open(path) as ledger:
+        ledger.purge({sha: PURGED_MARK}, {})
+    with raw(path) as conn:
+        conn.execute("UPDATE purged SET data = ?", (zlib.compress(b"something else"),))
+    with Ledger.open(path) as ledger:
+        report = ledger.verify(blobs=True)
+    assert not report.ok and report.first_bad_turn == "t2" and "replacement" in report.reason
+
+
+def test_a_blob_deleted_without_a_purge_record_fails_verify(tmp_path: Path) -> None:
+    """A text moved into the purged table by hand (no purge record) is not a purge."""
+    path = tmp_path / "l.db"
+    sha = _ledger_with_secret(path)
+    with Ledger.open(path) as ledger:
+        ledger.purge({ledger.put_text("plain text"): PURGED_MARK}, {})  # creates the table
+    with raw(path) as conn:
+        conn.execute("DELETE FROM blobs WHERE sha256 = ?", (sha,))
+        conn.execute(
+            "INSERT INTO purged VALUES (?, 1, ?, ?)",
+            (sha, hashlib.sha256(b"x").hexdigest(), zlib.compress(b"x")),
+        )
+    with Ledger.open(path) as ledger:
+        report = ledger.verify(blobs=True)
+    assert not report.ok and "no purge record" in report.reason
+
+
+def test_purge_refuses_what_it_cannot_do(tmp_path: Path) -> None:
+    """Unknown shas, an empty purge and a hand-made purge record are ValueErrors."""
+    with Ledger.open(tmp_path / "l.db") as ledger:
+        with pytest.raises(ValueError, match="no stored text"):
+            ledger.purge({"0" * 64: "x"}, {})
+        with pytest.raises(ValueError, match="nothing to purge"):
+            ledger.purge({}, {})
+        with pytest.raises(ValueError, match="purge"):
+            ledger.append(RecordKind.PURGE, None, {"texts": []})
+        assert len(ledger) == 0
