@@ -85,28 +85,48 @@ def build_mcp_server(service: Service) -> "MCPServer":
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import CallToolResult, TextContent, ToolAnnotations
-    from pydantic import Field
+    from pydantic import ConfigDict, Field, with_config
     from typing_extensions import TypedDict
 
+    # Unknown keys inside an object argument are refused too (pydantic would drop them).
+    strict = with_config(ConfigDict(extra="forbid"))
+
+    @strict
     class ToolResultIn(TypedDict):
         name: str
         ok: bool
         summary: str
 
+    @strict
     class ProofIn(TypedDict):
         path: str
         sha256: str
 
+    @strict
     class TurnIn(TypedDict):
         role: str
         text: str
 
+    @strict
     class StateIn(TypedDict, total=False):
         recent_turns: list[TurnIn]
         constraints: list[str]
         subgoals: list[str]
 
-    server: MCPServer = MCPServer("cortex", instructions=INSTRUCTIONS, log_level="WARNING")
+    class StrictServer(MCPServer):
+        """Refuses arguments a tool does not take, as HTTP refuses unknown fields (the SDK
+        would drop them silently: a misspelt ``budget_token`` would mean the default)."""
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            tools = {t.name: t for t in await self.list_tools()}
+            if name in tools:
+                known = set(tools[name].input_schema.get("properties", {}))
+                if unknown := sorted(set(arguments) - known):
+                    raise ToolError(f"unknown field(s): {', '.join(unknown)}; {name} takes "
+                                    + ", ".join(sorted(known)))  # fmt: skip
+            return await super().call_tool(name, arguments, context)
+
+    server: MCPServer = StrictServer("cortex", instructions=INSTRUCTIONS, log_level="WARNING")
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 

@@ -274,3 +274,40 @@ def test_generated_arguments_never_break_the_server(
             text = " ".join(getattr(c, "text", "") for c in result.content)
             assert not re.search(r"\b(Type|Attribute|Key|Index|Unicode\w*)Error\b", text), text
     assert {t.name for t in portal.call(client.list_tools).tools} == TOOLS
+
+
+# The same hand-chosen bad inputs as HTTP's table: (tool, arguments, words in the error).
+_DEEP: dict[str, Any] = {}
+_node = _DEEP
+for _ in range(150):  # past ~200 the SDK's JSON reader drops the message unanswered
+    _node["x"] = {}
+    _node = _node["x"]
+BAD_MCP_INPUTS = [
+    ("build_context", {"goal": "hooks", "budget_token": 100}, "budget_token"),
+    ("build_context", {"goal": "hooks", "state": "recent"}, "state"),
+    ("build_context", {"goal": "hooks", "budget_tokens": 0}, "budget"),
+    ("build_context", {"goal": "", "query": ""}, "goal"),
+    ("build_context", {"goal": "hooks", "state": _DEEP}, "x"),
+    ("build_context", {"goal": "hooks", "state": {"recent_turns": [{"role": "u"}]}}, "text"),
+    ("resolve", {"uri": "hooks.py", "proof": {"path": "hooks.py", "sha": "0"}}, "sha"),
+    ("search", {"query": ""}, "query"),
+    ("search", {"query": "hooks", "k": 0}, "k"),
+    ("search", {"query": "hooks", "mode": "fuzzy"}, "mode"),
+    ("resolve", {"uri": "hooks.py\u0000#L1"}, "path"),
+    ("feedback", {"replay_key": "k", "model_citations": [1], "outcome": 5}, "outcome"),
+    ("replay", {"replay_key": ""}, "replay key"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "words"), BAD_MCP_INPUTS)
+def test_each_bad_input_is_a_named_tool_error(
+    mcp_call: tuple[Call, Any], tool: str, arguments: dict[str, Any], words: str
+) -> None:
+    """Every bad input the HTTP table lists is, over MCP, a tool error naming what is wrong,
+    and the server answers the next call."""
+    call, _ = mcp_call
+    result = call(tool, arguments)
+    assert result.is_error, (tool, arguments)
+    assert words in result.content[0].text.lower(), result.content[0].text
+    assert "traceback" not in result.content[0].text.lower()
+    assert not call("status", {}).is_error
