@@ -82,6 +82,34 @@ class Memo:
     counter: TokenCounter
     observations: dict[Item, Observation] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
+    blocks: dict[tuple[str, Item], tuple[list[str], int]] = field(default_factory=dict)
+    commands: dict[Item, str] = field(default_factory=dict)
+    words: dict[Item, list[frozenset[str]]] = field(default_factory=dict)
+
+    def command(self, item: Item) -> str:
+        """The shell command of an agent's turn, or "" (memoised)."""
+        found = self.commands.get(item)
+        if found is None:
+            found = self.commands[item] = command_of(item.text)
+        return found
+
+    def block(self, kind: str, item: Item) -> tuple[list[str], int]:
+        """An item's lines at one level (``verbatim``, ``stub``, ``short``, ``questions``)
+        and their cost (memoised)."""
+        key = (kind, item)
+        found = self.blocks.get(key)
+        if found is None:
+            if kind == "verbatim":
+                lines = verbatim_lines(item)
+            elif kind == "stub":
+                lines = stub_lines(item, self)
+            elif kind == "short":
+                lines = [short_form(item, self)]
+            else:
+                text = _thought(item.text) if item.role is Role.ASSISTANT else item.text
+                lines = [f"{q.strip()} [{item.ref}]" for q in _QUESTION.findall(text)]
+            found = self.blocks[key] = (lines, self.cost(lines))
+        return found
 
     def observe(self, item: Item) -> Observation:
         """The item's facts (a tool output's, or an agent turn's command's)."""
@@ -234,7 +262,7 @@ def _chains(items: Sequence[Item], memo: Memo) -> list[_Chain]:
     last_cmd = ""
     for item in items:
         if item.role is Role.ASSISTANT:
-            cmd = command_of(item.text)
+            cmd = memo.command(item)
             last_cmd = " ".join(cmd.split()[:3])[:80] if cmd else ""
             if memo.observe(item).writes:
                 for chain in chains.values():
@@ -316,12 +344,10 @@ def digest_lines(items: Sequence[Item], memo: Memo) -> list[str]:
     if still:
         out.append("- tests failing: " + ", ".join(f"{t} (#{failed[t]})" for t in still))
     questions = [
-        f"{q.strip()} [{item.ref}]"
+        q
         for item in items
         if item.role in (Role.USER, Role.ASSISTANT)
-        for q in _QUESTION.findall(
-            _thought(item.text) if item.role is Role.ASSISTANT else item.text
-        )
+        for q in memo.block("questions", item)[0]
     ]
     if questions:
         out.append("- open questions: " + " ".join(questions[-_QUESTIONS:]))

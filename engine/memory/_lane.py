@@ -27,8 +27,6 @@ from engine.memory._history import (
     Role,
     digest_lines,
     goal_lines,
-    stub_lines,
-    verbatim_lines,
 )
 from engine.memory._observe import MAX_LINE_CHARS
 
@@ -36,6 +34,7 @@ __all__ = ["LaneSettings", "build_lane", "lane_header", "recall_lines", "search_
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _MIN_LINE = 25  # shorter lines carry too little to be worth recalling into a stub
+_RECALLED = "Recalled for this request from compacted steps:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +44,10 @@ class LaneSettings:
     recent_turns: int = 10  # L0: the newest items shown whole, at most this many
     # L0's cap as a share of the lane's room: an agent copies most from the last output or
     # two, and the rest of the room keeps every older step visible as a stub.
-    recent_share: float = 0.85
-    # Lines recalled into masked stubs per item at most, by words shared with the request.
-    recall_per_item: int = 40
+    recent_share: float = 0.7
+    # Lines of compacted outputs recalled for the request at most (the room decides first).
+    recall_lines: int = 300
+    neighbour_weight: float = 0.5  # a recalled line's score gains this share of its neighbours'
 
 
 def _words(text: str) -> list[str]:
@@ -69,18 +69,38 @@ class _Plan:
 
 
 def _render(items: Sequence[Item], plan: _Plan, memo: Memo, session: str,
-            extra: dict[int, list[str]]) -> list[str]:  # fmt: skip
+            recalled: Sequence[str]) -> list[str]:  # fmt: skip
     older = items[: len(items) - plan.recent]
     lines = [lane_header(session, items)]
     lines += goal_lines(older[: plan.goals], memo)
     lines += digest_lines(older[plan.goals : plan.goals + plan.digest], memo)
     for item in older[plan.goals + plan.digest :]:
-        lines += stub_lines(item, memo, extra.get(item.step, ()))
+        lines += memo.block("stub", item)[0]
+    if recalled:
+        lines += [_RECALLED, *recalled]
     if plan.recent:
-        lines.append(f"Recent steps, verbatim (#{items[-plan.recent].step}-#{items[-1].step}):")
+        lines.append(_recent_header(items, plan))
         for item in items[len(items) - plan.recent :]:
-            lines += verbatim_lines(item)
+            lines += memo.block("verbatim", item)[0]
     return lines
+
+
+def _recent_header(items: Sequence[Item], plan: _Plan) -> str:
+    return f"Recent steps, verbatim (#{items[-plan.recent].step}-#{items[-1].step}):"
+
+
+def _cost(items: Sequence[Item], plan: _Plan, memo: Memo, session: str) -> int:
+    """What ``_render`` of the plan (without recalled lines) costs, summed line by line
+    from the memoised blocks."""
+    older = items[: len(items) - plan.recent]
+    total = memo.cost([lane_header(session, items)])
+    total += memo.cost(goal_lines(older[: plan.goals], memo))
+    total += memo.cost(digest_lines(older[plan.goals : plan.goals + plan.digest], memo))
+    total += sum(memo.block("stub", item)[1] for item in older[plan.goals + plan.digest :])
+    if plan.recent:
+        total += memo.cost([_recent_header(items, plan)])
+        total += sum(memo.block("verbatim", i)[1] for i in items[len(items) - plan.recent :])
+    return total
 
 
 def _minimal(items: Sequence[Item], session: str) -> list[str]:
@@ -114,38 +134,43 @@ def _plan(items: Sequence[Item], room: int, memo: Memo, session: str,
     for item in reversed(items):
         if recent >= settings.recent_turns or len(item.text) > VERBATIM_CHARS:
             break
-        cost = memo.cost(verbatim_lines(item)) + 1
+        cost = memo.block("verbatim", item)[1] + 1
         if used + cost > cap:
             break
         recent, used = recent + 1, used + cost
-    while recent >= 0:
-        plan = _fold(items, recent, room, memo, session)
-        if plan is not None:
-            return plan
-        recent -= 1
+    # Fewer whole steps before any step falls below the digest (which keeps the names
+    # and failures of every step it covers); goals and lessons only when nothing else fits.
+    for deepest in (False, True):
+        for whole in range(recent, -1, -1):
+            plan = _fold(items, whole, room, memo, session, goals=deepest)
+            if plan is not None:
+                return plan
     return None
 
 
-def _fold(items: Sequence[Item], recent: int, room: int, memo: Memo,
-          session: str) -> _Plan | None:  # fmt: skip
-    """With ``recent`` items whole: the fewest older items folded into the digest (then
-    into goals) for the rest to fit ``room``; None when nothing does."""
+def _fold(items: Sequence[Item], recent: int, room: int, memo: Memo, session: str, *,
+          goals: bool) -> _Plan | None:  # fmt: skip
+    """With ``recent`` items whole: the fewest older items folded into the digest (with
+    ``goals``, then into goals and lessons) for the rest to fit ``room``; None when
+    nothing does."""
     older = len(items) - recent
 
-    def cost(goals: int, digest: int) -> int:
-        return memo.cost(_render(items, _Plan(recent, goals, digest), memo, session, {}))
+    def cost(to_goals: int, digest: int) -> int:
+        return _cost(items, _Plan(recent, to_goals, digest), memo, session)
 
     digest = _smallest(0, older, lambda d: cost(0, d) <= room)
     if digest is not None:
         return _Plan(recent, 0, digest)
-    goals = _smallest(0, older, lambda g: cost(g, older - g) <= room)
-    if goals is not None:
-        return _Plan(recent, goals, older - goals)
+    if not goals:
+        return None
+    folded = _smallest(0, older, lambda g: cost(g, older - g) <= room)
+    if folded is not None:
+        return _Plan(recent, folded, older - folded)
     return None
 
 
 def recall_lines(item: Item, query_words: set[str], limit: int) -> list[str]:
-    """Up to ``limit`` lines of a masked item that share most words with the request
+    """Up to ``limit`` lines of a compacted item that share most words with the request
     (ties: earlier lines first)."""
     if not query_words or limit <= 0 or len(item.text) > VERBATIM_CHARS:
         return []
@@ -161,27 +186,69 @@ def recall_lines(item: Item, query_words: set[str], limit: int) -> list[str]:
     return [text for _, _, text in sorted(scored[:limit], key=lambda s: s[1])]
 
 
+def _line_words(item: Item, memo: Memo) -> list[tuple[str, frozenset[str]]]:
+    """The recallable lines of an item with their words (memoised)."""
+    key = ("words", item)
+    found = memo.blocks.get(key)
+    if found is None:
+        lines = []
+        if len(item.text) <= VERBATIM_CHARS:
+            for line in item.text.splitlines():
+                text = line.rstrip()
+                if len(text.strip()) >= _MIN_LINE and len(text) <= MAX_LINE_CHARS:
+                    lines.append(text)
+        found = memo.blocks[key] = (lines, 0)
+    words = memo.words.get(item)
+    if words is None:
+        words = memo.words[item] = [frozenset(_words(ln)) for ln in found[0]]
+    return list(zip(found[0], words, strict=True))
+
+
 def _spend(items: Sequence[Item], plan: _Plan, memo: Memo, session: str, room: int,
-           query: str, settings: LaneSettings) -> dict[int, list[str]]:  # fmt: skip
-    """Room left after the plan, spent on recalled lines of the masked items, newest first."""
-    extra: dict[int, list[str]] = {}
+           query: str, settings: LaneSettings) -> list[str]:  # fmt: skip
+    """Room left after the plan, spent on the lines of compacted tool outputs that share the
+    rarest words with the request (by the summed idf of the shared words; ties: newer
+    steps, then earlier lines), each tagged with its step."""
     words = set(_words(query))
     if not words:
-        return extra
+        return []
     older = items[: len(items) - plan.recent]
-    masked = [i for i in older[plan.goals + plan.digest :] if i.role is Role.TOOL]
-    left = room - memo.cost(_render(items, plan, memo, session, extra))
-    for item in reversed(masked):
-        if left <= 0:
-            break
-        shown = set(stub_lines(item, memo))
-        for line in recall_lines(item, words, settings.recall_per_item):
-            cost = memo.count("~ " + line) + 1
-            if ("  " + line) in shown or ("! " + line) in shown or cost > left:
-                continue
-            extra.setdefault(item.step, []).append(line)
-            left -= cost
-    return extra
+    left = room - _cost(items, plan, memo, session) - memo.count(_RECALLED) - 1
+    if left <= 0:
+        return []
+    shown = {ln for i in older[plan.goals + plan.digest :] for ln in memo.block("stub", i)[0]}
+    hits: list[tuple[int, int, str, frozenset[str]]] = []
+    df: Counter[str] = Counter()
+    total = 0
+    for item in older:
+        if item.role is not Role.TOOL:
+            continue
+        for n, (line, line_words) in enumerate(_line_words(item, memo)):
+            total += 1
+            shared = line_words & words
+            if shared:
+                df.update(shared)
+                hits.append((item.step, n, line, shared))
+    own = {(h[0], h[1]): sum(math.log(1 + total / df[w]) for w in h[3]) for h in hits}
+
+    def score(h: tuple[int, int, str, frozenset[str]]) -> float:
+        # Agents copy blocks: a line among matching neighbours is worth more.
+        near = own.get((h[0], h[1] - 1), 0.0) + own.get((h[0], h[1] + 1), 0.0)
+        return own[(h[0], h[1])] + settings.neighbour_weight * near
+
+    ranked = sorted(hits, key=lambda h: (-score(h), -h[0], h[1]))
+    chosen: list[tuple[int, int, str]] = []
+    seen: set[str] = set()
+    for step, n, line, _ in ranked[: settings.recall_lines]:
+        if line in seen or ("  " + line) in shown or ("! " + line) in shown:
+            continue
+        cost = memo.count(f"~#{step} {line}") + 1
+        if cost > left:
+            continue
+        seen.add(line)
+        chosen.append((step, n, line))
+        left -= cost
+    return [f"~#{step} {line}" for step, _, line in sorted(chosen)]
 
 
 def build_lane(
@@ -201,7 +268,7 @@ def build_lane(
     margin = 0
     while True:
         plan = _plan(items, room - margin, memo, session, settings)
-        extra = {} if plan is None else _spend(items, plan, memo, session, room - margin,
+        extra = [] if plan is None else _spend(items, plan, memo, session, room - margin,
                                                 query, settings)  # fmt: skip
         lines = (_minimal(items, session) if plan is None
                  else _render(items, plan, memo, session, extra))  # fmt: skip

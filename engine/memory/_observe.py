@@ -38,7 +38,7 @@ _TAGS = re.compile(r"</?(?:returncode|output|output_head|output_tail|elided_char
 _PATH = re.compile(
     r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:py|pyx|pyi|pxd|rst|txt|md|cfg|"
     r"toml|ini|json|ya?ml|c|h|cc|cpp|hpp|js|ts|tsx|go|rs|java|rb|php|html|css|sh|in|ipynb|"
-    r"csv|xml|fits|lock))(?::(\d+))?\b"
+    r"csv|ecsv|xml|fits|dat|npy|log|patch|diff|lock))(?::(\d+))?\b"
 )
 _TB_FILE = re.compile(r'File "([^"]+)", line (\d+)')
 _TEST_ID = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py(?:::[^\s'\"),;]+)+)")

@@ -24,6 +24,7 @@ from engine.core import (
     Clock,
     ContextPack,
     ContextSettings,
+    HistoryLane,
     SessionState,
     ToolSignal,
     canonical,
@@ -91,9 +92,11 @@ class Request:
 
 
 def replay_key(view: str, goal: str, query: str, signals: Sequence[ToolSignal],
-               state: SessionState, budget: int, settings: ContextSettings) -> str:  # fmt: skip
+               state: SessionState, budget: int, settings: ContextSettings,
+               history: str = "") -> str:  # fmt: skip
     """A key that names this exact request against this exact view and configuration
-    (the settings in their canonical JSON, so the key is the same on every machine)."""
+    (the settings in their canonical JSON, so the key is the same on every machine), and,
+    in a session, the history lane it was given."""
     body = {
         "v": 2,
         "view": view,
@@ -106,6 +109,9 @@ def replay_key(view: str, goal: str, query: str, signals: Sequence[ToolSignal],
         "budget": budget,
         "settings": canonical(settings),
     }
+    if state.session:  # keys of calls without a session stay what they were
+        body["session"] = state.session
+        body["history"] = hashlib.sha256(history.encode("utf-8")).hexdigest()
     raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
@@ -169,12 +175,15 @@ def build_pack(
     settings: ContextSettings,
     scored_out: list[Scored] | None = None,
     timings: dict[str, float] | None = None,
+    history: HistoryLane | None = None,
 ) -> ContextPack:
     """Build the context pack (see the module docstring). ``scored_out``, when given,
     receives the full reranked candidate list (for evaluation and ``--explain``);
     ``timings`` accumulates seconds per stage (embed, bm25, dense, symbols, fuse, rerank,
-    pack, render, advisory)."""
-    key = replay_key(view_id, goal, query, tool_signals, state, budget, settings)
+    pack, render, advisory). ``history``: the session's history lane, fitted by the caller,
+    shown between the goal and the evidence."""
+    lane_text = history.text if history is not None else ""
+    key = replay_key(view_id, goal, query, tool_signals, state, budget, settings, lane_text)
     request = Request.parse(goal, query, tool_signals)
     scored = retrieve(view, request, embedder, cache, settings, timings)
     if scored_out is not None:
@@ -182,7 +191,7 @@ def build_pack(
     clock = Clock(timings)
 
     words = request_words(f"{goal} {request.ask}") | {i.lower() for i in request.identifiers}
-    lanes = fixed_lanes(goal, state, diff, words, budget, counter, settings)
+    lanes = fixed_lanes(goal, state, diff, words, budget, counter, settings, lane_text)
     header_costs: dict[str, int] = {}
     chosen = select_evidence(
         scored,
@@ -199,5 +208,6 @@ def build_pack(
     clock.lap("render")
     advisory = advise(view, scored, out.shown, request.identifiers, settings, chosen)
     clock.lap("advisory")
+    compacted = history.compacted if history is not None else ()
     return ContextPack(out.blocks, out.citations, key, advisory, out.pointers, out.tokens,
-                       budget, out.text)  # fmt: skip
+                       budget, out.text, compacted)  # fmt: skip
