@@ -9,7 +9,10 @@ The names below are the public API; the sub-packages (``engine.core``, ``engine.
 from engine._workspace import Workspace
 from engine.core import (
     Block,
+    BudgetUnreachableError,
     CacheError,
+    Checkpoint,
+    Compaction,
     Config,
     ConfigError,
     ContextPack,
@@ -23,6 +26,7 @@ from engine.core import (
     ForgetReport,
     Fusion,
     GcReport,
+    HistoryLane,
     IndexBusyError,
     IndexNotBuiltError,
     IndexReport,
@@ -46,6 +50,9 @@ from engine.core import (
     SignalKind,
     Snippet,
     Status,
+    Step,
+    StepRole,
+    Stub,
     ToolSignal,
     Turn,
     UnknownReplayKeyError,
@@ -53,14 +60,18 @@ from engine.core import (
     WorkspaceNotFoundError,
 )
 from engine.index import Survey, survey
+from engine.memory import Session
 from engine.retrieval import rank_files
 from indexers import Chunk, Span, TiktokenCounter, TokenCounter
 from ledger import ToolResult
 
 __all__ = [
     "Block",
+    "BudgetUnreachableError",
     "CacheError",
+    "Checkpoint",
     "Chunk",
+    "Compaction",
     "Config",
     "ConfigError",
     "ContextPack",
@@ -74,6 +85,7 @@ __all__ = [
     "ForgetReport",
     "Fusion",
     "GcReport",
+    "HistoryLane",
     "IndexBusyError",
     "IndexNotBuiltError",
     "IndexReport",
@@ -93,11 +105,15 @@ __all__ = [
     "Resolved",
     "SearchHit",
     "SearchMode",
+    "Session",
     "SessionState",
     "SignalKind",
     "Snippet",
     "Span",
     "Status",
+    "Step",
+    "StepRole",
+    "Stub",
     "Survey",
     "TiktokenCounter",
     "TokenCounter",

@@ -587,6 +587,10 @@ class Workspace:
         An id with no step yet is a new session (created by its first ``add``)."""
         with self._lazy:
             found = self._sessions.get(session_id)
+            if found is None and not self._manifest.exists():
+                # Steps may come before the first index (an agent's hooks): the state folder
+                # is made a cortex folder, as indexing would, so it opens and indexes later.
+                self._manifest.write()
             if found is None:
                 found = self._sessions[session_id] = Session(self.journal, session_id,
                                                              self.counter)  # fmt: skip

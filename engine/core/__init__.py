@@ -52,6 +52,7 @@ from engine.core._records import (
     Turn,
 )
 from engine.core._reports import ForgetReport, GcReport, IndexReport, Replay, Resolved, Status
+from engine.core._session import Checkpoint, Compaction, Step, StepRole, Stub
 from engine.core._settings import (
     ContextSettings,
     Fusion,
@@ -72,7 +73,9 @@ __all__ = [
     "Block",
     "BudgetUnreachableError",
     "CacheError",
+    "Checkpoint",
     "Clock",
+    "Compaction",
     "Config",
     "ConfigError",
     "ContextPack",
@@ -110,6 +113,9 @@ __all__ = [
     "SignalKind",
     "Snippet",
     "Status",
+    "Step",
+    "StepRole",
+    "Stub",
     "ToolSignal",
     "Turn",
     "UnknownReplayKeyError",

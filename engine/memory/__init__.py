@@ -5,7 +5,7 @@ salience land here next.
 Imports only ``engine.core``; its outputs reach packing as plain data through the
 workspace."""
 
-from engine.memory._compact import STUB_TOKENS, Checkpoint, Compaction, Stub, compact
+from engine.memory._compact import STUB_TOKENS, compact
 from engine.memory._feedback import (
     CitedRef,
     RecentCitations,
@@ -15,9 +15,7 @@ from engine.memory._feedback import (
 )
 from engine.memory._history import (
     VERBATIM_CHARS,
-    Item,
     Memo,
-    Role,
     digest_lines,
     goal_lines,
     short_form,
@@ -34,20 +32,15 @@ __all__ = [
     "SESSION_ID",
     "STUB_TOKENS",
     "VERBATIM_CHARS",
-    "Checkpoint",
     "CitedRef",
-    "Compaction",
     "Inputs",
-    "Item",
     "Journal",
     "LaneSettings",
     "LedgerPurge",
     "Memo",
     "Observation",
     "RecentCitations",
-    "Role",
     "Session",
-    "Stub",
     "build_lane",
     "check_citations",
     "citation_number",

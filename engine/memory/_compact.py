@@ -14,74 +14,31 @@ salience-like is written.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from engine.core import BudgetUnreachableError, ConfigError
-from engine.memory._history import VERBATIM_CHARS, Item, Memo, Role, short_form, verbatim_lines
+from engine.core import (
+    BudgetUnreachableError,
+    Checkpoint,
+    Compaction,
+    ConfigError,
+    Step,
+    StepRole,
+    Stub,
+)
+from engine.memory._history import VERBATIM_CHARS, Memo, short_form, verbatim_lines
 
-__all__ = ["STUB_TOKENS", "Checkpoint", "Compaction", "Stub", "compact"]
+__all__ = ["STUB_TOKENS", "compact"]
 
 STUB_TOKENS = 50  # a stub's short form at most: a line, not a summary
 _CHECKPOINT_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
-class Stub:
-    """What stands for a compacted item: its ref, a short form, and how much it mattered."""
-
-    ref: str  # "session:ID#N": resolves to the original
-    short_form: str
-    salience: float
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """A compaction's result in its canonical encoding (``encoded``, hashed by ``sha256``)."""
-
-    session: str
-    step: int
-    encoded: str
-    sha256: str
-
-    @classmethod
-    def of(cls, body: dict[str, Any]) -> Checkpoint:
-        """The checkpoint of a canonical body."""
-        encoded = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return cls(str(body["session"]), int(body["step"]), encoded,
-                   hashlib.sha256(encoded.encode("utf-8")).hexdigest())  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class Compaction:
-    """``compact``'s answer: steps kept whole, stubs for the rest, tokens, the checkpoint."""
-
-    session: str
-    step: int
-    budget: int
-    kept: tuple[int, ...]
-    stubs: tuple[Stub, ...]
-    tokens: int
-    checkpoint: Checkpoint
-
-    @classmethod
-    def decode(cls, encoded: str) -> Compaction:
-        """A compaction from its checkpoint's encoding (no recomputation)."""
-        body = json.loads(encoded)
-        stubs = tuple(Stub(s["ref"], s["short_form"], float(s["salience"])) for s in body["stubs"])
-        return cls(body["session"], int(body["step"]), int(body["budget"]),
-                   tuple(int(k) for k in body["kept"]), stubs, int(body["tokens"]),
-                   Checkpoint.of(body))  # fmt: skip
-
-
-def _salience(item: Item, memo: Memo, last: int) -> float:
+def _salience(item: Step, memo: Memo, last: int) -> float:
     """How much an item matters, from what it is (a pure read: nothing is stored)."""
     obs = memo.observe(item)
     score = 1.0
-    score += 2.0 if item.role is Role.DECISION else 0.0
+    score += 2.0 if item.role is StepRole.DECISION else 0.0
     score += 1.0 if obs.failed else 0.0
     score += 0.5 if obs.exceptions or obs.failed_tests else 0.0
     score += 0.5 if obs.writes else 0.0
@@ -103,14 +60,14 @@ def _fit(text: str, memo: Memo) -> str:
     return text[:lo] + "…"
 
 
-def _whole(item: Item, memo: Memo) -> int:
+def _whole(item: Step, memo: Memo) -> int:
     if len(item.text) > VERBATIM_CHARS:
         return memo.item_tokens(item)
     return memo.cost(verbatim_lines(item))
 
 
 def compact(
-    items: Sequence[Item],
+    items: Sequence[Step],
     load_bearing: Sequence[int],
     budget: int,
     step: int,
@@ -132,7 +89,7 @@ def compact(
     if missing := sorted(set(load_bearing) - steps):
         raise ConfigError(f"load-bearing steps {missing} are not in session {session} up to "
                           f"step {step}")  # fmt: skip
-    goal = next((i.step for i in upto if i.role is Role.USER), None)
+    goal = next((i.step for i in upto if i.role is StepRole.USER), None)
     keep = set(load_bearing) | ({goal} if goal is not None else set())
     stubs = {i.step: _fit(short_form(i, memo), memo) for i in upto if i.step not in keep}
     whole = {i.step: _whole(i, memo) for i in upto if i.step in keep}

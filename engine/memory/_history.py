@@ -1,6 +1,6 @@
 """A session's items and how each is shown at each level of the history lane.
 
-An ``Item`` is one journaled step: a user message, the agent's turn, a tool's output, an
+An ``Step`` is one journaled step: a user message, the agent's turn, a tool's output, an
 explicit decision, a build_context request, or the files the working tree changed. The
 lane shows an item at one of four levels:
 
@@ -19,16 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
+from engine.core import Step, StepRole
 from engine.memory._observe import MAX_LINE_CHARS, Observation, command_of, observe
 from indexers import TokenCounter
 
 __all__ = [
     "VERBATIM_CHARS",
-    "Item",
     "Memo",
-    "Role",
     "digest_lines",
     "goal_lines",
     "short_form",
@@ -44,56 +42,26 @@ _QUESTIONS = 3  # open questions a digest keeps (the latest)
 _QUESTION = re.compile(r"[^.!?\n]{12,200}\?")
 
 
-class Role(StrEnum):
-    """What a session item is."""
-
-    USER = "user"  # a user's message (the first one is the session's goal)
-    ASSISTANT = "assistant"  # the model's turn (reasoning and the command it ran)
-    TOOL = "tool"  # a tool's output
-    DECISION = "decision"  # an explicit decision, with its rationale and evidence
-    REQUEST = "request"  # a build_context request and what its pack cited
-    CHANGES = "changes"  # files the working tree changed between turns
-
-
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One step of a session, as journaled (``text`` already redacted)."""
-
-    step: int
-    role: Role
-    text: str
-    tool: str = ""
-    is_error: bool | None = None
-    exit_status: int | None = None
-    rationale: str = ""  # decisions: why
-    evidence: tuple[str, ...] = ()  # decisions: the evidence ids or refs it rests on
-
-    @property
-    def ref(self) -> str:
-        """How the lane names this step."""
-        return f"#{self.step}"
-
-
 @dataclass(slots=True)
 class Memo:
     """Facts and token counts already computed, by item and by line (a pure cache: the
     same inputs give the same lane with or without it)."""
 
     counter: TokenCounter
-    observations: dict[Item, Observation] = field(default_factory=dict)
+    observations: dict[Step, Observation] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
-    blocks: dict[tuple[str, Item], tuple[list[str], int]] = field(default_factory=dict)
-    commands: dict[Item, str] = field(default_factory=dict)
-    words: dict[Item, list[frozenset[str]]] = field(default_factory=dict)
+    blocks: dict[tuple[str, Step], tuple[list[str], int]] = field(default_factory=dict)
+    commands: dict[Step, str] = field(default_factory=dict)
+    words: dict[Step, list[frozenset[str]]] = field(default_factory=dict)
 
-    def command(self, item: Item) -> str:
+    def command(self, item: Step) -> str:
         """The shell command of an agent's turn, or "" (memoised)."""
         found = self.commands.get(item)
         if found is None:
             found = self.commands[item] = command_of(item.text)
         return found
 
-    def block(self, kind: str, item: Item) -> tuple[list[str], int]:
+    def block(self, kind: str, item: Step) -> tuple[list[str], int]:
         """An item's lines at one level (``verbatim``, ``stub``, ``short``, ``questions``)
         and their cost (memoised)."""
         key = (kind, item)
@@ -106,17 +74,17 @@ class Memo:
             elif kind == "short":
                 lines = [short_form(item, self)]
             else:
-                text = _thought(item.text) if item.role is Role.ASSISTANT else item.text
+                text = _thought(item.text) if item.role is StepRole.ASSISTANT else item.text
                 lines = [f"{q.strip()} [{item.ref}]" for q in _QUESTION.findall(text)]
             found = self.blocks[key] = (lines, self.cost(lines))
         return found
 
-    def observe(self, item: Item) -> Observation:
+    def observe(self, item: Step) -> Observation:
         """The item's facts (a tool output's, or an agent turn's command's)."""
         found = self.observations.get(item)
         if found is None:
             text = item.text
-            if item.role is Role.ASSISTANT:
+            if item.role is StepRole.ASSISTANT:
                 text = command_of(text) or text
             found = observe(text, item.exit_status)
             if item.is_error and not found.exit_status and not found.failed:
@@ -135,7 +103,7 @@ class Memo:
         """Tokens of lines joined by newlines (each newline counted as one)."""
         return sum(self.count(ln) + 1 for ln in lines)
 
-    def item_tokens(self, item: Item) -> int:
+    def item_tokens(self, item: Step) -> int:
         """Tokens of the item's whole text (memoised by text); a text over
         ``VERBATIM_CHARS`` is estimated at one token per 4 bytes, never counted."""
         if len(item.text) > VERBATIM_CHARS:
@@ -162,52 +130,52 @@ def _thought(text: str) -> str:
     return _one_line(body, _THOUGHT_CHARS)
 
 
-def _label(item: Item, obs: Observation | None) -> str:
-    if item.role is Role.TOOL:
+def _label(item: Step, obs: Observation | None) -> str:
+    if item.role is StepRole.TOOL:
         status = "" if obs is None or obs.exit_status is None else f" exit {obs.exit_status}"
         error = " error" if item.is_error and not status else ""
         return f"{item.ref} tool {item.tool or 'output'}{status}{error}"
     return f"{item.ref} {item.role.value}"
 
 
-def verbatim_lines(item: Item) -> list[str]:
+def verbatim_lines(item: Step) -> list[str]:
     """L0: the item in full under its label (callers check ``VERBATIM_CHARS`` first)."""
     head = f"[{item.ref}] {item.role.value}"
-    if item.role is Role.TOOL:
+    if item.role is StepRole.TOOL:
         head = f"[{_label(item, None)}]" + (
             f" exit {item.exit_status}" if item.exit_status is not None else ""
         )
-    if item.role is Role.DECISION:
+    if item.role is StepRole.DECISION:
         return [_decision(item)]
     return [head, *item.text.splitlines()]
 
 
-def _decision(item: Item) -> str:
+def _decision(item: Step) -> str:
     why = f" — because {_one_line(item.rationale)}" if item.rationale else ""
     ev = f" (evidence: {', '.join(item.evidence)})" if item.evidence else ""
     return f"[{item.ref}] decision: {_one_line(item.text)}{why}{ev}"
 
 
-def short_form(item: Item, memo: Memo) -> str:
+def short_form(item: Step, memo: Memo) -> str:
     """One line that stands for the item: what compact keeps of a stubbed item."""
-    if item.role is Role.DECISION:
+    if item.role is StepRole.DECISION:
         return _decision(item)
-    if item.role is Role.ASSISTANT:
+    if item.role is StepRole.ASSISTANT:
         cmd = command_of(item.text).splitlines()
         run = f" $ {_one_line(cmd[0], 120)}" if cmd else ""
         return f"[{item.ref}] assistant: {_thought(item.text)}{run}"
-    if item.role is Role.TOOL:
+    if item.role is StepRole.TOOL:
         obs = memo.observe(item)
         what = obs.errors[0] if obs.errors else (obs.last[-1] if obs.last else "")
         return f"[{_label(item, obs)}] {obs.lines} lines: {_one_line(what, 120)}"
     return f"[{item.ref}] {item.role.value}: {_one_line(item.text, _THOUGHT_CHARS)}"
 
 
-def stub_lines(item: Item, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
+def stub_lines(item: Step, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
     """L1: a tool output masked to what later steps need (first and last lines, error
     lines, the last traceback whole, paths, tests, symbols), plus ``extra`` lines of it
     chosen by the caller; any other item as its short form."""
-    if item.role is not Role.TOOL:
+    if item.role is not StepRole.TOOL:
         return [short_form(item, memo)]
     obs = memo.observe(item)
     tokens = memo.item_tokens(item)
@@ -255,13 +223,13 @@ class _Chain:
     passed_at: int | None = None
 
 
-def _chains(items: Sequence[Item], memo: Memo) -> list[_Chain]:
+def _chains(items: Sequence[Step], memo: Memo) -> list[_Chain]:
     """Failure chains: a command that failed, the edits after it, the run that passed."""
     chains: dict[str, _Chain] = {}
     order: list[_Chain] = []
     last_cmd = ""
     for item in items:
-        if item.role is Role.ASSISTANT:
+        if item.role is StepRole.ASSISTANT:
             cmd = memo.command(item)
             last_cmd = " ".join(cmd.split()[:3])[:80] if cmd else ""
             if memo.observe(item).writes:
@@ -269,7 +237,7 @@ def _chains(items: Sequence[Item], memo: Memo) -> list[_Chain]:
                     if chain.passed_at is None:
                         chain.attempts.append(item.step)
             continue
-        if item.role is not Role.TOOL:
+        if item.role is not StepRole.TOOL:
             continue
         obs = memo.observe(item)
         key = last_cmd or item.tool or "output"
@@ -284,7 +252,7 @@ def _chains(items: Sequence[Item], memo: Memo) -> list[_Chain]:
     return order
 
 
-def _names(items: Sequence[Item], memo: Memo) -> tuple[list[str], list[str], list[str], list[str]]:
+def _names(items: Sequence[Step], memo: Memo) -> tuple[list[str], list[str], list[str], list[str]]:
     paths: dict[str, None] = {}
     tests: dict[str, None] = {}
     errors: dict[str, None] = {}
@@ -302,7 +270,7 @@ def _names(items: Sequence[Item], memo: Memo) -> tuple[list[str], list[str], lis
     return list(paths), list(tests), list(errors), list(symbols)
 
 
-def digest_lines(items: Sequence[Item], memo: Memo) -> list[str]:
+def digest_lines(items: Sequence[Step], memo: Memo) -> list[str]:
     """L2: a digest of a run of items (extracted, not generated), each fact with the steps
     it came from."""
     if not items:
@@ -310,9 +278,9 @@ def digest_lines(items: Sequence[Item], memo: Memo) -> list[str]:
     first, last = items[0].step, items[-1].step
     out = [f"Digest of #{first}-#{last}:"]
     for item in items:
-        if item.role is Role.DECISION:
+        if item.role is StepRole.DECISION:
             out.append("- " + _decision(item))
-        elif item.role is Role.USER:
+        elif item.role is StepRole.USER:
             out.append(f"- [{item.ref}] user: {_one_line(item.text, _THOUGHT_CHARS)}")
     for chain in _chains(items, memo):
         tried = (
@@ -325,8 +293,8 @@ def digest_lines(items: Sequence[Item], memo: Memo) -> list[str]:
     fixed: dict[str, tuple[int, int]] = {}
     for item in items:
         obs = memo.observe(item)
-        if item.role in (Role.ASSISTANT, Role.CHANGES):
-            wrote = obs.writes if item.role is Role.ASSISTANT else tuple(item.text.split())
+        if item.role in (StepRole.ASSISTANT, StepRole.CHANGES):
+            wrote = obs.writes if item.role is StepRole.ASSISTANT else tuple(item.text.split())
             for path in wrote:
                 changed.setdefault(path, []).append(item.step)
         for t in obs.failed_tests:
@@ -346,7 +314,7 @@ def digest_lines(items: Sequence[Item], memo: Memo) -> list[str]:
     questions = [
         q
         for item in items
-        if item.role in (Role.USER, Role.ASSISTANT)
+        if item.role in (StepRole.USER, StepRole.ASSISTANT)
         for q in memo.block("questions", item)[0]
     ]
     if questions:
@@ -359,16 +327,16 @@ def digest_lines(items: Sequence[Item], memo: Memo) -> list[str]:
     return out
 
 
-def goal_lines(items: Sequence[Item], memo: Memo) -> list[str]:
+def goal_lines(items: Sequence[Step], memo: Memo) -> list[str]:
     """L3: the oldest items as goals (user messages), decisions and lessons (failure
     chains that ended in a pass)."""
     if not items:
         return []
     out = [f"Goals and lessons of #{items[0].step}-#{items[-1].step}:"]
     for item in items:
-        if item.role is Role.USER:
+        if item.role is StepRole.USER:
             out.append(f"- goal [{item.ref}]: {_one_line(item.text, _THOUGHT_CHARS)}")
-        elif item.role is Role.DECISION:
+        elif item.role is StepRole.DECISION:
             out.append("- " + _decision(item))
     for chain in _chains(items, memo):
         if chain.passed_at is not None:

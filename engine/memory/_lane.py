@@ -19,12 +19,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engine.core import BudgetUnreachableError, HistoryLane, Pointer
+from engine.core import BudgetUnreachableError, HistoryLane, Pointer, Step, StepRole
 from engine.memory._history import (
     VERBATIM_CHARS,
-    Item,
     Memo,
-    Role,
     digest_lines,
     goal_lines,
 )
@@ -54,7 +52,7 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def lane_header(session: str, items: Sequence[Item]) -> str:
+def lane_header(session: str, items: Sequence[Step]) -> str:
     """The lane's first line: which steps it covers and how a ``[#N]`` resolves."""
     span = f"#{items[0].step}-#{items[-1].step}" if items else "none yet"
     return (f"## Session history\nSession {session}, steps {span}; [#N] is step N, "
@@ -68,7 +66,7 @@ class _Plan:
     digest: int  # items in L2 after them; the rest of the older ones are stubs
 
 
-def _render(items: Sequence[Item], plan: _Plan, memo: Memo, session: str,
+def _render(items: Sequence[Step], plan: _Plan, memo: Memo, session: str,
             recalled: Sequence[str]) -> list[str]:  # fmt: skip
     older = items[: len(items) - plan.recent]
     lines = [lane_header(session, items)]
@@ -85,11 +83,11 @@ def _render(items: Sequence[Item], plan: _Plan, memo: Memo, session: str,
     return lines
 
 
-def _recent_header(items: Sequence[Item], plan: _Plan) -> str:
+def _recent_header(items: Sequence[Step], plan: _Plan) -> str:
     return f"Recent steps, verbatim (#{items[-plan.recent].step}-#{items[-1].step}):"
 
 
-def _cost(items: Sequence[Item], plan: _Plan, memo: Memo, session: str) -> int:
+def _cost(items: Sequence[Step], plan: _Plan, memo: Memo, session: str) -> int:
     """What ``_render`` of the plan (without recalled lines) costs, summed line by line
     from the memoised blocks."""
     older = items[: len(items) - plan.recent]
@@ -103,7 +101,7 @@ def _cost(items: Sequence[Item], plan: _Plan, memo: Memo, session: str) -> int:
     return total
 
 
-def _minimal(items: Sequence[Item], session: str) -> list[str]:
+def _minimal(items: Sequence[Step], session: str) -> list[str]:
     """The shortest honest lane: one line naming every step, all reachable."""
     if not items:
         return [lane_header(session, items)]
@@ -125,7 +123,7 @@ def _smallest(lo: int, hi: int, fits: Callable[[int], bool]) -> int | None:
     return lo
 
 
-def _plan(items: Sequence[Item], room: int, memo: Memo, session: str,
+def _plan(items: Sequence[Step], room: int, memo: Memo, session: str,
           settings: LaneSettings) -> _Plan | None:  # fmt: skip
     """The plan that shows the most whole and the least folded within ``room`` (by summed
     line counts), or None when not even everything folded into goals fits."""
@@ -148,7 +146,7 @@ def _plan(items: Sequence[Item], room: int, memo: Memo, session: str,
     return None
 
 
-def _fold(items: Sequence[Item], recent: int, room: int, memo: Memo, session: str, *,
+def _fold(items: Sequence[Step], recent: int, room: int, memo: Memo, session: str, *,
           goals: bool) -> _Plan | None:  # fmt: skip
     """With ``recent`` items whole: the fewest older items folded into the digest (with
     ``goals``, then into goals and lessons) for the rest to fit ``room``; None when
@@ -169,7 +167,7 @@ def _fold(items: Sequence[Item], recent: int, room: int, memo: Memo, session: st
     return None
 
 
-def recall_lines(item: Item, query_words: set[str], limit: int) -> list[str]:
+def recall_lines(item: Step, query_words: set[str], limit: int) -> list[str]:
     """Up to ``limit`` lines of a compacted item that share most words with the request
     (ties: earlier lines first)."""
     if not query_words or limit <= 0 or len(item.text) > VERBATIM_CHARS:
@@ -186,7 +184,7 @@ def recall_lines(item: Item, query_words: set[str], limit: int) -> list[str]:
     return [text for _, _, text in sorted(scored[:limit], key=lambda s: s[1])]
 
 
-def _line_words(item: Item, memo: Memo) -> list[tuple[str, frozenset[str]]]:
+def _line_words(item: Step, memo: Memo) -> list[tuple[str, frozenset[str]]]:
     """The recallable lines of an item with their words (memoised)."""
     key = ("words", item)
     found = memo.blocks.get(key)
@@ -204,7 +202,7 @@ def _line_words(item: Item, memo: Memo) -> list[tuple[str, frozenset[str]]]:
     return list(zip(found[0], words, strict=True))
 
 
-def _spend(items: Sequence[Item], plan: _Plan, memo: Memo, session: str, room: int,
+def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: int,
            query: str, settings: LaneSettings) -> list[str]:  # fmt: skip
     """Room left after the plan, spent on the lines of compacted tool outputs that share the
     rarest words with the request (by the summed idf of the shared words; ties: newer
@@ -221,7 +219,7 @@ def _spend(items: Sequence[Item], plan: _Plan, memo: Memo, session: str, room: i
     df: Counter[str] = Counter()
     total = 0
     for item in older:
-        if item.role is not Role.TOOL:
+        if item.role is not StepRole.TOOL:
             continue
         for n, (line, line_words) in enumerate(_line_words(item, memo)):
             total += 1
@@ -252,7 +250,7 @@ def _spend(items: Sequence[Item], plan: _Plan, memo: Memo, session: str, room: i
 
 
 def build_lane(
-    items: Sequence[Item],
+    items: Sequence[Step],
     room: int,
     memo: Memo,
     *,
@@ -288,7 +286,7 @@ def build_lane(
                        _compacted(items, plan, session, memo))  # fmt: skip
 
 
-def _compacted(items: Sequence[Item], plan: _Plan | None, session: str,
+def _compacted(items: Sequence[Step], plan: _Plan | None, session: str,
                memo: Memo) -> tuple[Pointer, ...]:  # fmt: skip
     older = list(items) if plan is None else list(items[: len(items) - plan.recent])
     out = []
@@ -299,13 +297,13 @@ def _compacted(items: Sequence[Item], plan: _Plan | None, session: str,
             reason = "digest"
         else:
             reason = "masked"
-        label = item.tool if item.role is Role.TOOL and item.tool else item.role.value
+        label = item.tool if item.role is StepRole.TOOL and item.tool else item.role.value
         out.append(Pointer(f"session:{session}#{item.step}", f"step {item.step} {label}",
                            memo.item_tokens(item), 0.0, reason))  # fmt: skip
     return tuple(out)
 
 
-def search_items(items: Sequence[Item], query: str, k: int = 3) -> list[Item]:
+def search_items(items: Sequence[Step], query: str, k: int = 3) -> list[Step]:
     """The ``k`` items whose text best matches ``query`` by BM25 (ties: newest first): how a
     stubbed step is found again by what a later step says."""
     words = _words(query)

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.core import ConfigError, HistoryLane, NotFoundError
-from engine.memory._compact import Compaction, compact
-from engine.memory._history import Item, Memo, Role
+from engine.core import Compaction, ConfigError, HistoryLane, NotFoundError, Step, StepRole
+from engine.memory._compact import compact
+from engine.memory._history import Memo
 from engine.memory._journal import Journal
 from engine.memory._lane import LaneSettings, build_lane, search_items
 from indexers import TokenCounter, redact
@@ -68,9 +68,9 @@ def _check_id(session_id: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Step:
+class _Stored:
     seq: int
-    item: Item
+    item: Step
 
 
 class Session:
@@ -90,7 +90,7 @@ class Session:
         self.key = "session:" + hashlib.sha256(raw).hexdigest()[:32]
         self._memo = Memo(counter)
         self._lock = threading.Lock()
-        self._steps: list[_Step] = []
+        self._steps: list[_Stored] = []
         self._seen = 0  # the last ledger seq read
 
     # -- writing -------------------------------------------------------------------------
@@ -102,15 +102,15 @@ class Session:
         tool: str | None = None,
         is_error: bool | None = None,
         exit_status: int | None = None,
-    ) -> Item:
+    ) -> Step:
         """Journal one step; returns it with its step number. ``role``: user, assistant,
         tool, request or changes (decisions go through ``decide``)."""
         try:
-            kind = Role(role)
+            kind = StepRole(role)
         except ValueError as exc:
             raise ConfigError(f"unknown role {role!r}; use user, assistant, tool, request "
                               "or changes") from exc  # fmt: skip
-        if kind is Role.DECISION:
+        if kind is StepRole.DECISION:
             raise ConfigError("record decisions with decide(text, rationale, evidence)")
         if is_error is not None and not isinstance(is_error, bool):
             raise ConfigError(f"is_error must be true or false, not {is_error!r}")
@@ -121,7 +121,7 @@ class Session:
         extra = {"tool": (tool or "")[:128], "is_error": is_error, "exit_status": exit_status}
         return self._append(kind, clean_text(text), extra)
 
-    def decide(self, text: str, rationale: str = "", evidence: Sequence[str | int] = ()) -> Item:
+    def decide(self, text: str, rationale: str = "", evidence: Sequence[str | int] = ()) -> Step:
         """Journal an explicit decision, why it was taken, and the evidence it rests on
         (citation numbers or ``session:ID#N`` refs)."""
         if not clean_text(text).strip():
@@ -129,10 +129,10 @@ class Session:
         if isinstance(evidence, str | bytes) or len(evidence) > MAX_EVIDENCE:
             raise ConfigError(f"evidence must be a list of at most {MAX_EVIDENCE} ids")
         refs = [str(e).strip()[:200] for e in evidence if str(e).strip()]
-        return self._append(Role.DECISION, clean_text(text), {
+        return self._append(StepRole.DECISION, clean_text(text), {
             "rationale": _scrub(clean_text(rationale)), "evidence": refs})  # fmt: skip
 
-    def _append(self, role: Role, text: str, extra: dict[str, Any]) -> Item:
+    def _append(self, role: StepRole, text: str, extra: dict[str, Any]) -> Step:
         text = _scrub(text)
         sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
         payload: dict[str, Any] = {"session": self.id, "user": self.user, "role": role.value,
@@ -150,10 +150,10 @@ class Session:
     def _refresh(self) -> None:
         """Read the steps appended since the last read (by anyone), in chain order."""
         for entry in self._journal.entries(RecordKind.SESSION, self.key, self._seen):
-            self._steps.append(_Step(entry.seq, self._item(len(self._steps) + 1, entry)))
+            self._steps.append(_Stored(entry.seq, self._item(len(self._steps) + 1, entry)))
             self._seen = entry.seq
 
-    def _item(self, step: int, entry: JournalEntry) -> Item:
+    def _item(self, step: int, entry: JournalEntry) -> Step:
         p = entry.payload
         assert isinstance(p, dict)
         text = self._journal.text(str(p["text_sha256"]))
@@ -161,12 +161,12 @@ class Session:
         assert isinstance(evidence, list)
         status = p.get("exit_status")
         error = p.get("is_error")
-        return Item(step, Role(str(p["role"])), text, str(p.get("tool") or ""),
+        return Step(step, StepRole(str(p["role"])), text, str(p.get("tool") or ""),
                     error if isinstance(error, bool) else None,
                     status if isinstance(status, int) else None,
                     str(p.get("rationale") or ""), tuple(str(e) for e in evidence))  # fmt: skip
 
-    def items(self, upto: int | None = None) -> tuple[Item, ...]:
+    def items(self, upto: int | None = None) -> tuple[Step, ...]:
         """The session's steps, oldest first (up to step ``upto``)."""
         with self._lock:
             self._refresh()
@@ -177,7 +177,7 @@ class Session:
         """Whether the session has a step yet."""
         return bool(self.items())
 
-    def step(self, n: int) -> Item:
+    def step(self, n: int) -> Step:
         """One step in full (what ``session:ID#N`` resolves to)."""
         items = self.items()
         if not items:
@@ -194,7 +194,7 @@ class Session:
             return build_lane(items, room, self._memo, session=self.id, query=query,
                               settings=settings or LaneSettings())  # fmt: skip
 
-    def search(self, query: str, k: int = 3) -> list[Item]:
+    def search(self, query: str, k: int = 3) -> list[Step]:
         """The ``k`` steps that best match ``query`` (BM25 over their full text)."""
         return search_items(self.items(), query, k)
 

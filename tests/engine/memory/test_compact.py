@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.core import BudgetUnreachableError
-from engine.memory import STUB_TOKENS, Compaction, Memo, compact
+from engine.core import BudgetUnreachableError, Compaction
+from engine.memory import STUB_TOKENS, Memo, compact
 from indexers import TiktokenCounter
 from tests.engine.memory.test_lane import _session
 

@@ -7,22 +7,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.core import BudgetUnreachableError
-from engine.memory import Item, Memo, Role, build_lane, search_items
+from engine.core import BudgetUnreachableError, Step, StepRole
+from engine.memory import Memo, build_lane, search_items
 from indexers import TiktokenCounter
 from tests.engine.memory.test_observe import PYTEST
 
 COUNTER = TiktokenCounter()
 
 
-def _session(n: int) -> list[Item]:
-    items = [Item(1, Role.USER, "Fix: the parser rejects empty headers")]
+def _session(n: int) -> list[Step]:
+    items = [Step(1, StepRole.USER, "Fix: the parser rejects empty headers")]
     for i in range(n):
         step = len(items) + 1
-        items.append(Item(step, Role.ASSISTANT, f"THOUGHT: try {i}\n```bash\npytest tests/test_a.py\n```"))
-        body = PYTEST if i % 3 == 0 else "\n".join(f"line {i}.{j} of output text here" for j in range(60))
-        items.append(Item(step + 1, Role.TOOL, body, tool="bash"))
-    items.append(Item(len(items) + 1, Role.DECISION, "keep parse_strict", rationale="callers", evidence=("3",)))
+        turn = f"THOUGHT: try {i}\n```bash\npytest tests/test_a.py\n```"
+        items.append(Step(step, StepRole.ASSISTANT, turn))
+        lines = (f"line {i}.{j} of output text here" for j in range(60))
+        body = PYTEST if i % 3 == 0 else "\n".join(lines)
+        items.append(Step(step + 1, StepRole.TOOL, body, tool="bash"))
+    decision = Step(len(items) + 1, StepRole.DECISION, "keep parse_strict",
+                    rationale="callers", evidence=("3",))  # fmt: skip
+    items.append(decision)
     return items
 
 
@@ -63,4 +67,4 @@ def test_lane_never_exceeds_its_room(n: int, room: int) -> None:
 def test_search_finds_a_stubbed_step() -> None:
     """BM25 over the steps finds the traceback's step for words from it."""
     found = search_items(_session(6), "empty header ValueError parse", 3)
-    assert found and found[0].role is Role.TOOL and "ValueError" in found[0].text
+    assert found and found[0].role is StepRole.TOOL and "ValueError" in found[0].text

@@ -29,7 +29,8 @@ def test_a_failing_run_keeps_status_tests_paths_and_traceback() -> None:
     assert obs.failed_tests == ("tests/test_a.py::test_bad[x-1]",)
     assert obs.passed_tests == ("tests/test_a.py::test_ok",)
     assert "ValueError" in obs.exceptions
-    assert obs.traceback[0].startswith("Traceback") and obs.traceback[-1] == "ValueError: empty header"
+    assert obs.traceback[0].startswith("Traceback")
+    assert obs.traceback[-1] == "ValueError: empty header"
     assert "src/pkg/mod.py:12" in obs.paths
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.core import BudgetUnreachableError, ConfigError, NotFoundError
-from engine.memory import Journal, Role, Session
+from engine.core import BudgetUnreachableError, ConfigError, NotFoundError, StepRole
+from engine.memory import Journal, Session
 from indexers import TiktokenCounter
 from tests.engine.memory.test_observe import PYTEST
 
@@ -33,7 +33,8 @@ def test_steps_are_journaled_in_the_chain(tmp_path: Path) -> None:
     assert d.step == 4 and d.evidence == ("3",)
     assert journal.verify().ok
     again = Session(Journal(tmp_path / "ledger.sqlite", "alice"), "s1", COUNTER)
-    assert [i.role for i in again.items()] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.DECISION]
+    roles = [StepRole.USER, StepRole.ASSISTANT, StepRole.TOOL, StepRole.DECISION]
+    assert [i.role for i in again.items()] == roles
     assert "keep parse_strict" in again.lane(2000).text
 
 

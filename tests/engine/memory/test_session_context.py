@@ -1,0 +1,79 @@
+"""A session-aware build_context: the history lane between goal and evidence within the
+budget, the request journaled, replay byte for byte, the lane rebuilt from the ledger, and
+each compacted step resolvable by its owner only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine import (
+    BudgetUnreachableError,
+    Config,
+    Lane,
+    NotFoundError,
+    SessionState,
+    StepRole,
+    TiktokenCounter,
+    Workspace,
+)
+from tests.engine.memory.test_observe import PYTEST
+from tests.engine.test_workspace import make_repo
+
+
+def _config(tmp: Path, user: str = "alice") -> Config:
+    return Config(dense_model="hash", state_dir=str(tmp / "state"), user=user)
+
+
+def test_session_lane_in_context(tmp_path: Path) -> None:
+    """Steps added through ws.session show in the pack's history lane, which sits between
+    the goal and the evidence; the whole prompt is within budget; older steps are listed
+    as compacted pointers that resolve; the request itself is journaled."""
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, _config(tmp_path)) as ws:
+        ws.index()
+        s = ws.session("fix-1")
+        s.add("user", "make register_hook reject empty events")
+        for i in range(12):
+            s.add("assistant", f"THOUGHT: try {i}\n```bash\npytest tests/test_a.py\n```")
+            s.add("tool", PYTEST, tool="bash")
+        s.decide("validate in register_hook", rationale="callers pass ''", evidence=["1"])
+        state = SessionState(session="fix-1")
+        pack = ws.build_context("reject empty events", "register_hook", state=state,
+                                budget_tokens=3000)  # fmt: skip
+        lanes = [b.lane for b in pack.prompt_blocks]
+        assert lanes.index(Lane.GOAL) < lanes.index(Lane.HISTORY) < lanes.index(Lane.EVIDENCE)
+        text = pack.render()
+        assert TiktokenCounter().count(text) <= 3000
+        assert "validate in register_hook" in text
+        assert pack.compacted and pack.compacted[0].source_uri == "session:fix-1#1"
+        resolved = ws.resolve("session:fix-1#3")
+        assert resolved.text == PYTEST
+        last = s.items()[-1]
+        assert last.role is StepRole.REQUEST and "register_hook" in last.text
+        assert ws.replay(pack.replay_key).text == text
+        again = ws.replay(pack.replay_key, rebuild=True)
+        assert again.diff == ""
+
+
+def test_sessions_are_per_user(tmp_path: Path) -> None:
+    """Bob cannot resolve Alice's session steps, and his session of the same id is empty."""
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, _config(tmp_path)) as alice:
+        alice.session("s").add("user", "alice's plan")
+    with Workspace.open(repo, _config(tmp_path, "bob")) as bob:
+        with pytest.raises(NotFoundError):
+            bob.resolve("session:s#1")
+        assert bob.session("s").items() == ()
+
+
+def test_history_that_cannot_fit_refuses(tmp_path: Path) -> None:
+    """A goal that leaves no room for the history lane raises BudgetUnreachableError."""
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, _config(tmp_path)) as ws:
+        ws.index()
+        ws.session("s").add("user", "x")
+        with pytest.raises(BudgetUnreachableError):
+            ws.build_context("word " * 400, "q", state=SessionState(session="s"),
+                             budget_tokens=300)  # fmt: skip
