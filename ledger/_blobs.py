@@ -126,7 +126,9 @@ def purged_problem(conn: sqlite3.Connection, sha256: str, expected: str | None) 
     row = conn.execute(
         "SELECT replacement_sha256, data FROM purged WHERE sha256 = ?", (sha256,)
     ).fetchone()
-    if row is None or str(row[0]) != expected:
+    if row is None:
+        return f"blob {sha256} was purged and the text left in its place is gone"
+    if str(row[0]) != expected:
         return f"blob {sha256} was purged but its replacement is not the one the purge recorded"
     try:
         _unpack(expected, row[1])

@@ -39,6 +39,7 @@ __all__ = [
     "feedback_payload",
     "now_utc",
     "record_hash",
+    "text_sha256",
     "turn_payload",
 ]
 
@@ -115,16 +116,23 @@ def turn_payload(draft: TurnDraft) -> JSON:
 
 
 def feedback_payload(draft: FeedbackDraft) -> JSON:
-    """The JSON payload of a feedback record."""
+    """The JSON payload of a feedback record. Tool-result summaries are stored texts named
+    by sha256 (the caller stores them), so the chain holds no text a purge could not reach."""
     return {
         "cited": list(draft.cited),
         "dropped": list(draft.dropped),
         "stale": list(draft.stale),
         "tool_results": [
-            {"name": t.name, "ok": t.ok, "summary": t.summary} for t in draft.tool_results
+            {"name": t.name, "ok": t.ok, "summary_sha256": text_sha256(t.summary)}
+            for t in draft.tool_results
         ],
         "outcome": draft.outcome,
     }
+
+
+def text_sha256(text: str) -> str:
+    """The name a text is stored under: the sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def decode_row(row: Sequence[Any]) -> Record:
@@ -189,12 +197,20 @@ def _feedback(turn_id: str, time: str, p: dict[str, Any], chain: _Chain) -> Feed
         tuple(_int(c) for c in _list(p["cited"])),
         tuple(_str(d) for d in _list(p["dropped"])),
         tuple(_int(c) for c in _list(p["stale"])),
-        tuple(ToolResult(t["name"], t["ok"], t["summary"]) for t in _list(p["tool_results"])),
+        tuple(_tool_result(t) for t in _list(p["tool_results"])),
         None if outcome is None else _str(outcome),
         seq=chain.seq,
         prev_hash=chain.prev_hash,
         record_hash=chain.record_hash,
     )
+
+
+def _tool_result(t: dict[str, Any]) -> ToolResult:
+    """A stored tool result: its summary inline (older records) or named by sha256, to be
+    filled in from the stored texts by the reader (``Ledger``)."""
+    if "summary_sha256" in t:
+        return ToolResult(t["name"], t["ok"], "", t["summary_sha256"])
+    return ToolResult(t["name"], t["ok"], t["summary"])
 
 
 def _int(value: object) -> int:

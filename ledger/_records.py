@@ -81,12 +81,17 @@ class ToolResult:
     name: str
     ok: bool
     summary: str
+    # Where a stored record keeps the summary: the sha256 of a stored text, so a purge can
+    # remove it ("" in records written before summaries were stored as texts: inline).
+    summary_sha256: str = ""
 
     def __post_init__(self) -> None:
         _check_str("name", self.name, empty=False)
         if not isinstance(self.ok, bool):
             raise ValueError(f"ok must be a bool, not {self.ok!r}")
         _check_str("summary", self.summary)
+        if self.summary_sha256:
+            check_sha256("summary_sha256", self.summary_sha256)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,6 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
@@ -26,6 +27,7 @@ from ledger._codec import (
     feedback_payload,
     now_utc,
     record_hash,
+    text_sha256,
     turn_payload,
 )
 from ledger._errors import LedgerCorruptError
@@ -250,6 +252,8 @@ class Ledger:
             turn = self._select_turn(conn, draft.turn_id)
             if turn is None:
                 raise ValueError(f"no turn {draft.turn_id!r} in the ledger to give feedback on")
+            for result in draft.tool_results:  # texts, named from the record by sha256
+                store_text(conn, result.summary)
             outside = (set(draft.cited) | set(draft.stale)) - {s.local_id for s in turn.snippets}
             if outside:
                 raise ValueError(
@@ -262,8 +266,10 @@ class Ledger:
         seq, prev, rec_hash = self._append(
             RecordKind.FEEDBACK, draft.turn_id, time, payload, None, check
         )
+        results = tuple(replace(t, summary_sha256=text_sha256(t.summary))
+                        for t in draft.tool_results)  # fmt: skip
         return FeedbackRecord(
-            draft.turn_id, time, draft.cited, draft.dropped, draft.stale, draft.tool_results,
+            draft.turn_id, time, draft.cited, draft.dropped, draft.stale, results,
             draft.outcome, seq=seq, prev_hash=prev, record_hash=rec_hash,
         )  # fmt: skip
 
@@ -376,9 +382,10 @@ class Ledger:
                     f"SELECT {_COLUMNS} FROM records WHERE seq > ?{where} ORDER BY seq LIMIT ?",
                     (after, *args, _PAGE),
                 ).fetchall()
-            if not rows:
+                page = [_filled(conn, decode_row(r)) for r in rows]
+            if not page:
                 return
-            yield from (decode_row(r) for r in rows)
+            yield from page
             after = int(rows[-1][0])
 
     def feedback_for(self, turn_id: str) -> list[FeedbackRecord]:
@@ -395,7 +402,7 @@ class Ledger:
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM records {where} ORDER BY seq DESC LIMIT ?", (*args, n)
             ).fetchall()
-        return [decode_row(r) for r in reversed(rows)]
+            return [_filled(conn, decode_row(r)) for r in reversed(rows)]
 
     def __len__(self) -> int:
         """How many records the chain holds (its head's count)."""
@@ -460,3 +467,17 @@ class Ledger:
                     with suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                 raise
+
+
+def _filled(conn: sqlite3.Connection, record: Record) -> Record:
+    """A feedback record with its tool-result summaries read from the stored texts (what a
+    purge left, where one removed them)."""
+    if not isinstance(record, FeedbackRecord) or not any(
+        t.summary_sha256 for t in record.tool_results
+    ):
+        return record
+    results = tuple(
+        replace(t, summary=load_stored(conn, t.summary_sha256)[0]) if t.summary_sha256 else t
+        for t in record.tool_results
+    )
+    return replace(record, tool_results=results)

@@ -112,7 +112,7 @@ def _walk(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
                         f"{expected - 1} is seq {seq}",
                     )  # fmt: skip
                 turn_id, rec_hash = _check_record(row, prev)
-                if blobs and row[1] == b"turn":
+                if blobs and row[1] in (b"turn", b"feedback"):
                     assert purges is not None
                     _check_blobs(conn, seq, turn_id, row[4], sound_blobs, purges)
                 if seq == head_count + 1:
@@ -198,14 +198,18 @@ def _check_blobs(
     sound: set[str],
     purges: _Purges,
 ) -> None:
-    """Every blob a turn names (prompt, inputs, snippet texts) is there and hashes right."""
+    """Every text a turn (prompt, inputs, snippet texts) or a feedback (tool-result
+    summaries) names is there and hashes right, or was replaced by a recorded purge."""
     assert isinstance(payload, bytes)
     try:
         value = json.loads(payload)
-        shas = [value["render_sha256"], value["inputs_sha256"]]
-        shas += [s["sha256"] for s in value["snippets"]]
+        if "render_sha256" in value:  # a turn: its prompt, inputs and snippet texts
+            shas = [value["render_sha256"], value["inputs_sha256"]]
+            shas += [s["sha256"] for s in value["snippets"]]
+        else:  # feedback: tool-result summaries stored as texts (inline in older records)
+            shas = [t["summary_sha256"] for t in value["tool_results"] if "summary_sha256" in t]
     except (ValueError, TypeError, KeyError) as exc:
-        raise _BadRecordError(seq, turn_id, f"the turn payload does not decode: {exc!r}") from None
+        raise _BadRecordError(seq, turn_id, f"the payload does not decode: {exc!r}") from None
     for sha in shas:
         if sha in sound:
             continue
@@ -215,7 +219,7 @@ def _check_blobs(
             if problem is None:
                 purges.seen.add(str(sha))
         if problem is not None:
-            raise _BadRecordError(seq, turn_id, f"the turn references {problem}")
+            raise _BadRecordError(seq, turn_id, f"the record references {problem}")
         sound.add(sha)
 
 

@@ -163,9 +163,10 @@ class Journal:
         return not turn.user or turn.user == self.user
 
     def text(self, sha256: str) -> str:
-        """A stored text (verified against its hash on read)."""
+        """A stored text (verified against its hash on read); once ``forget`` purged it,
+        what the purge left (the removed parts marked ``[PURGED]``, checked by verify)."""
         with self._held() as ledger:
-            return ledger.get_text(sha256)
+            return ledger.get_stored(sha256)[0]
 
     def stored(self, sha256: str) -> tuple[str, bool]:
         """(text, purged): a stored text, or what a purge left of it (parts marked)."""

@@ -4,8 +4,9 @@ The chain holds hashes, ids and paths; the texts (prompts, call inputs, snippet 
 blobs named by sha256. A purge replaces each affected blob by its text with the removed
 parts marked ``[PURGED]`` and appends one ``purge`` record naming the pairs, so the chain
 still verifies and a replay shows the marks instead of failing. What a purge cannot reach
-is text inside a chained record itself (a feedback's tool-result summaries, a session
-step's payload): those records are counted, so the caller can say so.
+is text inside a chained record itself (tool-result summaries of feedback written before
+they were stored as texts, a tool's name, a decision's rationale): those records are
+counted, so the caller can say so.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def purge_ledger(
 
 
 def _holds(record: FeedbackRecord | JournalEntry, forms: list[str]) -> bool:
-    if isinstance(record, FeedbackRecord):
-        words = [f"{t.name}\n{t.summary}" for t in record.tool_results]
+    if isinstance(record, FeedbackRecord):  # summaries stored as texts are purged as texts
+        words = [f"{t.name}\n{'' if t.summary_sha256 else t.summary}" for t in record.tool_results]
     else:
         words = [json.dumps(record.payload, ensure_ascii=False)]
     return any(f in w for f in forms for w in words)

@@ -14,7 +14,7 @@ from engine import Config, ConfigError, Workspace
 from engine.cli import main
 from engine.index import segment_dirs
 from engine.segment import Segment
-from ledger import PURGED_MARK
+from ledger import PURGED_MARK, Ledger
 from tests.engine.test_workspace import GIT_ENV
 
 NEEDLE = "zebraquartz7781"  # an internal name nobody should see again (no detector knows it)
@@ -91,15 +91,17 @@ def _config(tmp_path: Path) -> Config:
 
 
 def test_forgetting_a_string_leaves_no_byte_and_a_verifiable_chain(tmp_path: Path) -> None:
-    """A string in a base file, an overlay file, a goal and a prompt: after forget it is in
+    """A string in a base file, an overlay file, a goal, a prompt and a tool result: after
+    forget it is in
     no file under the state dir (raw or unpacked), no search finds it, verify passes and
-    counts the purged texts, and replay shows [PURGED] where it stood."""
+    counts the purged texts, replay shows [PURGED] where it stood, and the feedback reads
+    back with the mark."""
     root, state = _repo(tmp_path), tmp_path / "state"
     with Workspace.open(root, _config(tmp_path)) as ws:
         ws.index()
         pack = ws.build_context(f"delivery cost under the {NEEDLE} tariff", "shipping cost")
         assert NEEDLE in pack.render()
-        ws.feedback(pack.replay_key, [1])
+        ws.feedback(pack.replay_key, [1], [f"grep {NEEDLE}: 2 matches"])
         assert _holders(state, NEEDLE)
         dry = ws.forget(text=NEEDLE, dry_run=True)
         assert dry.dry_run and dry.chunks >= 3 and dry.ledger_texts >= 2
@@ -117,6 +119,11 @@ def test_forgetting_a_string_leaves_no_byte_and_a_verifiable_chain(tmp_path: Pat
         assert [h.chunk.path for h in ws.search("render invoice", k=1)] == ["billing/invoice.py"]
         replay = ws.replay(pack.replay_key)
         assert replay.purged and PURGED_MARK in replay.text and NEEDLE not in replay.text
+        turn = ws.journal.find(pack.replay_key)
+        assert turn is not None
+        with Ledger.open(ws.ledger_path) as ledger:
+            (fb,) = ledger.feedback_for(turn.turn_id)
+        assert fb.tool_results[0].summary == f"grep {PURGED_MARK}: 2 matches"
         verify = ws.journal.verify(blobs=True)
         assert verify.ok and verify.purged == report.ledger_texts
         for directory in segment_dirs(state):  # every derived index agrees with its metadata

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import PURGED_MARK, Ledger, RecordKind
+from ledger import PURGED_MARK, FeedbackDraft, Ledger, RecordKind, ToolResult
 from tests.ledger import add_turn, raw
 
 
@@ -77,3 +77,29 @@ def test_purge_refuses_what_it_cannot_do(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="purge"):
             ledger.append(RecordKind.PURGE, None, {"texts": []})
         assert len(ledger) == 0
+
+
+def test_tool_result_summaries_are_stored_texts_a_purge_reaches(tmp_path: Path) -> None:
+    """A feedback's tool-result summary is a stored text named from the record: it reads
+    back whole, verify checks it, and a purge replaces it without touching the chain."""
+    path = tmp_path / "l.db"
+    with Ledger.open(path) as ledger:
+        add_turn(ledger, "t1", texts=["plain text"])
+        record = ledger.append_feedback(
+            FeedbackDraft(turn_id="t1", tool_results=(ToolResult("pytest", False, "token zebra-77 bad"),))
+        )
+        sha = record.tool_results[0].summary_sha256
+        assert sha == hashlib.sha256(b"token zebra-77 bad").hexdigest()
+        (stored,) = ledger.feedback_for("t1")
+        assert stored.tool_results[0].summary == "token zebra-77 bad"
+        assert ledger.verify(blobs=True).ok
+        ledger.purge({sha: f"token {PURGED_MARK} bad"}, {"text": True})
+        (stored,) = ledger.feedback_for("t1")
+        assert stored.tool_results[0].summary == f"token {PURGED_MARK} bad"
+        assert ledger.verify(blobs=True).purged == 1
+    assert b"zebra-77" not in b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    with raw(path) as conn:
+        conn.execute("DELETE FROM purged")
+    with Ledger.open(path) as ledger:
+        report = ledger.verify(blobs=True)
+    assert not report.ok and report.first_bad_seq == 2 and "is gone" in report.reason
