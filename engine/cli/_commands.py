@@ -249,7 +249,8 @@ def cmd_forget(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     if report.ledger_chained:
         out.write(
             f"warning: {report.ledger_chained} ledger record(s) hold the text in their own "
-            "hashed payload (feedback tool results); the chain cannot be rewritten without "
+            "hashed payload (tool results of older feedback, a decision's rationale); the "
+            "chain cannot be rewritten without "
             "breaking verification, so they stay\n"
         )
     if report.still_present:
