@@ -3,7 +3,8 @@
 ``to_json(record)`` gives the same fields for the same record on every surface::
 
     ContextPack    replay_key, tokens_used, budget_tokens, omitted_tokens, advisory,
-                   blocks [{lane, tokens}], citations [Snippet], reachable [Pointer], render
+                   blocks [{lane, tokens}], citations [Snippet], reachable [Pointer],
+                   compacted [Pointer] (session steps not shown whole), render
     Snippet        id, chunk_id, title, symbol, source_uri, path, start_line, end_line,
                    sha256, license, approx_tokens, fused_score, reason_tag, contributions
     SearchHit      rank, score, bm25_rank, bm25_score, dense_rank, dense_score, reason,
@@ -13,6 +14,9 @@
     FileHit        rank, path, score, sections [SearchHit]
     FeedbackResult replay_key, valid, dropped, stale
     Replay         replay_key, turn_id, time, tokens_used, text, diff, purged
+    Step           step, role, text, tool, is_error, exit_status, rationale, evidence
+    Compaction     session, step, budget, kept, stubs [{ref, short_form, salience}], tokens,
+                   checkpoint {session, step, encoded, sha256}
     Status, IndexReport, GcReport, ForgetReport, Resolved, and the ledger's TurnRecord and
     FeedbackRecord: their fields (paths as strings, enums as their values)
 
@@ -27,6 +31,7 @@ from enum import Enum
 from pathlib import Path
 
 from engine.core import (
+    Compaction,
     ContextPack,
     FeedbackResult,
     FileHit,
@@ -39,6 +44,7 @@ from engine.core import (
     SearchHit,
     Snippet,
     Status,
+    Step,
 )
 from indexers import Chunk
 from ledger import JSON, FeedbackRecord, TurnRecord
@@ -47,7 +53,7 @@ __all__ = ["JSON", "chunk_json", "files_json", "hits_json", "pack_json", "to_jso
 
 Record = (
     ContextPack | Snippet | Pointer | FeedbackResult | Replay | Status | IndexReport | GcReport
-    | ForgetReport | Resolved | TurnRecord | FeedbackRecord
+    | ForgetReport | Resolved | TurnRecord | FeedbackRecord | Step | Compaction
 )  # fmt: skip
 
 
@@ -99,6 +105,7 @@ def pack_json(pack: ContextPack) -> dict[str, JSON]:
         "blocks": [{"lane": b.lane.value, "tokens": b.tokens} for b in pack.prompt_blocks],
         "citations": [snippet_json(s) for s in pack.citations],
         "reachable": [_plain(p) for p in pack.reachable],
+        "compacted": [_plain(p) for p in pack.compacted],
         "render": pack.render(),
     }
 

@@ -8,6 +8,11 @@ For planners that do not speak MCP::
     GET  /v1/search?q=&goal=&mode=&k=&files=1
     GET  /v1/resolve?uri=&path=&sha256=     POST /v1/resolve {uri, proof: {path, sha256}}
     GET  /v1/status         POST /v1/index?wait=1
+    POST /v1/session/{id}/steps       {role, text, tool, is_error, exit_status} -> the step
+    POST /v1/session/{id}/decisions   {text, rationale, evidence} -> the step
+    GET  /v1/session/{id}?step=       the steps (without text), or one step in full
+    POST /v1/session/{id}/compact     {load_bearing, budget_tokens, step} -> the compaction
+    POST /v1/session/{id}/checkpoint  {step, budget_tokens}   GET .../checkpoint/{step}
     GET  /healthz           GET /openapi.json
 
 Every route but ``/healthz`` checks the bearer token when one is set. Answers are the one
@@ -33,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.core import (
+    BudgetUnreachableError,
     Config,
     ConfigError,
     CortexError,
@@ -45,10 +51,12 @@ from engine.serve._encode import files_json, hits_json, to_json
 from engine.serve._mcp import build_mcp_server
 from engine.serve._requests import (
     Proof,
+    evidence_of,
     field,
     only,
     proof_of,
     state_of,
+    steps_of,
     strings,
     tool_results_of,
 )
@@ -77,6 +85,8 @@ def _status(exc: BaseException) -> tuple[int, str]:
     """The HTTP status and error type for an exception (the one place they are mapped)."""
     if isinstance(exc, PayloadTooLargeError):
         return 413, "too_large"
+    if isinstance(exc, BudgetUnreachableError):  # what must be kept is over the budget
+        return 413, "budget_unreachable"
     if isinstance(exc, NotFoundError):
         return 404, "not_found"
     if isinstance(exc, ConfigError):
@@ -229,6 +239,82 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
         wait = request.query_params.get("wait", "") in ("1", "true", "yes")
         return await _answer(lambda: call(service.refresh, wait=wait))
 
+    async def session_steps(request: Request) -> Response:
+        async def work() -> object:
+            body = await _json_body(request)
+            only(body, "role", "text", "tool", "is_error", "exit_status")
+            role, text = field(body, "role", str, None), field(body, "text", str, None)
+            if role is None or text is None:
+                raise ConfigError("role and text are required")
+            step = await call(
+                service.session_add,
+                request.path_params["session"],
+                role,
+                text,
+                field(body, "tool", (str, type(None)), None),
+                field(body, "is_error", (bool, type(None)), None),
+                field(body, "exit_status", (int, type(None)), None),
+            )
+            return to_json(step)
+
+        return await _answer(work)
+
+    async def session_decisions(request: Request) -> Response:
+        async def work() -> object:
+            body = await _json_body(request)
+            only(body, "text", "rationale", "evidence")
+            text = field(body, "text", str, None)
+            if text is None:
+                raise ConfigError("text is required")
+            step = await call(service.session_decide, request.path_params["session"], text,
+                              field(body, "rationale", str, ""),
+                              evidence_of(body.get("evidence")))  # fmt: skip
+            return to_json(step)
+
+        return await _answer(work)
+
+    async def session_show(request: Request) -> Response:
+        async def work() -> object:
+            raw = request.query_params.get("step")
+            if raw is not None and not raw.isdigit():
+                raise ConfigError(f"step must be a whole number, got {raw!r}")
+            step = int(raw) if raw is not None else None
+            return await call(service.session_show, request.path_params["session"], step)
+
+        return await _answer(work)
+
+    async def session_compact(request: Request) -> Response:
+        async def work() -> object:
+            body = await _json_body(request)
+            only(body, "load_bearing", "budget_tokens", "step")
+            done = await call(service.session_compact, request.path_params["session"],
+                              steps_of(body.get("load_bearing")),
+                              field(body, "budget_tokens", int, 4000),
+                              field(body, "step", (int, type(None)), None))  # fmt: skip
+            return to_json(done)
+
+        return await _answer(work)
+
+    async def session_checkpoint(request: Request) -> Response:
+        async def work() -> object:
+            session = request.path_params["session"]
+            if request.method == "GET":
+                raw = request.path_params["step"]
+                if not raw.isdigit():
+                    raise ConfigError(f"step must be a whole number, got {raw!r}")
+                done = await call(service.session_checkpoint, session, int(raw), load=True)
+                return to_json(done)
+            body = await _json_body(request)
+            only(body, "step", "budget_tokens")
+            step = field(body, "step", int, None)
+            if step is None:
+                raise ConfigError("step is required")
+            done = await call(service.session_checkpoint, session, step,
+                              budget_tokens=field(body, "budget_tokens", int, 4000))  # fmt: skip
+            return to_json(done)
+
+        return await _answer(work)
+
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
@@ -258,6 +344,12 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
         Route("/v1/resolve", resolve, methods=["GET", "POST"]),
         Route("/v1/status", status, methods=["GET"]),
         Route("/v1/index", index, methods=["POST"]),
+        Route("/v1/session/{session}/steps", session_steps, methods=["POST"]),
+        Route("/v1/session/{session}/decisions", session_decisions, methods=["POST"]),
+        Route("/v1/session/{session}", session_show, methods=["GET"]),
+        Route("/v1/session/{session}/compact", session_compact, methods=["POST"]),
+        Route("/v1/session/{session}/checkpoint", session_checkpoint, methods=["POST"]),
+        Route("/v1/session/{session}/checkpoint/{step}", session_checkpoint, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         *mcp_app.routes,
@@ -367,7 +459,10 @@ _TURN = {"type": "object", "properties": {"role": {"type": "string"}, "text": {"
          "required": ["role", "text"], "additionalProperties": False}
 _STATE = {"type": "object", "additionalProperties": False,
           "properties": {"recent_turns": {"type": "array", "items": _TURN},
-                         "constraints": _STRS, "subgoals": _STRS}}
+                         "constraints": _STRS, "subgoals": _STRS,
+                         "session": {"type": "string"}}}
+_SID = {"name": "session", "in": "path", "required": True, "schema": {"type": "string"}}
+_INTS = {"type": "array", "items": {"type": "integer"}}
 _PROOF = {"type": "object", "additionalProperties": False, "required": ["path", "sha256"],
           "properties": {"path": {"type": "string"}, "sha256": {"type": "string"}}}
 OPENAPI: dict[str, Any] = {
@@ -420,6 +515,43 @@ OPENAPI: dict[str, Any] = {
         "/v1/index": {"post": {"summary": "Refresh the index in the background (wait=1 blocks)",
                                "parameters": [{"name": "wait", **_Q}],
                                "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/steps": {"post": {
+            "summary": "Journal one step of a session (role user, assistant, tool, changes, "
+                       "request)",
+            "parameters": [_SID],
+            "requestBody": _body({"role": {"type": "string"}, "text": {"type": "string"},
+                                  "tool": {"type": "string"}, "is_error": {"type": "boolean"},
+                                  "exit_status": {"type": "integer"}}, ["role", "text"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/decisions": {"post": {
+            "summary": "Record a decision, its rationale and the evidence it rests on",
+            "parameters": [_SID],
+            "requestBody": _body({"text": {"type": "string"}, "rationale": {"type": "string"},
+                                  "evidence": {"type": "array", "items": {}}}, ["text"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}": {"get": {
+            "summary": "A session's steps, or one step in full (step=N)",
+            "parameters": [_SID, {"name": "step", "in": "query",
+                                  "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/compact": {"post": {
+            "summary": "Compact into budget_tokens and journal a checkpoint (413 when even the "
+                       "stubs do not fit)",
+            "parameters": [_SID],
+            "requestBody": _body({"load_bearing": _INTS, "budget_tokens": {"type": "integer"},
+                                  "step": {"type": "integer"}}, []),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/checkpoint": {"post": {
+            "summary": "Journal a checkpoint of the working set at step",
+            "parameters": [_SID],
+            "requestBody": _body({"step": {"type": "integer"},
+                                  "budget_tokens": {"type": "integer"}}, ["step"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/checkpoint/{step}": {"get": {
+            "summary": "The latest checkpoint at step, as written",
+            "parameters": [_SID, {"name": "step", "in": "path", "required": True,
+                                  "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
         "/healthz": {"get": {"summary": "Liveness (no token needed)", "security": [],
                              "responses": {"200": _OK}}},
     },

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from engine.core import Config, CortexError
 from engine.serve._encode import JSON, files_json, hits_json, to_json
-from engine.serve._requests import proof_of, state_of, tool_results_of
+from engine.serve._requests import evidence_of, proof_of, state_of, steps_of, tool_results_of
 from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
 
 if TYPE_CHECKING:
@@ -28,7 +28,9 @@ cortex retrieves evidence from this repository under a hard token budget, with p
 Loop per step: build_context (goal, what this step needs, fresh tool output) -> read the
 numbered evidence and cite what you use as [n] -> feedback (replay_key, the numbers you
 cited). Use resolve to read a pointer the pack left out or to re-check a citation, search
-for quick lookups, index after you edit files, replay to audit an earlier step."""
+for quick lookups, index after you edit files, replay to audit an earlier step. Keep a
+session (session_add each step, state.session in build_context) and the prompt holds your
+history too, compacted without losing errors, decisions or the steps behind them."""
 
 BUILD_CONTEXT = """\
 Get the evidence for your next step. Call at the start of each step of a coding task, and
@@ -36,7 +38,8 @@ again when the step changes or a tool shows a new error. Pass the task's goal (p
 verbatim), the query (what this step needs), fresh tool output as tool_signals
 (tracebacks, failing tests, compiler errors: they point retrieval at the right files),
 optionally state (recent_turns [{role, text}], constraints, subgoals: pinned or shown
-verbatim) and budget_tokens (default 8000); goal and query each default to the other.
+verbatim; session: a session id whose history lane the prompt then holds) and
+budget_tokens (default 8000); goal and query each default to the other.
 Returns a prompt with numbered evidence [1]..[n] that never exceeds the budget. Rely on it
 and cite evidence as [n] wherever you use it; cite nothing else. If the advisory says
 evidence is missing, call again with a sharper query, or resolve one of the pointers
@@ -72,6 +75,32 @@ STATUS = """\
 What is indexed (commit, files, chunks, embedding model), how many files changed since, and
 whether a refresh is running. Call when answers look stale; if files changed, call index."""
 
+SESSION_ADD = """\
+Journal one step of your session (pick any id and keep it for the task): role user (a
+message), assistant (your turn), tool (a tool's output, with tool, exit_status or
+is_error), changes or request. Pass the same id as state.session to build_context: its
+prompt then holds the session's history, newest steps whole, older tool outputs masked to
+what matters (errors, tests, paths), the oldest as a digest; each [#N] resolves in full
+with resolve("session:ID#N")."""
+
+SESSION_DECIDE = """\
+Record a decision with its rationale and the evidence it rests on (citation numbers or
+session refs), so later steps keep the why even after compaction."""
+
+SESSION_SHOW = """\
+A session's steps (role, tool, size), or one step in full with step=N: what a [#N] in the
+history lane stands for, byte for byte as it was journaled."""
+
+SESSION_COMPACT = """\
+Compact the session up to step (default: the last) into budget_tokens: the goal and the
+load_bearing steps stay whole, the rest become stubs of at most 50 tokens, and a
+checkpoint is journaled. Refuses (an error) rather than truncate when even the stubs do
+not fit."""
+
+SESSION_CHECKPOINT = """\
+Journal a checkpoint of the session's working set at step, or with load=true read the
+latest checkpoint at step back as written (to resume without recomputing)."""
+
 INDEX = """\
 Refresh the index after you add, edit or delete files (build_context already shows your
 uncommitted diff, but changed code is searchable only after a refresh). Runs in the
@@ -79,7 +108,7 @@ background while answers keep coming from the previous index; wait=true blocks u
 
 
 def build_mcp_server(service: Service) -> "MCPServer":
-    """The MCP server: seven tools over ``service``, each describing when to call it."""
+    """The MCP server: twelve tools over ``service``, each describing when to call it."""
     from typing import Annotated
 
     from mcp.server.mcpserver import MCPServer
@@ -112,6 +141,7 @@ def build_mcp_server(service: Service) -> "MCPServer":
         recent_turns: list[TurnIn]
         constraints: list[str]
         subgoals: list[str]
+        session: str
 
     class StrictServer(MCPServer):
         """Refuses arguments a tool does not take, as HTTP refuses unknown fields (the SDK
@@ -214,6 +244,61 @@ def build_mcp_server(service: Service) -> "MCPServer":
     @server.tool(description=STATUS, annotations=reads)
     async def status() -> CallToolResult:
         return result(await run(service.status))
+
+    @server.tool(description=SESSION_ADD, annotations=writes)
+    async def session_add(
+        session: Annotated[str, Field(description="the session id you chose")],
+        role: Literal["user", "assistant", "tool", "changes", "request"],
+        text: str,
+        tool: Annotated[str | None, Field(description="the tool's name")] = None,
+        is_error: bool | None = None,
+        exit_status: int | None = None,
+    ) -> CallToolResult:
+        step = await run(service.session_add, session, role, text, tool, is_error, exit_status)
+        return result(to_json(step), f"session {session}: step {step.step} ({step.role.value})")
+
+    @server.tool(description=SESSION_DECIDE, annotations=writes)
+    async def session_decide(
+        session: str,
+        text: Annotated[str, Field(description="what was decided")],
+        rationale: Annotated[str, Field(description="why")] = "",
+        evidence: Annotated[
+            list[int | str], Field(description="citation numbers or session:ID#N refs")
+        ] = [],  # noqa: B006
+    ) -> CallToolResult:
+        cited = evidence_of  # decoded on the pool, so a bad one is a tool error
+        step = await run(lambda: service.session_decide(session, text, rationale,
+                                                        cited(evidence)))  # fmt: skip
+        return result(to_json(step), f"session {session}: decision at step {step.step}")
+
+    @server.tool(description=SESSION_SHOW, annotations=reads)
+    async def session_show(session: str, step: int | None = None) -> CallToolResult:
+        body = await run(service.session_show, session, step)
+        text = body.get("text")
+        return result(body, *((text,) if isinstance(text, str) else ()))
+
+    @server.tool(description=SESSION_COMPACT, annotations=writes)
+    async def session_compact(
+        session: str,
+        load_bearing: Annotated[list[int], Field(description="kept whole")] = [],  # noqa: B006
+        budget_tokens: int = 4000,
+        step: int | None = None,
+    ) -> CallToolResult:
+        steps = steps_of
+        done = await run(lambda: service.session_compact(session, steps(load_bearing),
+                                                         budget_tokens, step))  # fmt: skip
+        return result(to_json(done))
+
+    @server.tool(description=SESSION_CHECKPOINT, annotations=writes)
+    async def session_checkpoint(
+        session: str, step: int, load: bool = False, budget_tokens: int = 4000
+    ) -> CallToolResult:
+        done = await run(
+            lambda: service.session_checkpoint(
+                session, step, load=load, budget_tokens=budget_tokens
+            )
+        )
+        return result(to_json(done))
 
     @server.tool(description=INDEX, annotations=writes)
     async def index(

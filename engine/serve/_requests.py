@@ -13,9 +13,19 @@ from typing import Any
 from engine.core import ConfigError, SessionState, Turn
 from ledger import ToolResult
 
-__all__ = ["Proof", "field", "only", "proof_of", "state_of", "strings", "tool_results_of"]
+__all__ = [
+    "Proof",
+    "evidence_of",
+    "field",
+    "only",
+    "proof_of",
+    "state_of",
+    "steps_of",
+    "strings",
+    "tool_results_of",
+]
 
-_STATE_FIELDS = ("recent_turns", "constraints", "subgoals")
+_STATE_FIELDS = ("recent_turns", "constraints", "subgoals", "session")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +68,7 @@ def strings(body: Mapping[str, Any], name: str) -> list[str]:
 
 def state_of(raw: object) -> SessionState | None:
     """Session state from ``{recent_turns: [{role, text}], constraints: [str],
-    subgoals: [str]}`` (every key optional; None when ``raw`` is None)."""
+    subgoals: [str], session: str}`` (every key optional; None when ``raw`` is None)."""
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
@@ -80,6 +90,7 @@ def state_of(raw: object) -> SessionState | None:
         recent_turns=tuple(turns),
         constraints=tuple(strings(raw, "constraints")),
         subgoals=tuple(strings(raw, "subgoals")),
+        session=field(raw, "session", str, ""),
     )
 
 
@@ -115,3 +126,23 @@ def tool_results_of(items: object) -> list[ToolResult | str]:
             raise ConfigError("a tool result is a string or {name: str, ok: bool, summary: str}")
         out.append(ToolResult(name, ok, summary))
     return out
+
+
+def steps_of(raw: object, name: str = "load_bearing") -> list[int]:
+    """Session step numbers: a list of whole numbers ([] when absent)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or any(type(n) is not int for n in raw):
+        raise ConfigError(f"{name} must be a list of step numbers")
+    return list(raw)
+
+
+def evidence_of(raw: object) -> list[str | int]:
+    """A decision's evidence: citation numbers or refs, each an int or a string."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or any(
+        isinstance(e, bool) or not isinstance(e, int | str) for e in raw
+    ):
+        raise ConfigError("evidence must be a list of citation numbers or refs")
+    return list(raw)

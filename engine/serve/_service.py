@@ -28,6 +28,7 @@ from engine._workspace import Workspace
 from engine.core import (
     MAX_BUDGET_TOKENS,
     MIN_BUDGET_TOKENS,
+    Compaction,
     Config,
     ConfigError,
     ContextPack,
@@ -35,9 +36,12 @@ from engine.core import (
     FeedbackResult,
     FileHit,
     IndexNotBuiltError,
+    NotFoundError,
+    PayloadTooLargeError,
     Replay,
     SearchHit,
     SessionState,
+    Step,
     UnknownReplayKeyError,
 )
 from engine.serve._encode import JSON, to_json
@@ -62,6 +66,9 @@ MAX_SIGNAL_BYTES = 256 << 10  # all tool signals of a call: a long traceback or 
 MAX_ITEMS = 256  # signals, citations or tool results in one call: far past any real turn
 MAX_K = 100  # search results; past this a caller wants build_context's packing instead
 MAX_RESOLVE_BYTES = 256 << 10  # text resolve returns at once: a long file, not a data dump
+# A session step's text over the servers (a long test log fits, JSON-escaped, in a body of
+# MAX_BODY_BYTES); a bigger one goes in through the CLI or the library, which take any size.
+MAX_STEP_BYTES = 768 << 10
 REQUEST_TIMEOUT_S = 60.0  # one call; a cold build on a big repository takes a few seconds
 READ_THREADS = 4  # reads at once; most of a build holds the GIL, so more threads buy little
 WATCH_INTERVAL_S = 60.0  # re-index check: walking and hashing a big tree costs ~1 s
@@ -247,6 +254,79 @@ class Service:
         where = str(state.relative_to(root)) if state.is_relative_to(root) else "(outside)"
         body = to_json(st) | {"root": ".", "state_dir": where}
         return body | {"refresh": self._refresh_state()}
+
+    # -- sessions -----------------------------------------------------------------------
+    # A session lives in the ledger, not the index: these work before the first index.
+
+    def session_add(
+        self,
+        session: str,
+        role: str,
+        text: str,
+        tool: str | None = None,
+        is_error: bool | None = None,
+        exit_status: int | None = None,
+    ) -> Step:
+        """``Session.add`` with the servers' input limits."""
+        _check_text("session", session)
+        if len(text.encode("utf-8", errors="replace")) > MAX_STEP_BYTES:
+            raise PayloadTooLargeError(
+                f"text is over {MAX_STEP_BYTES} bytes; add a step this large with "
+                "`cortex session add` (TEXT - reads standard input)"
+            )
+        _check_text("tool", tool or "")
+        return self.ws.session(session).add(role, text, tool, is_error, exit_status)
+
+    def session_decide(self, session: str, text: str, rationale: str = "",
+                       evidence: Sequence[str | int] = ()) -> Step:  # fmt: skip
+        """``Session.decide`` with the servers' input limits."""
+        for name, value in (("session", session), ("text", text), ("rationale", rationale)):
+            _check_text(name, value)
+        _check_items("evidence", evidence)
+        return self.ws.session(session).decide(text, rationale, evidence)
+
+    def session_show(self, session: str, step: int | None = None) -> dict[str, JSON]:
+        """One step in full, or the session's steps without their text (``chars`` says
+        how long each is): ``NotFoundError`` for a session with no step."""
+        _check_text("session", session)
+        s = self.ws.session(session)
+        if step is not None:
+            return to_json(s.step(step))
+        steps = s.items()
+        if not steps:
+            raise NotFoundError(f"no session {session!r} here (for this user)")
+        listed: list[JSON] = []
+        for item in steps:
+            row = to_json(item)
+            row["chars"] = len(item.text)
+            del row["text"]
+            listed.append(row)
+        return {"session": session, "steps": listed}
+
+    def session_compact(
+        self,
+        session: str,
+        load_bearing: Sequence[int] = (),
+        budget_tokens: int = 4000,
+        step: int | None = None,
+    ) -> Compaction:
+        """``Session.compact``: journals a checkpoint; ``BudgetUnreachableError`` rather
+        than truncate."""
+        _check_text("session", session)
+        _check_items("load_bearing", load_bearing)
+        low, high = MIN_BUDGET_TOKENS, MAX_BUDGET_TOKENS
+        if not low <= budget_tokens <= high:
+            raise ConfigError(f"budget_tokens must be within {low}..{high}")
+        return self.ws.session(session).compact(load_bearing, budget_tokens, step)
+
+    def session_checkpoint(self, session: str, step: int, *, load: bool = False,
+                           budget_tokens: int = 4000) -> Compaction:  # fmt: skip
+        """Journal a checkpoint at ``step`` or, with ``load``, read the latest one there
+        back as written."""
+        _check_text("session", session)
+        if load:
+            return self.ws.session(session).load_checkpoint(step)
+        return self.session_compact(session, (), budget_tokens, step)
 
     def _refresh_state(self) -> dict[str, JSON]:
         with self._refresh_lock:

@@ -24,7 +24,9 @@ from engine.serve import MAX_TEXT_BYTES, Proof, Service
 from indexers import sha256_text
 from tests.engine.test_workspace import GIT_ENV, make_repo
 
-TOOLS = {"build_context", "feedback", "search", "resolve", "replay", "status", "index"}
+TOOLS = {"build_context", "feedback", "search", "resolve", "replay", "status", "index",
+         "session_add", "session_decide", "session_show", "session_compact",
+         "session_checkpoint"}  # fmt: skip
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -71,8 +73,8 @@ def mcp_call(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Call, A
         yield call, (portal, client)
 
 
-def test_lists_the_seven_tools_with_descriptions(mcp_call: tuple[Call, Any]) -> None:
-    """tools/list has all seven tools, each saying when to call it."""
+def test_lists_the_twelve_tools_with_descriptions(mcp_call: tuple[Call, Any]) -> None:
+    """tools/list has all twelve tools, each saying when to call it."""
     _, (portal, client) = mcp_call
     tools = {t.name: t for t in portal.call(client.list_tools).tools}
     assert set(tools) == TOOLS

@@ -1,0 +1,67 @@
+"""Sessions over HTTP and MCP: the same steps, lane and checkpoints as the library, and the
+bad input answered with the usual JSON errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.engine.serve.test_http import TOKEN, Server, server  # noqa: F401  (the fixture)
+
+LOG = "<returncode>1</returncode>\nTraceback (most recent call last):\n  File \"hooks.py\", " \
+    "line 4, in register_hook\nKeyError: 'event'\n"  # fmt: skip
+
+
+def test_session_routes(server: Server) -> None:  # noqa: F811
+    """Steps, a decision, show, compact and checkpoints over /v1/session; the history lane
+    in /v1/context; 404 for an unknown session or step, 413 when even stubs do not fit."""
+    sid = "/v1/session/http-1"
+    assert server.request("POST", f"{sid}/steps", {"role": "user", "text": "fix hooks"})[0] == 200
+    for _ in range(3):
+        server.request("POST", f"{sid}/steps", {"role": "tool", "text": LOG, "tool": "bash"})
+    decision = {"text": "guard the event key", "evidence": [1, "session:http-1#2"]}
+    status, step = server.request("POST", f"{sid}/decisions", decision)
+    assert status == 200 and step["step"] == 5 and step["role"] == "decision"
+    status, shown = server.request("GET", sid)
+    assert status == 200 and [s["step"] for s in shown["steps"]] == [1, 2, 3, 4, 5]
+    assert server.request("GET", f"{sid}?step=2")[1]["text"] == LOG
+    assert server.request("GET", "/v1/session/nobody")[0] == 404
+    assert server.request("GET", f"{sid}?step=99")[0] == 404
+    status, done = server.request("POST", f"{sid}/compact", {"load_bearing": [2],
+                                                             "budget_tokens": 2000})  # fmt: skip
+    assert status == 200 and 2 in done["kept"]
+    status, again = server.request("GET", f"{sid}/checkpoint/5")
+    assert status == 200 and again["checkpoint"]["sha256"] == done["checkpoint"]["sha256"]
+    status, err = server.request("POST", f"{sid}/compact", {"load_bearing": [2, 3, 4],
+                                                            "budget_tokens": 64})  # fmt: skip
+    assert status == 413 and err["error"]["type"] == "budget_unreachable"
+    assert server.request("POST", f"{sid}/steps", {"role": "wizard", "text": "x"})[0] == 400
+    ask = {"goal": "register a hook", "budget_tokens": 1500, "state": {"session": "http-1"}}
+    status, pack = server.request("POST", "/v1/context", ask)
+    assert status == 200 and "guard the event key" in pack["render"]
+    assert any(p["source_uri"] == "session:http-1#2" for p in pack["compacted"]) or \
+        "KeyError" in pack["render"]  # fmt: skip
+
+
+def test_session_tools_over_mcp(server: Server) -> None:  # noqa: F811
+    """session_add and session_show over MCP answer the same JSON as HTTP."""
+
+    async def mcp() -> Any:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as client_http,
+            Client(streamable_http_client(server.url + "/mcp", http_client=client_http)) as c,
+        ):
+            added = await c.call_tool("session_add", {"session": "mcp-1", "role": "tool",
+                                                      "text": LOG, "tool": "bash"})  # fmt: skip
+            shown = await c.call_tool("session_show", {"session": "mcp-1", "step": 1})
+            bad = await c.call_tool("session_show", {"session": "mcp-1", "step": 7})
+            return added.structured_content, shown.structured_content, bad.is_error
+
+    added, shown, bad = anyio.run(mcp)
+    assert added["step"] == 1 and shown == server.request("GET", "/v1/session/mcp-1?step=1")[1]
+    assert bad
