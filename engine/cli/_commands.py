@@ -303,9 +303,10 @@ def _state(args: argparse.Namespace) -> SessionState | None:
         if not sep or not role.strip():
             raise ConfigError(f"--turn takes ROLE:TEXT (e.g. user:fix the parser), got {raw!r}")
         turns.append(Turn(role.strip(), text.strip()))
-    if not (turns or args.constraint or args.subgoal):
+    if not (turns or args.constraint or args.subgoal or args.session):
         return None
-    return SessionState(tuple(turns), tuple(args.constraint or ()), tuple(args.subgoal or ()))
+    return SessionState(tuple(turns), tuple(args.constraint or ()), tuple(args.subgoal or ()),
+                        args.session)  # fmt: skip
 
 
 def cmd_context(args: argparse.Namespace, config: Config, out: TextIO) -> int:

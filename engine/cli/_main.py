@@ -35,6 +35,7 @@ from engine.cli._commands import (
     cmd_serve,
     cmd_status,
 )
+from engine.cli._session import cmd_session
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -157,6 +158,13 @@ def _parser() -> argparse.ArgumentParser:
     context.add_argument("--index", action="store_true", help="refresh the index first")
     context.add_argument("--explain", action="store_true", help="show why each snippet was chosen")
 
+    context.add_argument(
+        "--session", default="", metavar="ID",
+        help="a session id: its history lane goes in the context, and this request is journaled",
+    )  # fmt: skip
+
+    _session_commands(sub)
+
     feedback = _command(sub, "feedback", cmd_feedback, positional=False)
     feedback.add_argument("key", help="the replay key of the context the model was given")
     feedback.add_argument("citations", nargs="*", help="the [n] the model cited (3 or [3])")
@@ -221,6 +229,56 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--watch", type=float, default=None, metavar="SECONDS", help=_WATCH_HELP)
     return parser
+
+
+def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``cortex session add|decide|show|compact|checkpoint|hook``."""
+    doc = cmd_session.__doc__ or ""
+    session = sub.add_parser("session", help=doc.split("\n", 1)[0], description=doc)
+    actions = session.add_subparsers(dest="action", required=True, metavar="ACTION")
+    helps = {
+        "add": "journal one step (TEXT - reads standard input)",
+        "decide": "journal a decision, its rationale and evidence",
+        "show": "the steps, one step in full (--step), or the history lane (--lane BUDGET)",
+        "compact": "compact into --budget tokens and journal a checkpoint",
+        "checkpoint": "journal a checkpoint at STEP, or --load the one there",
+        "hook": "add a Claude Code hook payload (standard input) to its session",
+    }
+    parsers = {}
+    for name, text in helps.items():
+        p = actions.add_parser(name, help=text, description=text)
+        p.add_argument("--path", dest="path_option", metavar="PATH", default=None,
+                       help="the workspace folder (default: the one holding the current "
+                       "folder; for hook, the payload's cwd)")  # fmt: skip
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+        if name != "hook":
+            p.add_argument("--session", required=True, metavar="ID", help="the session id")
+        p.set_defaults(func=cmd_session)
+        parsers[name] = p
+    add = parsers["add"]
+    add.add_argument("--role", required=True,
+                     choices=["user", "assistant", "tool", "changes", "request"])  # fmt: skip
+    add.add_argument("--tool", metavar="NAME", help="the tool that printed TEXT")
+    add.add_argument("--error", action="store_true", help="the tool reported an error")
+    add.add_argument("--exit-status", type=int, metavar="N", help="the tool's exit status")
+    add.add_argument("text", help="the step's text, or - to read standard input")
+    decide = parsers["decide"]
+    decide.add_argument("text", help="what was decided")
+    decide.add_argument("--rationale", help="why")
+    decide.add_argument("--evidence", action="append", metavar="ID",
+                        help="a citation number or session:ID#N; repeatable")  # fmt: skip
+    show = parsers["show"]
+    show.add_argument("--step", type=int, metavar="N", help="one step, in full")
+    show.add_argument("--lane", type=int, metavar="BUDGET", help="the history lane in BUDGET")
+    compact = parsers["compact"]
+    compact.add_argument("--load-bearing", type=int, action="append", metavar="N",
+                         help="a step kept whole; repeatable")  # fmt: skip
+    compact.add_argument("--budget", type=int, default=4000, help="tokens (default 4000)")
+    compact.add_argument("--step", type=int, metavar="N", help="up to this step (default: all)")
+    checkpoint = parsers["checkpoint"]
+    checkpoint.add_argument("step", type=int, help="the step to checkpoint at")
+    checkpoint.add_argument("--load", action="store_true", help="read the checkpoint back")
+    checkpoint.add_argument("--budget", type=int, default=4000, help="tokens (default 4000)")
 
 
 def _config_from(args: argparse.Namespace) -> Config:
