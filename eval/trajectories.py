@@ -299,7 +299,7 @@ def _score(sc: Scores, text: str, issue: str, probe: Probes, compacted: set[int]
         found = kept
         if not kept and compacted and any(s in compacted for s in sources):
             if top is None:
-                top = {i.step for i in search_items(hidden, query, _TOP)}
+                top = {i.step for i in search_items(hidden, query, _TOP, StepRole.TOOL)}
             found = any(s in top for s in sources)
         sc.stub.add(found)
         if far:

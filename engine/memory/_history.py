@@ -38,6 +38,8 @@ __all__ = [
 # log would take seconds): no budget cortex accepts (200k tokens) holds it anyway.
 VERBATIM_CHARS = 400_000
 _THOUGHT_CHARS = 160  # an agent turn's stub keeps the start of its reasoning
+_PASSED_SHOWN = 12  # passing test ids a stub names (failing ones: all)
+_LOCATIONS = 12  # path:line locations a stub names (files: all it saw, up to the cap)
 _QUESTIONS = 3  # open questions a digest keeps (the latest)
 _QUESTION = re.compile(r"[^.!?\n]{12,200}\?")
 
@@ -176,7 +178,13 @@ def stub_lines(item: Step, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
     lines, the last traceback whole, paths, tests, symbols), plus ``extra`` lines of it
     chosen by the caller; any other item as its short form."""
     if item.role is not StepRole.TOOL:
-        return [short_form(item, memo)]
+        short = short_form(item, memo)
+        if item.role is not StepRole.ASSISTANT:
+            return [short]
+        # The names a command used (files it ran or wrote, tests) outlive its short form.
+        obs = memo.observe(item)
+        names = [n for n in (*obs.files, *obs.failed_tests) if n not in short]
+        return [short, "  names: " + ", ".join(names)] if names else [short]
     obs = memo.observe(item)
     tokens = memo.item_tokens(item)
     lines = [f"[{_label(item, obs)}] {obs.lines} lines, {tokens:,} tokens, masked"]
@@ -201,14 +209,19 @@ def stub_lines(item: Step, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
     if obs.failed_tests:
         facts.append("failed: " + ", ".join(obs.failed_tests))
     if obs.passed_tests:
-        facts.append(f"passed: {len(obs.passed_tests)} tests")
-    if obs.paths:
-        facts.append("paths: " + ", ".join(obs.paths))
+        more = len(obs.passed_tests) - _PASSED_SHOWN
+        facts.append("passed: " + ", ".join(obs.passed_tests[:_PASSED_SHOWN])
+                     + (f" and {more} more" if more > 0 else ""))  # fmt: skip
+    if obs.files:
+        facts.append("files: " + ", ".join(obs.files))
+    located = [p for p in obs.paths if p.rsplit(":", 1)[-1].isdigit()][:_LOCATIONS]
+    if located:
+        facts.append("at: " + ", ".join(located))
     if obs.symbols:
         facts.append("defines: " + ", ".join(obs.symbols))
     if not obs.scanned_all:
         facts.append("huge: scanned at head and tail")
-    lines.extend(f"  {_one_line(f, 2 * MAX_LINE_CHARS)}" for f in facts)
+    lines.extend(f"  {' '.join(f.split())}" for f in facts)  # bounded by counts, never cut
     return lines
 
 
@@ -259,8 +272,8 @@ def _names(items: Sequence[Step], memo: Memo) -> tuple[list[str], list[str], lis
     symbols: dict[str, None] = {}
     for item in items:
         obs = memo.observe(item)
-        for p in obs.paths:
-            paths.setdefault(p.split(":", 1)[0])
+        for p in obs.files:
+            paths.setdefault(p)
         for t in (*obs.failed_tests, *obs.passed_tests):
             tests.setdefault(t)
         for e in obs.exceptions:

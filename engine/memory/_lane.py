@@ -46,6 +46,7 @@ class LaneSettings:
     # Lines of compacted outputs recalled for the request at most (the room decides first).
     recall_lines: int = 300
     neighbour_weight: float = 0.5  # a recalled line's score gains this share of its neighbours'
+    recency_weight: float = 2.0  # the newest output's lines score (1 + this) times, decaying
 
 
 def _words(text: str) -> list[str]:
@@ -229,10 +230,14 @@ def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: i
                 hits.append((item.step, n, line, shared))
     own = {(h[0], h[1]): sum(math.log(1 + total / df[w]) for w in h[3]) for h in hits}
 
+    newest = {s: n for n, s in enumerate(sorted({h[0] for h in hits}, reverse=True))}
+
     def score(h: tuple[int, int, str, frozenset[str]]) -> float:
-        # Agents copy blocks: a line among matching neighbours is worth more.
+        # Agents copy blocks: a line among matching neighbours is worth more; and they
+        # copy most from the outputs they saw last.
         near = own.get((h[0], h[1] - 1), 0.0) + own.get((h[0], h[1] + 1), 0.0)
-        return own[(h[0], h[1])] + settings.neighbour_weight * near
+        base = own[(h[0], h[1])] + settings.neighbour_weight * near
+        return base * (1 + settings.recency_weight / (1 + newest[h[0]]))
 
     ranked = sorted(hits, key=lambda h: (-score(h), -h[0], h[1]))
     chosen: list[tuple[int, int, str]] = []
@@ -303,9 +308,12 @@ def _compacted(items: Sequence[Step], plan: _Plan | None, session: str,
     return tuple(out)
 
 
-def search_items(items: Sequence[Step], query: str, k: int = 3) -> list[Step]:
-    """The ``k`` items whose text best matches ``query`` by BM25 (ties: newest first): how a
-    stubbed step is found again by what a later step says."""
+def search_items(items: Sequence[Step], query: str, k: int = 3,
+                 role: StepRole | None = None) -> list[Step]:  # fmt: skip
+    """The ``k`` items (of ``role``, when given) whose text best matches ``query`` by BM25
+    (ties: newest first): how a stubbed step is found again by what a later step says."""
+    if role is not None:
+        items = [i for i in items if i.role is role]
     words = _words(query)
     if not words or not items:
         return []

@@ -31,7 +31,8 @@ _FIRST_LINES = 2  # first lines of a masked output: the command's echo, the head
 _LAST_LINES = 2  # last lines: summaries ("3 failed, 10 passed"), the final answer
 _MAX_ERRORS = 6  # error lines kept per output, first ones (later ones repeat them)
 _MAX_TRACEBACK = 40  # a traceback longer than this keeps its head and its last lines
-_MAX_NAMES = 40  # paths, tests, symbols kept per output (first seen)
+_MAX_NAMES = 40  # paths with line numbers, tests, symbols kept per output (first seen)
+_MAX_FILES = 80  # distinct files named per output (a grep -rn or a listing names many)
 
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _TAGS = re.compile(r"</?(?:returncode|output|output_head|output_tail|elided_chars|warning)>")
@@ -74,6 +75,7 @@ class Observation:
     failed_tests: tuple[str, ...]
     passed_tests: tuple[str, ...]
     paths: tuple[str, ...]  # "path" or "path:line", first seen order
+    files: tuple[str, ...]  # the distinct files among them (and beyond the paths' cap)
     symbols: tuple[str, ...]  # names a def or class line defines
     writes: tuple[str, ...]  # files a command writes (sed -i, >, tee, patch)
     traceback: tuple[str, ...]  # the last traceback, never masked
@@ -140,6 +142,12 @@ def names_in(
     )
 
 
+def _file_of(path: str) -> str:
+    """``a.py:12`` -> ``a.py``; ``a.py`` as it is."""
+    head, _, tail = path.rpartition(":")
+    return head if head and tail.isdigit() else path
+
+
 def _strip_id(test: str) -> str:
     return test.rstrip(".:")
 
@@ -176,6 +184,7 @@ def observe(text: str, exit_status: int | None = None) -> Observation:
         failed_tests=_unique(failed),
         passed_tests=_unique(passed),
         paths=_unique(paths),
+        files=_unique([_file_of(p) for p in paths], _MAX_FILES),
         symbols=_unique(_SYMBOL.findall(body)),
         writes=_unique(_WRITES.findall(body)),
         traceback=_tail_traceback(lines),
