@@ -382,6 +382,9 @@ class Workspace:
                     in_paths=(lambda p: matches_path(p, targets)) if targets else None,
                     text=text, note=note, dry_run=dry_run,
                 )  # fmt: skip
+                if purged.texts and not dry_run:
+                    with self._lazy:  # sessions keep their steps' texts: read them again
+                        self._sessions.clear()
             self._layers.close()
         present = [p for p in known if matches_path(p, targets) and (self.root / p).is_file()]
         if text:

@@ -208,3 +208,21 @@ def test_cli_forget_reads_the_text_from_a_file_never_argv(
     finally:
         del os.environ["CORTEX_STATE_DIR"], os.environ["CORTEX_DENSE_MODEL"]
     assert _holders(tmp_path / "state", NEEDLE) == []
+
+
+def test_forgetting_reaches_session_steps_and_they_read_back_marked(tmp_path: Path) -> None:
+    """A session step (a tool output) holding the string: after forget the step reads back
+    with [PURGED], its history lane still builds, and no byte is left."""
+    root, state = _repo(tmp_path), tmp_path / "state"
+    with Workspace.open(root, _config(tmp_path)) as ws:
+        ws.index()
+        session = ws.session("s1")
+        session.add("user", "fix the shipping tariff")
+        session.add("tool", f"$ grep -r {NEEDLE}\nshipping.py:3: TARIFF", tool="bash")
+        report = ws.forget(text=NEEDLE)
+        assert report.ledger_texts >= 1 and report.ledger_chained == 0
+        step = ws.session("s1").step(2)
+        assert NEEDLE not in step.text and PURGED_MARK in step.text
+        assert ws.session("s1").lane(2000).text
+        assert ws.journal.verify(blobs=True).ok
+    assert _holders(state, NEEDLE) == []
