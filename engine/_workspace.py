@@ -60,21 +60,27 @@ from engine.index import (
     status_of,
 )
 from engine.memory import (
+    Candidate,
     CitedRef,
+    CodeAccess,
+    CodeLink,
     Inputs,
     Journal,
     LaneSettings,
     LedgerPurge,
+    Memory,
+    NoteStore,
     RecentCitations,
     Session,
     check_citations,
+    file_lines,
     session_uri,
     still_matches,
 )
 from engine.packing import Request, build_pack, retrieve
 from engine.retrieval import Scored, dense_hits, file_hits, ranked_hits, resolve_in
 from engine.segment import Segment
-from indexers import TiktokenCounter, TokenCounter, redact, sha256_text
+from indexers import TiktokenCounter, TokenCounter, decode, redact, sha256_text
 from ledger import JSON, ToolResult, TurnRecord
 from overlays import Hunk, View, git_tracks, working_diff
 
@@ -112,6 +118,7 @@ class Workspace:
         self._journal: Journal | None = None
         self._git_tracked: bool | None = None
         self._sessions: dict[str, Session] = {}  # by id: each keeps its steps' facts warm
+        self._memory: Memory | None = None
 
     @classmethod
     def open(
@@ -148,6 +155,9 @@ class Workspace:
                 self._cache = None
             if self._journal is not None:
                 self._journal.close()
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None
 
     def __enter__(self) -> Workspace:
         return self
@@ -603,6 +613,95 @@ class Workspace:
     def ledger_path(self) -> Path:
         """Where the evidence ledger lives (it exists once a turn was recorded)."""
         return Path(self.config.ledger_path or str(self.state_dir / "ledger.sqlite")).expanduser()
+
+    # -- memory -------------------------------------------------------------------------
+
+    @property
+    def memory(self) -> Memory:
+        """This project's saved notes as this user sees them (``<state>/memory.sqlite``):
+        ``save``, ``search``, ``get``, ``timeline``, ``relate``, ``graph``, ``forget``,
+        ``archive``, ``stats``. Notes are recalled with the code's terms and embedder, and
+        their code links are resolved in, and re-checked against, this user's View."""
+        with self._lazy:
+            if self._memory is None:
+                from engine.segment import code_terms
+
+                store = NoteStore(
+                    self.state_dir / "memory.sqlite",
+                    project=self.project,
+                    user=self._layers.user,
+                    terms=code_terms,
+                    embedder=self.embedder,
+                    code=CodeAccess(self._link_entity, self._text_now),
+                )
+                self._memory = Memory(store)
+            return self._memory
+
+    @property
+    def project(self) -> str:
+        """What names this project for memory: the repository (its common git folder, so
+        every working tree of one repository shares its notes), else the folder."""
+        import subprocess
+
+        where = str(self.root)
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(self.root), "rev-parse", "--path-format=absolute",
+                 "--git-common-dir"], capture_output=True, text=True, timeout=10, check=False,
+            )  # fmt: skip
+            if out.returncode == 0 and out.stdout.strip():
+                where = str(Path(out.stdout.strip()).resolve())
+        except (OSError, subprocess.SubprocessError):
+            pass
+        return sha256_text(where)[:16]
+
+    def _text_now(self, path: str) -> str | None:
+        """A workspace file's text as this user's View holds it (secrets redacted), or None
+        when it is gone or outside the workspace."""
+        full = (self.root / path).resolve()
+        if not full.is_relative_to(self.root) or not full.is_file():
+            return None
+        try:
+            return redact(decode(full.read_bytes()), path).text
+        except OSError:
+            return None
+
+    def _link_entity(self, entity: Candidate) -> CodeLink | None:
+        """The indexed lines a note's entity names (a file, ``path:line`` or a symbol), with
+        their sha256 as the caller sees them now; None when it names nothing indexed."""
+        try:
+            view, _ = self.view()
+        except (IndexNotBuiltError, IndexStateError):
+            return None
+        if entity.kind == "symbol":
+            names = [entity.value, entity.value.rsplit(".", 1)[-1]]
+            found = view.defining(list(dict.fromkeys(names)), limit=1)
+            ids = next((found[n] for n in names if found.get(n)), [])
+            chunk = next(iter(view.chunks(ids[:1]).values()), None)
+            if chunk is None:
+                return None
+            path, start, end = chunk.path, chunk.span.start_line, chunk.span.end_line
+        else:
+            paths = view.paths_like(entity.value, 2)
+            if not paths or (len(paths) > 1 and paths[0] != entity.value):
+                return None
+            path, start, end = paths[0], entity.start_line, entity.end_line
+            if entity.kind == "place":
+                near = [c for c in view.chunks_near(path, start, end)
+                        if c.span.start_line <= start and end <= c.span.end_line]  # fmt: skip
+                if near:
+                    best = min(near, key=lambda c: c.span.end_line - c.span.start_line)
+                    start, end = best.span.start_line, best.span.end_line
+        text = self._text_now(path)
+        if text is None:
+            return None
+        lines = file_lines(text)
+        if entity.kind == "path":
+            start, end = 1, max(1, len(lines))
+        if not 1 <= start <= end <= len(lines):
+            return None
+        name = entity.key.split(":", 1)[1]
+        return CodeLink(name, path, start, end, sha256_text("\n".join(lines[start - 1 : end])))
 
     @property
     def journal(self) -> Journal:

@@ -17,7 +17,8 @@
     │                                         compacted: cortex refuses rather than truncates
     ├── CacheError (ValueError)               the embedding cache file is not ours or is damaged
     ├── EmbeddingModelError (LookupError)     a model cannot be loaded offline
-    └── LedgerStateError                      the evidence ledger cannot be read or written
+    ├── LedgerStateError                      the evidence ledger cannot be read or written
+    └── MemoryStateError                      the memory store cannot be read or written
 
 Errors from the layers below (git, the file system, the ``ledger`` package) are translated
 once, where engine calls them, with ``raise ... from exc``. Each surface maps this tree in
@@ -39,6 +40,7 @@ __all__ = [
     "IndexSchemaError",
     "IndexStateError",
     "LedgerStateError",
+    "MemoryStateError",
     "NotFoundError",
     "PayloadTooLargeError",
     "UnknownReplayKeyError",
@@ -117,3 +119,7 @@ class EmbeddingModelError(CortexError, LookupError):
 
 class LedgerStateError(CortexError):
     """The evidence ledger cannot be read or written (the message says why and where)."""
+
+
+class MemoryStateError(CortexError):
+    """The memory store (saved notes) cannot be read or written; the message names the file."""

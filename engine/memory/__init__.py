@@ -1,11 +1,13 @@
 """What the engine remembers: the evidence ledger's journal (turns, their inputs, feedback),
 the checks behind ``feedback``, and sessions: their steps, the history lane (verbatim,
-masked, digested, goals and lessons) and compaction with checkpoints. Observations and
-salience land here next.
+masked, digested, goals and lessons) and compaction with checkpoints; and the memory store:
+notes (observations) an agent saves and finds again, linked to the code and re-checked when
+read. Salience lands here next.
 Imports only ``engine.core``; its outputs reach packing as plain data through the
 workspace."""
 
 from engine.memory._compact import STUB_TOKENS, compact
+from engine.memory._entities import Candidate
 from engine.memory._feedback import (
     CitedRef,
     RecentCitations,
@@ -24,22 +26,76 @@ from engine.memory._history import (
 )
 from engine.memory._journal import Inputs, Journal
 from engine.memory._lane import LaneSettings, build_lane, recall_lines, search_items
+from engine.memory._memory import MAX_K as MAX_MEMORY_K
+from engine.memory._memory import MAX_QUERY_CHARS, Memory, MemoryItem
+from engine.memory._notes import (
+    MAX_BODY_CHARS,
+    MAX_DEPTH,
+    MAX_TITLE_CHARS,
+    MAX_TOPIC_KEY_CHARS,
+    PREVIEW_CHARS,
+    CodeLink,
+    Edge,
+    EdgeKind,
+    GraphNode,
+    Importance,
+    LinkCheck,
+    LinkState,
+    MemoryStats,
+    Note,
+    NoteGraph,
+    NoteHit,
+    NoteType,
+    SaveAction,
+    SaveResult,
+    Scope,
+)
+from engine.memory._observations import DEDUPE_WINDOW_S, CodeAccess, NoteStore
 from engine.memory._observe import Observation, command_of, names_in, observe
 from engine.memory._purge import LedgerPurge, purge_ledger
+from engine.memory._recall import file_lines
 from engine.memory._session import SESSION_ID, Session, clean_text, session_uri
 
 __all__ = [
+    "DEDUPE_WINDOW_S",
+    "MAX_BODY_CHARS",
+    "MAX_DEPTH",
+    "MAX_MEMORY_K",
+    "MAX_QUERY_CHARS",
+    "MAX_TITLE_CHARS",
+    "MAX_TOPIC_KEY_CHARS",
+    "PREVIEW_CHARS",
     "SESSION_ID",
     "STUB_TOKENS",
     "VERBATIM_CHARS",
+    "Candidate",
     "CitedRef",
+    "CodeAccess",
+    "CodeLink",
+    "Edge",
+    "EdgeKind",
+    "GraphNode",
+    "Importance",
     "Inputs",
     "Journal",
     "LaneSettings",
     "LedgerPurge",
+    "LinkCheck",
+    "LinkState",
     "Memo",
+    "Memory",
+    "MemoryItem",
+    "MemoryStats",
+    "Note",
+    "NoteGraph",
+    "NoteHit",
+    "NoteStore",
+    "NoteType",
     "Observation",
     "RecentCitations",
+    "SaveAction",
+    "SaveResult",
+    "Scope",
     "Session",
     "build_lane",
     "check_citations",
@@ -48,6 +104,7 @@ __all__ = [
     "command_of",
     "compact",
     "digest_lines",
+    "file_lines",
     "goal_lines",
     "names_in",
     "observe",

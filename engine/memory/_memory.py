@@ -1,0 +1,473 @@
+"""``Memory``: the notes API every surface calls: save, search, get, timeline, relate,
+graph, forget, archive, stats.
+
+Progressive disclosure: ``search`` answers titles and previews of at most
+``PREVIEW_CHARS`` characters (with the stale links and contradictions a reader must see),
+``timeline`` the notes saved around one, ``get`` one note in full. Search is lexical
+(SQLite FTS5's BM25 over the same code-aware terms the code index uses) plus dense (the
+code embedder's vectors), fused by reciprocal rank and scaled by importance
+(``_recall.py``). A superseded note is left out unless asked for; so are archived and
+deleted ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.core import ConfigError, NotFoundError, PayloadTooLargeError
+from engine.memory._notes import (
+    MAX_DEPTH,
+    Edge,
+    EdgeKind,
+    GraphNode,
+    MemoryStats,
+    Note,
+    NoteGraph,
+    NoteHit,
+    NoteType,
+    SaveResult,
+    Scope,
+    body_text,
+    preview,
+)
+from engine.memory._observations import NoteStore, check_id, parse_enum
+from engine.memory._recall import fuse, importance
+
+_SPREAD_KINDS = frozenset({EdgeKind.FOLLOWS, EdgeKind.RELATES_TO})
+
+__all__ = ["MAX_K", "MAX_QUERY_CHARS", "RECALL_DEPTH", "Memory", "MemoryItem"]
+
+MAX_K = 100  # search results at once; past this a caller wants get or timeline
+MAX_QUERY_CHARS = 4_000  # a question, not a document
+RECALL_DEPTH = 100  # candidates each retriever hands to fusion
+_TIMELINE_MAX = 50  # notes either side of an anchor
+# Recall spreads along sequence edges: an answer is often in the note after the one that
+# matches the question's words. A neighbour gets this share of a hit's score (when that is
+# more than its own), from the top ``SPREAD_FROM`` hits.
+SPREAD = 0.9
+SPREAD_FROM = 10
+DENSE_SHARE = 0.3  # the dense list's weight in fusion (the lexical list's is 1)
+TITLE_WEIGHT = 2.0  # a title is the note's own summary: its words count twice in BM25
+# Function words of a question ("what did she ...") match nearly every note; dropped from
+# a search (never from what is indexed), as long as a word is left.
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "she",
+        "he",
+        "her",
+        "his",
+        "they",
+        "them",
+        "their",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """A recalled note as the memory lane shows it: full text and what to flag."""
+
+    hit: NoteHit
+    text: str
+
+
+class Memory:
+    """The notes of one project as one user sees them (see the module docstring)."""
+
+    def __init__(self, store: NoteStore) -> None:
+        self.store = store
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    # -- write ---------------------------------------------------------------------------
+
+    def save(
+        self,
+        title: str,
+        type: NoteType | str = NoteType.NOTE,
+        *,
+        what: str = "",
+        why: str = "",
+        where: str = "",
+        learned: str = "",
+        topic_key: str | None = None,
+        scope: Scope | str = Scope.PROJECT,
+    ) -> SaveResult:
+        """Save a note (see ``NoteStore.save``)."""
+        return self.store.save(
+            title,
+            type,
+            what=what,
+            why=why,
+            where=where,
+            learned=learned,
+            topic_key=topic_key,
+            scope=scope,
+        )
+
+    def relate(self, src: int, dst: int, kind: EdgeKind | str) -> Edge:
+        """Add the edge ``src`` —kind→ ``dst`` between two live notes (once; again is a
+        no-op). A note cannot relate to itself, and ``supersedes`` refuses a cycle."""
+        edge = parse_enum(EdgeKind, kind, "edge kind")
+        src, dst = check_id(src), check_id(dst)
+        if src == dst:
+            raise ConfigError(f"a note cannot {edge.value} itself ({src})")
+        found = self.store.rows([src, dst])
+        for end, name in ((src, "source"), (dst, "target")):
+            if end not in found:
+                raise NotFoundError(f"the {name} note {end} does not exist here or was deleted")
+        if edge is EdgeKind.SUPERSEDES and self._reaches(dst, src):
+            raise ConfigError(
+                f"note {dst} already supersedes note {src} (directly or "
+                "through others): a supersedes cycle would hide both"
+            )
+        now = self.store.clock()
+        with self.store._write() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO edges VALUES (?, ?, ?, ?)", (src, dst, edge.value, now)
+            )
+            row = db.execute(
+                "SELECT created FROM edges WHERE src = ? AND dst = ? AND kind = ?",
+                (src, dst, edge.value),
+            ).fetchone()
+        return Edge(src, dst, edge, row[0])
+
+    def _reaches(self, start: int, goal: int) -> bool:
+        """Whether ``start`` supersedes ``goal`` through a chain of supersedes edges."""
+        seen, frontier = {start}, [start]
+        while frontier:
+            marks = ",".join("?" * len(frontier))
+            rows = self.store._read(
+                f"SELECT dst FROM edges WHERE kind = 'supersedes' AND src IN ({marks})", frontier
+            )
+            frontier = [r[0] for r in rows if r[0] not in seen]
+            if goal in frontier:
+                return True
+            seen.update(frontier)
+        return False
+
+    def forget(self, note_id: int, *, hard: bool = False) -> bool:
+        """Soft-delete a note (it is never returned again); ``hard``: remove its row, text
+        and edges from the file (freed pages zeroed). False when it was already gone."""
+        note_id = check_id(note_id)
+        now = self.store.clock()
+        with self.store._write() as db:
+            owner = (
+                "project = ? AND (scope = 'project' OR owner = ?)",
+                (self.store.project, self.store.user),
+            )
+            row = db.execute(
+                f"SELECT deleted FROM notes WHERE id = ? AND {owner[0]}", (note_id, *owner[1])
+            ).fetchone()
+            if row is None or (row[0] is not None and not hard):
+                if row is None:
+                    raise NotFoundError(f"no note {note_id} here (for this project and user)")
+                return False
+            seq = self.store._seq(db)
+            if hard:
+                db.execute("PRAGMA secure_delete = ON")
+                db.execute("DELETE FROM notes WHERE id = ?", (note_id,))
+                db.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
+                db.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (note_id, note_id))
+                db.execute("UPDATE meta SET value = value WHERE key = 'seq'")
+            else:
+                db.execute(
+                    "UPDATE notes SET deleted = ?, seq = ? WHERE id = ?", (now, seq, note_id)
+                )
+        if hard and self.store._vectors is not None:
+            self.store._vectors.advance([(note_id, None, False)], 0)
+        return True
+
+    def archive(self, note_id: int, archived: bool = True) -> Note:
+        """Archive a note (``get`` still finds it; search, timeline and the lane do not),
+        or bring it back."""
+        note_id = check_id(note_id)
+        if note_id not in self.store.rows([note_id]):
+            raise NotFoundError(f"no note {note_id} here (for this project and user)")
+        with self.store._write() as db:
+            db.execute("UPDATE notes SET archived = ? WHERE id = ?", (int(archived), note_id))
+        return self.store.get(note_id, touch=False)
+
+    # -- read ----------------------------------------------------------------------------
+
+    def get(self, note_id: int) -> Note:
+        """One note in full, its code links re-checked (stale ones named); an access."""
+        return self.store.get(note_id)
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        types: Sequence[NoteType | str] = (),
+        include_superseded: bool = False,
+        check_links: bool = True,
+    ) -> list[NoteHit]:
+        """The ``k`` notes that best match ``query``: titles, previews, scores, and the
+        links that went stale and the contradictions of each."""
+        ranked = self.recall(query, k, types=types, include_superseded=include_superseded)
+        return self._hits([i for i, _ in ranked], dict(ranked), check_links)
+
+    def recall(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        types: Sequence[NoteType | str] = (),
+        include_superseded: bool = False,
+        lexical: bool = True,
+        dense: bool = True,
+    ) -> list[tuple[int, float]]:
+        """(note id, fused score) of the ``k`` best notes for ``query``, best first."""
+        if not isinstance(query, str) or not query.strip():
+            raise ConfigError("a memory search needs a query")
+        if len(query) > MAX_QUERY_CHARS:
+            raise PayloadTooLargeError(
+                f"the query has {len(query):,} characters; at most {MAX_QUERY_CHARS:,}"
+            )
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise ConfigError(f"k must be between 1 and {MAX_K}, got {k!r}")
+        kinds = {parse_enum(NoteType, t, "note type").value for t in types}
+        lists = []
+        if lexical:
+            lists.append(self._lexical(query, RECALL_DEPTH))
+        vectors = self.store.vectors() if dense else None
+        if vectors is not None and self.store.embedder is not None:
+            near = vectors.nearest(self.store.embedder.embed_query(query), None, RECALL_DEPTH)
+            lists.append([i for i, _ in near])
+        ids = sorted({i for ranked in lists for i in ranked})
+        rows = self.store.rows(ids, archived=False)
+        hidden = set() if include_superseded else self.store.superseded()
+        keep = {i for i, r in rows.items() if i not in hidden and (not kinds or r[1] in kinds)}
+        shares = [1.0] * lexical + [DENSE_SHARE] * (len(lists) - lexical)
+        kept = [
+            ([i for i in ranked if i in keep], w) for ranked, w in zip(lists, shares, strict=True)
+        ]
+        weights = self._importance(keep, rows)
+        return self._spread(fuse(kept, weights), keep)[:k]
+
+    def _spread(self, scored: list[tuple[int, float]], keep: set[int]) -> list[tuple[int, float]]:
+        """Scores passed along ``follows`` and ``relates_to`` edges: a note next to a strong
+        hit (the answer after the question it follows) gets ``SPREAD`` of that hit's score
+        when that is more than its own."""
+        if not scored or SPREAD <= 0:
+            return scored
+        top = dict(scored[:SPREAD_FROM])
+        near = [e for e in self.store.edges_of(sorted(top)) if e.kind in _SPREAD_KINDS]
+        if not near:
+            return scored
+        ends = {e.src for e in near} | {e.dst for e in near}
+        alive = set(self.store.rows(sorted(ends - keep), archived=False)) | (ends & keep)
+        hidden = self.store.superseded() if ends - keep else set()
+        score = dict(scored)
+        for e in near:
+            for a, b in ((e.src, e.dst), (e.dst, e.src)):
+                if a in top and b in alive and b not in hidden:
+                    score[b] = max(score.get(b, 0.0), SPREAD * top[a])
+        return sorted(score.items(), key=lambda p: (-p[1], p[0]))
+
+    def _lexical(self, query: str, depth: int) -> list[int]:
+        terms = list(dict.fromkeys(self.store.terms(query).split()))
+        words = [w for w in terms if w not in _STOP] or terms
+        words = words[:64]
+        if not words:
+            return []
+        match = " OR ".join(f'"{w}"' for w in words)
+        cond, args = self.store.visible()
+        rows = self.store._read(
+            "SELECT notes_fts.rowid FROM notes_fts JOIN notes ON notes.id = notes_fts.rowid "
+            f"WHERE notes_fts MATCH ? AND {cond} ORDER BY bm25(notes_fts, ?, 1.0), notes.id "
+            "LIMIT ?",
+            (match, *args, TITLE_WEIGHT, depth),
+        )
+        return [r[0] for r in rows]
+
+    def _importance(self, ids: set[int], rows: dict[int, tuple[object, ...]]) -> dict[int, float]:
+        incoming = self.store.incoming(sorted(ids))
+        now = self.store.clock()
+        out = {}
+        for i in ids:
+            r = rows[i]
+            kind, created, accessed, count = r[1], r[12], r[14], r[15]
+            assert isinstance(kind, str) and isinstance(count, int)
+            assert isinstance(created, float) and isinstance(accessed, float)
+            out[i] = importance(
+                NoteType(kind), count, accessed, created, incoming.get(i, 0), now
+            ).score
+        return out
+
+    def _hits(self, ids: Sequence[int], scores: dict[int, float], check: bool) -> list[NoteHit]:
+        rows = self.store.rows(list(ids))
+        incoming = self.store.incoming(list(ids))
+        against = self.store.contradictions(list(ids))
+        files: dict[str, str | None] = {}
+        now = self.store.clock()
+        hits = []
+        for i in ids:
+            if i not in rows:
+                continue
+            note = self.store.note(rows[i], incoming.get(i, 0), files if check else {}, now)
+            stale = note.stale if check else ()
+            hits.append(
+                NoteHit(
+                    note.id,
+                    note.title,
+                    note.type,
+                    note.scope,
+                    preview(note.text or note.title),
+                    round(scores.get(i, 0.0), 6),
+                    note.importance.score,
+                    note.updated,
+                    stale,
+                    against.get(i, ()),
+                )
+            )
+        return hits
+
+    def items(self, query: str, k: int) -> list[MemoryItem]:
+        """The ``k`` best notes for ``query`` with their full text (for the memory lane)."""
+        ranked = self.recall(query, k)
+        hits = self._hits([i for i, _ in ranked], dict(ranked), True)
+        rows = self.store.rows([h.id for h in hits])
+        return [MemoryItem(h, body_text(*rows[h.id][4:8])) for h in hits if h.id in rows]
+
+    def timeline(self, note_id: int, before: int = 5, after: int = 5) -> list[NoteHit]:
+        """The notes saved just before and after ``note_id`` (and it), oldest first."""
+        note_id = check_id(note_id)
+        for n, name in ((before, "before"), (after, "after")):
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= _TIMELINE_MAX:
+                raise ConfigError(f"{name} must be between 0 and {_TIMELINE_MAX}, got {n!r}")
+        anchor = self.store.rows([note_id]).get(note_id)
+        if anchor is None:
+            raise NotFoundError(f"no note {note_id} here (for this project and user)")
+        created = anchor[12]
+        cond, args = self.store.visible()
+        cond += " AND notes.archived = 0"
+        older = self.store._read(
+            f"SELECT id FROM notes WHERE {cond} AND (created < ? OR (created = ? AND id < ?)) "
+            "ORDER BY created DESC, id DESC LIMIT ?",
+            (*args, created, created, note_id, before),
+        )
+        newer = self.store._read(
+            f"SELECT id FROM notes WHERE {cond} AND (created > ? OR (created = ? AND id > ?)) "
+            "ORDER BY created, id LIMIT ?",
+            (*args, created, created, note_id, after),
+        )
+        ids = [r[0] for r in reversed(older)] + [note_id] + [r[0] for r in newer]
+        return self._hits(ids, {}, True)
+
+    def graph(
+        self, note_id: int, depth: int = 1, kinds: Sequence[EdgeKind | str] = ()
+    ) -> NoteGraph:
+        """The notes within ``depth`` (1-10) edges of ``note_id``, either direction, over
+        edges of ``kinds`` (default: all); deleted notes end a path."""
+        note_id = check_id(note_id)
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+            raise ConfigError(f"depth must be between 1 and {MAX_DEPTH}, got {depth!r}")
+        allowed = {parse_enum(EdgeKind, k, "edge kind") for k in kinds} or set(EdgeKind)
+        root = self.store.rows([note_id]).get(note_id)
+        if root is None:
+            raise NotFoundError(f"no note {note_id} here (for this project and user)")
+        found = {note_id: 0}
+        edges: dict[tuple[int, int, str], Edge] = {}
+        frontier = [note_id]
+        for level in range(1, depth + 1):
+            touching = [e for e in self.store.edges_of(frontier) if e.kind in allowed]
+            ends = sorted({e.src for e in touching} | {e.dst for e in touching})
+            live = self.store.rows(ends)
+            frontier = []
+            for e in touching:
+                if e.src in live and e.dst in live:
+                    edges[(e.src, e.dst, e.kind.value)] = e
+                    for end in (e.src, e.dst):
+                        if end not in found:
+                            found[end] = level
+                            frontier.append(end)
+            if not frontier:
+                break
+        rows = self.store.rows(sorted(found))
+        nodes = tuple(
+            GraphNode(i, rows[i][3], NoteType(rows[i][1]), d)
+            for i, d in sorted(found.items(), key=lambda p: (p[1], p[0]))
+        )
+        return NoteGraph(note_id, depth, nodes, tuple(edges[k] for k in sorted(edges)))
+
+    def stats(self) -> MemoryStats:
+        """Counts of what this caller can see."""
+        cond, args = self.store.visible()
+        owner = "project = ? AND (scope = 'project' OR owner = ?)"
+        live = self.store._read(f"SELECT count(*) FROM notes WHERE {cond}", args)[0][0]
+        gone = self.store._read(
+            f"SELECT count(*) FROM notes WHERE {owner} AND deleted IS NOT NULL", args
+        )[0][0]
+        by_type = self.store._read(
+            f"SELECT type, count(*) FROM notes WHERE {cond} GROUP BY type ORDER BY type", args
+        )
+        by_scope = self.store._read(
+            f"SELECT scope, count(*) FROM notes WHERE {cond} GROUP BY scope ORDER BY scope", args
+        )
+        edges = self.store._read(
+            f"SELECT count(*) FROM edges e JOIN notes ON notes.id = e.src WHERE {cond}", args
+        )[0][0]
+        model = self.store.embedder.model_id if self.store.embedder is not None else ""
+        return MemoryStats(
+            str(self.store.path),
+            live,
+            gone,
+            len(self.store.superseded()),
+            edges,
+            tuple((t, n) for t, n in by_type),
+            tuple((s, n) for s, n in by_scope),
+            model,
+        )

@@ -1,0 +1,552 @@
+"""The memory store: notes an agent saves and finds again, in ``<state>/memory.sqlite``.
+
+One SQLite file (WAL) holds every project's notes that share a state folder, each row
+stamped with its project and, for a personal note, its owner; every read filters on both,
+so one project's notes never appear in another's and one user's personal notes never
+reach another user. Writes run in ``BEGIN IMMEDIATE`` transactions: two processes saving
+the same topic key get one row, each revision counted.
+
+The store is handed everything it needs of the index as plain callables (``CodeAccess``):
+memory imports only ``engine.core``, the workspace composes it::
+
+    store = NoteStore(path, project="…", user="ann", terms=code_terms, embedder=emb)
+    saved = store.save("Retries live in the HTTP client", "decision", what="…")
+    store.search("where are retries configured")   # titles, previews, scores
+    store.get(saved.id)                            # the full note, links re-checked
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from engine.core import ConfigError, MemoryStateError, NotFoundError
+from engine.memory._entities import Candidate, extract
+from engine.memory._notes import (
+    MAX_BODY_CHARS,
+    MAX_ENTITIES,
+    MAX_LINKS,
+    MAX_TITLE_CHARS,
+    MAX_TOPIC_KEY_CHARS,
+    CodeLink,
+    Edge,
+    EdgeKind,
+    LinkCheck,
+    Note,
+    NoteType,
+    SaveAction,
+    SaveResult,
+    Scope,
+    body_text,
+    clean_field,
+    normalised,
+)
+from engine.memory._recall import NoteEmbedder, Vectors, check_link, importance
+from indexers import redact, sha256_text
+
+__all__ = ["DEDUPE_WINDOW_S", "SCHEMA", "CodeAccess", "NoteStore", "parse_enum"]
+
+SCHEMA = 1
+DEDUPE_WINDOW_S = 30 * 86_400.0  # the same content saved again within 30 days is one note
+BUSY_TIMEOUT_S = 30.0  # a writer waits this long for another process's transaction
+_FILE_MODE = 0o600
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project TEXT NOT NULL, scope TEXT NOT NULL, owner TEXT NOT NULL,
+    type TEXT NOT NULL, title TEXT NOT NULL, what TEXT NOT NULL, why TEXT NOT NULL,
+    place TEXT NOT NULL, learned TEXT NOT NULL, topic_key TEXT,
+    revision INTEGER NOT NULL, content TEXT NOT NULL, entities TEXT NOT NULL,
+    links TEXT NOT NULL, created REAL NOT NULL, updated REAL NOT NULL,
+    accessed REAL NOT NULL, access_count INTEGER NOT NULL DEFAULT 0,
+    deleted REAL, archived INTEGER NOT NULL DEFAULT 0, model TEXT, vector BLOB,
+    seq INTEGER NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS notes_topic ON notes (project, scope, owner, topic_key)
+    WHERE topic_key IS NOT NULL AND deleted IS NULL;
+CREATE INDEX IF NOT EXISTS notes_content ON notes (project, scope, owner, content);
+CREATE INDEX IF NOT EXISTS notes_seq ON notes (seq);
+CREATE INDEX IF NOT EXISTS notes_time ON notes (project, created, id);
+CREATE TABLE IF NOT EXISTS edges (
+    src INTEGER NOT NULL, dst INTEGER NOT NULL, kind TEXT NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (src, dst, kind));
+CREATE INDEX IF NOT EXISTS edges_dst ON edges (dst, kind);
+CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
+    title, body, tokenize = "porter unicode61 remove_diacritics 0 tokenchars '_'");
+"""
+_E = TypeVar("_E", NoteType, Scope, EdgeKind)
+_COLUMNS = (
+    "id, type, scope, title, what, why, place, learned, topic_key, revision, "
+    "entities, links, created, updated, accessed, access_count, deleted"
+)
+
+
+def parse_enum(kind: type[_E], value: object, what: str) -> _E:
+    """``value`` as a member of ``kind``; a ``ConfigError`` listing the choices otherwise."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str) and value in {m.value for m in kind}:
+        return kind(value)
+    choices = ", ".join(m.value for m in kind)
+    raise ConfigError(f"unknown {what} {value!r}; use one of: {choices}")
+
+
+@dataclass(frozen=True, slots=True)
+class CodeAccess:
+    """What the store needs of the index, as plain callables from the workspace.
+
+    ``resolve``: a path, ``path:line`` place or symbol candidate → the indexed lines it
+    names (path, span, sha256 of the lines as the caller sees them), or None.
+    ``read``: a file's text as the caller sees it now (None when it is gone)."""
+
+    resolve: Callable[[Candidate], CodeLink | None]
+    read: Callable[[str], str | None]
+
+
+class NoteStore:
+    """The notes of one project, as one user sees them; safe to share between threads."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        project: str,
+        user: str,
+        terms: Callable[[str], str],
+        embedder: NoteEmbedder | None = None,
+        code: CodeAccess | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not project or not user:
+            raise ConfigError("a memory store needs a project and a user")
+        self.path = path
+        self.project = project
+        self.user = user
+        self.terms = terms
+        self.embedder = embedder
+        self.code = code
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._db = self._open()
+        self._vectors = Vectors(embedder.model_id) if embedder is not None else None
+
+    # -- the file ------------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        new = not self.path.exists()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            db = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            if new:
+                self.path.chmod(_FILE_MODE)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_DDL)  # idempotent; executescript commits on its own
+            with _transaction(db, immediate=True):
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('seq', '0')")
+            found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise MemoryStateError(
+                f"the memory store {self.path} cannot be used ({exc}); move it aside to "
+                "start an empty one"
+            ) from exc
+        except OSError as exc:
+            raise MemoryStateError(f"cannot open the memory store {self.path}: {exc}") from exc
+        if found is None or found[0] != str(SCHEMA):
+            db.close()
+            raise MemoryStateError(
+                f"the memory store {self.path} has schema {found and found[0]}"
+                f", this cortex reads {SCHEMA}; move it aside"
+            )
+        return db
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: writers queue, readers keep reading)."""
+        with self._lock:
+            try:
+                with _transaction(self._db, immediate=True):
+                    yield self._db
+            except sqlite3.DatabaseError as exc:
+                raise MemoryStateError(f"the memory store {self.path}: {exc}") from exc
+
+    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise MemoryStateError(f"the memory store {self.path}: {exc}") from exc
+
+    def _seq(self, db: sqlite3.Connection) -> int:
+        db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'seq'")
+        return int(db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
+
+    # -- what the caller sees ------------------------------------------------------------
+
+    def visible(self, alias: str = "notes") -> tuple[str, tuple[str, str]]:
+        """The SQL condition (and its arguments) for the rows this caller may see."""
+        return (
+            f"{alias}.project = ? AND ({alias}.scope = 'project' OR {alias}.owner = ?) "
+            f"AND {alias}.deleted IS NULL",
+            (self.project, self.user),
+        )
+
+    def superseded(self) -> set[int]:
+        """Visible notes that a live note supersedes."""
+        cond, args = self.visible("d")
+        rows = self._read(
+            "SELECT DISTINCT e.dst FROM edges e JOIN notes s ON s.id = e.src "
+            f"JOIN notes d ON d.id = e.dst WHERE e.kind = 'supersedes' AND s.deleted IS NULL "
+            f"AND {cond}",
+            args,
+        )
+        return {r[0] for r in rows}
+
+    # -- save ----------------------------------------------------------------------------
+
+    def save(
+        self,
+        title: str,
+        type: NoteType | str = NoteType.NOTE,
+        *,
+        what: str = "",
+        why: str = "",
+        where: str = "",
+        learned: str = "",
+        topic_key: str | None = None,
+        scope: Scope | str = Scope.PROJECT,
+    ) -> SaveResult:
+        """Save a note; the same topic key in the same scope updates it in place (its
+        revision counted), the same normalised content within ``DEDUPE_WINDOW_S`` is the
+        note already saved. Every text passes secret redaction first."""
+        kind = parse_enum(NoteType, type, "note type")
+        where_to = parse_enum(Scope, scope, "scope")
+        title = _scrub(clean_field("title", title, MAX_TITLE_CHARS, required=True))
+        if "\n" in title:
+            raise ConfigError("a title is one line")
+        fields = [
+            _scrub(clean_field(n, v, MAX_BODY_CHARS))
+            for n, v in (("what", what), ("why", why), ("where", where), ("learned", learned))
+        ]
+        key = clean_field("topic_key", topic_key, MAX_TOPIC_KEY_CHARS) or None
+        content = sha256_text(normalised(kind.value, title, *fields))
+        body = body_text(*fields)
+        entities, links = self._entities(f"{title}\n{body}")
+        vector = None
+        if self.embedder is not None:
+            vec = self.embedder.embed([f"{title}\n{body}"])[0]
+            vector = np.asarray(vec, dtype=np.float32).tobytes()
+        names = " ".join(e.split(":", 1)[1] for e in entities)
+        terms = (self.terms(title), self.terms(f"{body}\n{names}"))
+        owner = self.user if where_to is Scope.PERSONAL else ""
+        now = self.clock()
+        links_json = json.dumps(
+            [[lk.entity, lk.path, lk.start_line, lk.end_line, lk.sha256, h] for lk, h in links]
+        )
+        row = (kind.value, title, *fields, content, json.dumps(list(entities)), links_json)
+        model = self.embedder.model_id if self.embedder is not None else None
+        with self._write() as db:
+            scope_args = (self.project, where_to.value, owner)
+            if key is not None:
+                found = db.execute(
+                    "SELECT id, revision, content FROM notes WHERE project = ? AND scope = ? "
+                    "AND owner = ? AND topic_key = ? AND deleted IS NULL",
+                    (*scope_args, key),
+                ).fetchone()
+                if found is not None and found[2] == content:
+                    return SaveResult(
+                        found[0],
+                        SaveAction.DUPLICATE,
+                        found[1],
+                        entities,
+                        tuple(lk for lk, _ in links),
+                    )
+                if found is not None:
+                    seq = self._seq(db)
+                    db.execute(
+                        "UPDATE notes SET type = ?, title = ?, what = ?, why = ?, place = ?, "
+                        "learned = ?, content = ?, entities = ?, links = ?, revision = "
+                        "revision + 1, updated = ?, model = ?, vector = ?, seq = ? "
+                        "WHERE id = ?",
+                        (*row, now, model, vector, seq, found[0]),
+                    )
+                    _index_terms(db, found[0], terms)
+                    return SaveResult(
+                        found[0],
+                        SaveAction.UPDATED,
+                        found[1] + 1,
+                        entities,
+                        tuple(lk for lk, _ in links),
+                    )
+            else:
+                found = db.execute(
+                    "SELECT id, revision FROM notes WHERE project = ? AND scope = ? AND "
+                    "owner = ? AND content = ? AND deleted IS NULL AND updated >= ? "
+                    "ORDER BY id LIMIT 1",
+                    (*scope_args, content, now - DEDUPE_WINDOW_S),
+                ).fetchone()
+                if found is not None:
+                    return SaveResult(
+                        found[0],
+                        SaveAction.DUPLICATE,
+                        found[1],
+                        entities,
+                        tuple(lk for lk, _ in links),
+                    )
+            seq = self._seq(db)
+            cur = db.execute(
+                "INSERT INTO notes (project, scope, owner, type, title, what, why, place, "
+                "learned, content, entities, links, topic_key, revision, created, updated, "
+                "accessed, model, vector, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "1, ?, ?, ?, ?, ?, ?)",
+                (*scope_args, *row, key, now, now, now, model, vector, seq),
+            )
+            note_id = int(cur.lastrowid or 0)
+            _index_terms(db, note_id, terms)
+        return SaveResult(note_id, SaveAction.CREATED, 1, entities, tuple(lk for lk, _ in links))
+
+    def _entities(self, text: str) -> tuple[tuple[str, ...], list[tuple[CodeLink, str]]]:
+        """The note's entities (code ones only when they resolve) and its code links."""
+        from engine.memory._recall import file_lines, link_head
+
+        kept: list[str] = []
+        links: list[tuple[CodeLink, str]] = []
+        for c in extract(text, MAX_ENTITIES * 2):
+            if c.kind in ("path", "place", "symbol") and self.code is not None:
+                link = self.code.resolve(c)
+                if link is None:
+                    continue
+                if len(links) < MAX_LINKS and all(lk != link for lk, _ in links):
+                    lines = file_lines(self.code.read(link.path) or "")
+                    links.append(
+                        (
+                            link,
+                            link_head(
+                                lines[link.start_line - 1] if link.start_line <= len(lines) else ""
+                            ),
+                        )
+                    )
+            elif c.kind == "symbol":
+                continue  # without an index nothing says a word names a symbol
+            if len(kept) < MAX_ENTITIES:
+                kept.append(c.key)
+        return tuple(kept), links
+
+    # -- read ----------------------------------------------------------------------------
+
+    def rows(self, ids: Sequence[int], *, archived: bool = True) -> dict[int, tuple[Any, ...]]:
+        """Visible rows by id (``_COLUMNS``); without the archived ones unless ``archived``."""
+        if not ids:
+            return {}
+        cond, args = self.visible()
+        cond += "" if archived else " AND notes.archived = 0"
+        marks = ",".join("?" * len(ids))
+        found = self._read(
+            f"SELECT {_COLUMNS} FROM notes WHERE id IN ({marks}) AND {cond}", (*ids, *args)
+        )
+        return {r[0]: r for r in found}
+
+    def incoming(self, ids: Sequence[int]) -> dict[int, int]:
+        """Live edges pointing at each note."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._read(
+            f"SELECT e.dst, count(*) FROM edges e JOIN notes s ON s.id = e.src WHERE e.dst IN "
+            f"({marks}) AND s.deleted IS NULL GROUP BY e.dst",
+            tuple(ids),
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def checked_links(self, raw: str, files: dict[str, str | None]) -> tuple[LinkCheck, ...]:
+        """A row's links, each checked against the file as the caller sees it now."""
+        out = []
+        for entity, path, start, end, sha, head in json.loads(raw):
+            link = CodeLink(entity, path, start, end, sha)
+            if self.code is None:
+                continue
+            if path not in files:
+                files[path] = self.code.read(path)
+            out.append(check_link(link, head, files[path]))
+        return tuple(out)
+
+    def note(
+        self, row: tuple[Any, ...], incoming: int, files: dict[str, str | None], now: float
+    ) -> Note:
+        """A row as a ``Note`` (links checked, importance computed, edges not read)."""
+        (
+            note_id,
+            kind,
+            scope,
+            title,
+            what,
+            why,
+            place,
+            learned,
+            key,
+            revision,
+            entities,
+            links,
+            created,
+            updated,
+            accessed,
+            count,
+            deleted,
+        ) = row
+        kind = NoteType(kind)
+        return Note(
+            note_id,
+            title,
+            kind,
+            Scope(scope),
+            what,
+            why,
+            place,
+            learned,
+            key or "",
+            revision,
+            tuple(json.loads(entities)),
+            self.checked_links(links, files),
+            created,
+            updated,
+            accessed,
+            count,
+            importance(kind, count, accessed, created, incoming, now),
+            deleted is not None,
+        )
+
+    def get(self, note_id: int, *, touch: bool = True) -> Note:
+        """One visible note in full, its links re-checked, its edges and the notes that
+        supersede or contradict it; counts as an access (``touch``)."""
+        note_id = _check_id(note_id)
+        row = self.rows([note_id]).get(note_id)
+        if row is None:
+            raise NotFoundError(f"no note {note_id} here (for this project and user)")
+        now = self.clock()
+        if touch:
+            with self._write() as db:
+                db.execute(
+                    "UPDATE notes SET accessed = ?, access_count = access_count + 1 WHERE id = ?",
+                    (now, note_id),
+                )
+            row = (*row[:14], now, row[15] + 1, row[16])
+        edges = self.edges_of([note_id])
+        note = self.note(row, sum(1 for e in edges if e.dst == note_id), {}, now)
+        live = self.rows(sorted({e.src for e in edges} | {e.dst for e in edges}))
+        above = tuple(
+            sorted(
+                e.src
+                for e in edges
+                if e.kind is EdgeKind.SUPERSEDES and e.dst == note_id and e.src in live
+            )
+        )
+        other = sorted(
+            {e.dst if e.src == note_id else e.src for e in edges if e.kind is EdgeKind.CONTRADICTS}
+            & set(live)
+        )
+        from dataclasses import replace
+
+        return replace(
+            note,
+            superseded_by=above,
+            contradicts=tuple((i, live[i][3]) for i in other),
+            edges=tuple(e for e in edges if e.src in live and e.dst in live),
+        )
+
+    def edges_of(self, ids: Sequence[int]) -> list[Edge]:
+        """Every edge touching ``ids`` (either end), in (src, dst, kind) order."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self._read(
+            f"SELECT src, dst, kind, created FROM edges WHERE src IN ({marks}) "
+            f"OR dst IN ({marks}) ORDER BY src, dst, kind",
+            (*ids, *ids),
+        )
+        return [Edge(r[0], r[1], EdgeKind(r[2]), r[3]) for r in rows]
+
+    def contradictions(self, ids: Sequence[int]) -> dict[int, tuple[tuple[int, str], ...]]:
+        """For each of ``ids``, the visible notes on the other side of a contradiction."""
+        edges = [e for e in self.edges_of(ids) if e.kind is EdgeKind.CONTRADICTS]
+        if not edges:
+            return {}
+        live = self.rows(sorted({e.src for e in edges} | {e.dst for e in edges}))
+        out: dict[int, set[int]] = {}
+        for e in edges:
+            if e.src in live and e.dst in live:
+                out.setdefault(e.src, set()).add(e.dst)
+                out.setdefault(e.dst, set()).add(e.src)
+        return {i: tuple((o, live[o][3]) for o in sorted(out[i])) for i in ids if i in out}
+
+    # -- vectors -------------------------------------------------------------------------
+
+    def vectors(self) -> Vectors | None:
+        """The vector matrix, advanced to the store's last change."""
+        if self._vectors is None:
+            return None
+        seq = int(self._read("SELECT value FROM meta WHERE key = 'seq'")[0][0])
+        if seq > self._vectors.seq:
+            rows = self._read(
+                "SELECT id, vector, model, deleted, seq FROM notes WHERE project = ? AND "
+                "seq > ? ORDER BY seq",
+                (self.project, self._vectors.seq),
+            )
+            model = self._vectors.model_id
+            self._vectors.advance(
+                [(r[0], r[1] if r[2] == model else None, r[3] is None) for r in rows], seq
+            )
+        return self._vectors
+
+    def bump_seq(self) -> None:
+        """Mark a change the vector matrix must see (a delete)."""
+        with self._write() as db:
+            self._seq(db)
+
+
+def _check_id(note_id: object) -> int:
+    if isinstance(note_id, bool) or not isinstance(note_id, int) or note_id < 1:
+        if isinstance(note_id, str) and note_id.strip().removeprefix("memory:").isdigit():
+            return int(note_id.strip().removeprefix("memory:"))
+        raise NotFoundError(f"no note {note_id!r}: note ids are positive integers")
+    return note_id
+
+
+check_id = _check_id
+
+
+def _index_terms(db: sqlite3.Connection, note_id: int, terms: tuple[str, str]) -> None:
+    db.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
+    db.execute("INSERT INTO notes_fts (rowid, title, body) VALUES (?, ?, ?)", (note_id, *terms))
+
+
+def _scrub(text: str) -> str:
+    return redact(text).text if text else text
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection, *, immediate: bool = False) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")

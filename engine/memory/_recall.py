@@ -1,0 +1,210 @@
+"""Recall over notes: importance, the in-memory vector matrix, fusion, and code-link checks.
+
+- **Importance** (``importance``): a weighted sum of five parts, each in [0, 1], so a
+  reader can see why a note ranks where it does: its type (decisions, constraints and
+  identity facts matter longer than a passing note), how often it was read (log-scaled),
+  how recently (a month's half-life), how many notes point at it, and its age (a slow
+  decay, so an old note that nobody reads sinks).
+- **Fusion** (``fuse``): reciprocal rank over the lexical and the dense lists, as code
+  recall fuses its retrievers, times ``1 + IMPORTANCE_WEIGHT * importance``: importance
+  orders near-ties, it never lifts an unrelated note over a matching one.
+- **Vectors** (``Vectors``): every note's vector, kept in one growing float32 matrix and
+  advanced by the store's change sequence, so a search after a save reads one row, not
+  the whole store.
+- **Links** (``check_link``): a link's lines are hashed again in the file as the caller
+  sees it now; if they differ, the same lines elsewhere in the file (code moved by an edit
+  above it) count as ``moved``, not stale.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.memory._notes import CodeLink, Importance, LinkCheck, LinkState, NoteType
+from indexers import sha256_text
+
+__all__ = [
+    "IMPORTANCE_WEIGHT",
+    "RRF_K",
+    "NoteEmbedder",
+    "Vectors",
+    "check_link",
+    "file_lines",
+    "fuse",
+    "importance",
+    "link_head",
+]
+
+RRF_K = 60  # reciprocal-rank constant, as code recall uses: flattens the head of each list
+IMPORTANCE_WEIGHT = 0.3  # at most +30% on the fused score: orders near-ties only
+_DAY = 86_400.0
+_RECENCY_HALF_LIFE_DAYS = 30.0  # a note read a month ago counts half as recent
+_AGE_HALF_LIFE_DAYS = 365.0  # a year-old note keeps half its age part
+_ACCESS_SATURATION = 20  # reads past this add nothing more
+_EDGE_SATURATION = 5  # incoming edges past this add nothing more
+_TYPE_WEIGHT = {  # how long a kind of fact stays worth recalling
+    NoteType.CONSTRAINT: 1.0,
+    NoteType.IDENTITY: 1.0,
+    NoteType.DECISION: 0.9,
+    NoteType.GOAL: 0.8,
+    NoteType.BUGFIX: 0.7,
+    NoteType.CONFIG: 0.7,
+    NoteType.PATTERN: 0.6,
+    NoteType.DISCOVERY: 0.5,
+    NoteType.NOTE: 0.3,
+}
+_PARTS = (("type", 0.35), ("access", 0.2), ("recency", 0.2), ("edges", 0.15), ("age", 0.1))
+
+
+class NoteEmbedder(Protocol):
+    """What recall needs of the code embedder (passed in by the workspace)."""
+
+    @property
+    def model_id(self) -> str:
+        """The model and settings."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit vectors, one row per text."""
+        ...
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """The unit vector of one query."""
+        ...
+
+
+def importance(
+    kind: NoteType, access_count: int, accessed: float, created: float, incoming: int, now: float
+) -> Importance:
+    """The importance of a note and its parts (see the module docstring)."""
+    values = {
+        "type": _TYPE_WEIGHT[kind],
+        "access": math.log1p(max(0, access_count)) / math.log1p(_ACCESS_SATURATION),
+        "recency": 0.5 ** (max(0.0, now - max(accessed, created)) / _DAY / _RECENCY_HALF_LIFE_DAYS),
+        "edges": incoming / _EDGE_SATURATION,
+        "age": 0.5 ** (max(0.0, now - created) / _DAY / _AGE_HALF_LIFE_DAYS),
+    }
+    parts = tuple((n, round(min(1.0, values[n]), 4), w) for n, w in _PARTS)
+    return Importance(round(sum(v * w for _, v, w in parts), 4), parts)
+
+
+def fuse(
+    lists: Sequence[tuple[Sequence[int], float]], weight: dict[int, float]
+) -> list[tuple[int, float]]:
+    """Ids by fused score (reciprocal rank over ``lists``, each ``(ids, list weight)``,
+    times ``1 + w * importance``), best first; ties by id, so the order is the same on
+    every run."""
+    fused: dict[int, float] = {}
+    for ranked, share in lists:
+        for rank, note in enumerate(ranked, 1):
+            fused[note] = fused.get(note, 0.0) + share / (RRF_K + rank)
+    scored = [(n, s * (1.0 + IMPORTANCE_WEIGHT * weight.get(n, 0.0))) for n, s in fused.items()]
+    return sorted(scored, key=lambda p: (-p[1], p[0]))
+
+
+class Vectors:
+    """The notes' vectors of one model in one growing matrix; safe to share between threads.
+
+    Rows are never moved: a note whose text changed gets its row overwritten, a deleted
+    one is masked off. ``advance`` applies the store's changes since the last call."""
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.seq = 0  # the last change applied
+        self._lock = threading.Lock()
+        self._matrix: npt.NDArray[np.float32] | None = None
+        self._ids: list[int] = []
+        self._row: dict[int, int] = {}
+        self._live = np.zeros(0, dtype=bool)
+
+    def advance(self, rows: Sequence[tuple[int, bytes | None, bool]], seq: int) -> None:
+        """Apply changed rows ``(id, vector bytes or None, live)`` up to change ``seq``."""
+        with self._lock:
+            for note, blob, live in rows:
+                at = self._row.get(note)
+                if blob is None or not live:
+                    if at is not None:
+                        self._live[at] = False
+                    continue
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if at is None:
+                    at = self._append(note, vec.shape[0])
+                assert self._matrix is not None
+                if vec.shape[0] != self._matrix.shape[1]:
+                    continue  # a vector of another size: another model wrote it
+                self._matrix[at] = vec
+                self._live[at] = True
+            self.seq = max(self.seq, seq)
+
+    def _append(self, note: int, dim: int) -> int:
+        if self._matrix is None:
+            self._matrix = np.zeros((64, dim), dtype=np.float32)
+            self._live = np.zeros(64, dtype=bool)
+        if len(self._ids) == self._matrix.shape[0]:
+            grown = np.zeros((self._matrix.shape[0] * 2, self._matrix.shape[1]), np.float32)
+            grown[: len(self._ids)] = self._matrix
+            live = np.zeros(grown.shape[0], dtype=bool)
+            live[: len(self._ids)] = self._live[: len(self._ids)]
+            self._matrix, self._live = grown, live
+        self._row[note] = len(self._ids)
+        self._ids.append(note)
+        return len(self._ids) - 1
+
+    def nearest(
+        self, query: npt.NDArray[np.float32], allowed: set[int] | None, k: int
+    ) -> list[tuple[int, float]]:
+        """The ``k`` live notes (within ``allowed`` when given) nearest to ``query``."""
+        with self._lock:
+            n = len(self._ids)
+            if self._matrix is None or n == 0 or query.shape[0] != self._matrix.shape[1]:
+                return []
+            sims = self._matrix[:n] @ query
+            mask = self._live[:n].copy()
+            if allowed is not None:
+                ids = np.fromiter(self._ids, dtype=np.int64, count=n)
+                mask &= np.isin(ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            sims = np.where(mask, sims, -np.inf)
+            take = min(k, int(mask.sum()))
+            if take == 0:
+                return []
+            top = np.argpartition(-sims, take - 1)[:take]
+            pairs = [(self._ids[i], float(sims[i])) for i in top]
+        return sorted(pairs, key=lambda p: (-p[1], p[0]))
+
+
+def file_lines(text: str) -> list[str]:
+    """1-based lines as the indexers count them (a final newline ends the last line)."""
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def link_head(text: str) -> str:
+    """The short hash of a link's first line (finds the lines again after they moved)."""
+    return sha256_text(text.split("\n", 1)[0])[:16]
+
+
+def check_link(link: CodeLink, head: str, text: str | None) -> LinkCheck:
+    """``link`` against the file's text as the caller sees it now (None: the file is gone)."""
+    if text is None:
+        return LinkCheck(link, LinkState.MISSING)
+    lines = file_lines(text)
+    size = link.end_line - link.start_line + 1
+    here = "\n".join(lines[link.start_line - 1 : link.end_line])
+    if link.end_line <= len(lines) and sha256_text(here) == link.sha256:
+        return LinkCheck(link, LinkState.CURRENT)
+    for i, line in enumerate(lines):
+        if (
+            i + size <= len(lines)
+            and sha256_text(line)[:16] == head
+            and sha256_text("\n".join(lines[i : i + size])) == link.sha256
+        ):
+            return LinkCheck(link, LinkState.MOVED, f"{link.path}#L{i + 1}-L{i + size}")
+    return LinkCheck(link, LinkState.STALE)
