@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from engine.core import Step, StepRole
-from engine.memory._observe import MAX_LINE_CHARS, Observation, command_of, observe
+from engine.memory._observe import MAX_LINE_CHARS, Observation, command_of, names_in, observe
 from indexers import TokenCounter
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
 # A text longer than this is never shown whole and never counted token by token (a 50 MB
 # log would take seconds): no budget cortex accepts (200k tokens) holds it anyway.
 VERBATIM_CHARS = 400_000
-_THOUGHT_CHARS = 160  # an agent turn's stub keeps the start of its reasoning
+_THOUGHT_CHARS = 80  # an agent turn's stub keeps the start of its reasoning
 _PASSED_SHOWN = 12  # passing test ids a stub names (failing ones: all)
 _LOCATIONS = 12  # path:line locations a stub names (files: all it saw, up to the cap)
 _QUESTIONS = 3  # open questions a digest keeps (the latest)
@@ -183,7 +183,9 @@ def stub_lines(item: Step, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
             return [short]
         # The names a command used (files it ran or wrote, tests) outlive its short form.
         obs = memo.observe(item)
-        names = [n for n in (*obs.files, *obs.failed_tests) if n not in short]
+        paths, tests, errors, _ = names_in(item.text)
+        said = dict.fromkeys((*obs.files, *paths, *tests, *obs.failed_tests, *errors))
+        names = [n for n in said if n not in short]
         return [short, "  names: " + ", ".join(names)] if names else [short]
     obs = memo.observe(item)
     tokens = memo.item_tokens(item)
