@@ -186,6 +186,16 @@ class Session:
             raise NotFoundError(f"session {self.id!r} has steps 1-{len(items)}, not {n!r}")
         return items[n - 1]
 
+    def show(self, step: int | None = None) -> tuple[Step, ...]:
+        """Every step, or (``step``) that one in full; ``NotFoundError`` for a session with
+        no step or a step it does not have."""
+        if step is not None:
+            return (self.step(step),)
+        items = self.items()
+        if not items:
+            raise NotFoundError(f"no session {self.id!r} here (for this user)")
+        return items
+
     def lane(self, room: int, *, query: str = "", upto: int | None = None,
              settings: LaneSettings | None = None) -> HistoryLane:  # fmt: skip
         """The history lane of the steps (up to ``upto``) in ``room`` tokens."""

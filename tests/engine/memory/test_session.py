@@ -36,6 +36,7 @@ def test_steps_are_journaled_in_the_chain(tmp_path: Path) -> None:
     roles = [StepRole.USER, StepRole.ASSISTANT, StepRole.TOOL, StepRole.DECISION]
     assert [i.role for i in again.items()] == roles
     assert "keep parse_strict" in again.lane(2000).text
+    assert again.show(3)[0].text == PYTEST and len(again.show()) == 4
 
 
 def test_users_never_read_each_others_sessions(tmp_path: Path) -> None:
