@@ -3,6 +3,7 @@ ledger's texts, down to the bytes under the state dir, while the chain still ver
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import subprocess
 import zlib
@@ -73,10 +74,8 @@ def _sqlite_holders(path: Path, low: bytes) -> list[str]:
             for row in conn.execute(f"SELECT * FROM {table}"):
                 for value in row:
                     if isinstance(value, bytes):
-                        try:
+                        with contextlib.suppress(zlib.error):
                             value = zlib.decompress(value)
-                        except zlib.error:
-                            pass
                         if low in value.lower():
                             hits.append(table)
                     elif isinstance(value, str) and low.decode() in value.lower():

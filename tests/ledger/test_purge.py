@@ -86,7 +86,9 @@ def test_tool_result_summaries_are_stored_texts_a_purge_reaches(tmp_path: Path) 
     with Ledger.open(path) as ledger:
         add_turn(ledger, "t1", texts=["plain text"])
         record = ledger.append_feedback(
-            FeedbackDraft(turn_id="t1", tool_results=(ToolResult("pytest", False, "token zebra-77 bad"),))
+            FeedbackDraft(
+                turn_id="t1", tool_results=(ToolResult("pytest", False, "token zebra-77 bad"),)
+            )
         )
         sha = record.tool_results[0].summary_sha256
         assert sha == hashlib.sha256(b"token zebra-77 bad").hexdigest()
