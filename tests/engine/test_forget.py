@@ -34,7 +34,7 @@ BASE_FILES = {
         "    total = sum(price for _, price in lines)\n"
         "    return '\\n'.join(f'{name}: {price}' for name, price in lines) + f'\\ntotal {total}'\n"
     ),
-    "other.py": "def unrelated_helper(x):\n    \"\"\"Double it.\"\"\"\n    return x * 2\n",
+    "other.py": 'def unrelated_helper(x):\n    """Double it."""\n    return x * 2\n',
 }
 
 
