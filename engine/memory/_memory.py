@@ -32,7 +32,7 @@ from engine.memory._notes import (
     preview,
 )
 from engine.memory._observations import NoteStore, check_id, parse_enum
-from engine.memory._recall import fuse, importance
+from engine.memory._recall import fuse, importance_score
 
 _SPREAD_KINDS = frozenset({EdgeKind.FOLLOWS, EdgeKind.RELATES_TO})
 
@@ -40,14 +40,14 @@ __all__ = ["MAX_K", "MAX_QUERY_CHARS", "RECALL_DEPTH", "Memory", "MemoryItem"]
 
 MAX_K = 100  # search results at once; past this a caller wants get or timeline
 MAX_QUERY_CHARS = 4_000  # a question, not a document
-RECALL_DEPTH = 100  # candidates each retriever hands to fusion
+RECALL_DEPTH = 50  # candidates each retriever hands to fusion
 _TIMELINE_MAX = 50  # notes either side of an anchor
 # Recall spreads along sequence edges: an answer is often in the note after the one that
 # matches the question's words. A neighbour gets this share of a hit's score (when that is
 # more than its own), from the top ``SPREAD_FROM`` hits.
 SPREAD = 0.9
 SPREAD_FROM = 10
-DENSE_SHARE = 0.3  # the dense list's weight in fusion (the lexical list's is 1)
+DENSE_SHARE = 0.15  # the dense list's weight in fusion (the lexical list's is 1)
 TITLE_WEIGHT = 2.0  # a title is the note's own summary: its words count twice in BM25
 # Function words of a question ("what did she ...") match nearly every note; dropped from
 # a search (never from what is indexed), as long as a word is left.
@@ -287,17 +287,19 @@ class Memory:
             near = vectors.nearest(self.store.embedder.embed_query(query), None, RECALL_DEPTH)
             lists.append([i for i, _ in near])
         ids = sorted({i for ranked in lists for i in ranked})
-        rows = self.store.rows(ids, archived=False)
+        facts = self.store.facts(ids)
         hidden = set() if include_superseded else self.store.superseded()
-        keep = {i for i, r in rows.items() if i not in hidden and (not kinds or r[1] in kinds)}
+        keep = {i for i, f in facts.items() if i not in hidden and (not kinds or f[0] in kinds)}
         shares = [1.0] * lexical + [DENSE_SHARE] * (len(lists) - lexical)
         kept = [
             ([i for i in ranked if i in keep], w) for ranked, w in zip(lists, shares, strict=True)
         ]
-        weights = self._importance(keep, rows)
-        return self._spread(fuse(kept, weights), keep)[:k]
+        weights = self._importance({i: facts[i] for i in keep})
+        return self._spread(fuse(kept, weights), keep, hidden)[:k]
 
-    def _spread(self, scored: list[tuple[int, float]], keep: set[int]) -> list[tuple[int, float]]:
+    def _spread(
+        self, scored: list[tuple[int, float]], keep: set[int], hidden: set[int]
+    ) -> list[tuple[int, float]]:
         """Scores passed along ``follows`` and ``relates_to`` edges: a note next to a strong
         hit (the answer after the question it follows) gets ``SPREAD`` of that hit's score
         when that is more than its own."""
@@ -308,8 +310,7 @@ class Memory:
         if not near:
             return scored
         ends = {e.src for e in near} | {e.dst for e in near}
-        alive = set(self.store.rows(sorted(ends - keep), archived=False)) | (ends & keep)
-        hidden = self.store.superseded() if ends - keep else set()
+        alive = set(self.store.facts(sorted(ends - keep))) | (ends & keep)
         score = dict(scored)
         for e in near:
             for a, b in ((e.src, e.dst), (e.dst, e.src)):
@@ -333,19 +334,13 @@ class Memory:
         )
         return [r[0] for r in rows]
 
-    def _importance(self, ids: set[int], rows: dict[int, tuple[object, ...]]) -> dict[int, float]:
-        incoming = self.store.incoming(sorted(ids))
+    def _importance(self, facts: dict[int, tuple[str, float, float, int]]) -> dict[int, float]:
+        incoming = self.store.incoming(sorted(facts))
         now = self.store.clock()
-        out = {}
-        for i in ids:
-            r = rows[i]
-            kind, created, accessed, count = r[1], r[12], r[14], r[15]
-            assert isinstance(kind, str) and isinstance(count, int)
-            assert isinstance(created, float) and isinstance(accessed, float)
-            out[i] = importance(
-                NoteType(kind), count, accessed, created, incoming.get(i, 0), now
-            ).score
-        return out
+        return {
+            i: importance_score(kind, count, accessed, created, incoming.get(i, 0), now)
+            for i, (kind, created, accessed, count) in facts.items()
+        }
 
     def _hits(self, ids: Sequence[int], scores: dict[int, float], check: bool) -> list[NoteHit]:
         rows = self.store.rows(list(ids))

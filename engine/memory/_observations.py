@@ -364,6 +364,20 @@ class NoteStore:
         )
         return {r[0]: r for r in found}
 
+    def facts(self, ids: Sequence[int]) -> dict[int, tuple[str, float, float, int]]:
+        """(type, created, accessed, access count) of the visible, unarchived notes among
+        ``ids``: what ranking needs, without their text."""
+        if not ids:
+            return {}
+        cond, args = self.visible()
+        marks = ",".join("?" * len(ids))
+        found = self._read(
+            f"SELECT id, type, created, accessed, access_count FROM notes WHERE id IN ({marks}) "
+            f"AND {cond} AND notes.archived = 0",
+            (*ids, *args),
+        )
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in found}
+
     def incoming(self, ids: Sequence[int]) -> dict[int, int]:
         """Live edges pointing at each note."""
         if not ids:

@@ -38,6 +38,7 @@ __all__ = [
     "file_lines",
     "fuse",
     "importance",
+    "importance_score",
     "link_head",
 ]
 
@@ -92,6 +93,26 @@ def importance(
     }
     parts = tuple((n, round(min(1.0, values[n]), 4), w) for n, w in _PARTS)
     return Importance(round(sum(v * w for _, v, w in parts), 4), parts)
+
+
+_TYPE_VALUE = {k.value: w for k, w in _TYPE_WEIGHT.items()}
+_LOG_SATURATION = math.log1p(_ACCESS_SATURATION)
+_RECENCY_SCALE = _DAY * _RECENCY_HALF_LIFE_DAYS
+_AGE_SCALE = _DAY * _AGE_HALF_LIFE_DAYS
+
+
+def importance_score(
+    kind: str, access_count: int, accessed: float, created: float, incoming: int, now: float
+) -> float:
+    """``importance(...).score`` unrounded, without its parts: what ranking uses (a search
+    weighs a hundred candidates)."""
+    return (
+        0.35 * _TYPE_VALUE[kind]
+        + 0.2 * min(1.0, math.log1p(max(0, access_count)) / _LOG_SATURATION)
+        + 0.2 * 0.5 ** (max(0.0, now - max(accessed, created)) / _RECENCY_SCALE)
+        + 0.15 * min(1.0, incoming / _EDGE_SATURATION)
+        + 0.1 * 0.5 ** (max(0.0, now - created) / _AGE_SCALE)
+    )
 
 
 def fuse(
