@@ -111,8 +111,11 @@ class Trajectory:
 def load(pattern: str) -> Iterator[Trajectory]:
     """Trajectories from the gzipped JSON-lines files matching ``pattern``."""
     base = Path(pattern)
-    paths = sorted(base.glob("*.jsonl.gz")) if base.is_dir() else sorted(
-        Path().glob(pattern))  # fmt: skip
+    if base.is_dir():
+        paths = sorted(base.glob("*.jsonl.gz"))
+    else:  # a glob, relative or absolute (Path.glob takes only relative patterns)
+        anchor = Path(base.anchor or ".")
+        paths = sorted(anchor.glob(str(base.relative_to(anchor)) if base.anchor else pattern))
     for path in paths:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             for line in fh:
