@@ -37,6 +37,7 @@ from engine.core import (
     LedgerStateError,
     NotFoundError,
     Progress,
+    Recalled,
     Replay,
     Resolved,
     SearchHit,
@@ -538,6 +539,7 @@ class Workspace:
         if state.session:
             history = self._history(state, goal, query, diff, budget, upto=history_upto)
         inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0)
+        recalled = self._recalled(query or goal, budget)
         pack = build_pack(
             view,
             goal=goal,
@@ -554,6 +556,7 @@ class Workspace:
             scored_out=explain,
             timings=timings,
             history=history,
+            memory=recalled,
         )
         if stale:
             pack = replace(pack, advisory=(*pack.advisory, *stale))
@@ -636,6 +639,34 @@ class Workspace:
                 )
                 self._memory = Memory(store)
             return self._memory
+
+    def _recalled(self, query: str, budget: int) -> tuple[Recalled, ...]:
+        """The memory lane: saved notes relevant to ``query``, best first, in their share of
+        the budget (none when nothing was ever saved here: reading creates no store)."""
+        if self._memory is None and not (self.state_dir / "memory.sqlite").exists():
+            return ()
+        room, used, out = int(budget * _MEMORY_SHARE), 0, []
+        for item in self.memory.items(query, _MEMORY_NOTES):
+            for text in (item.shown, item.shown_short):  # whole, else its preview
+                head = f"[99] {item.hit.title}\nSource: {item.hit.uri}\n"
+                tokens = self.counter.count(head + text) + 2
+                if used + tokens <= room:
+                    used += tokens
+                    out.append(Recalled(item.hit.uri, item.hit.title, text, sha256_text(text),
+                                        item.hit.score, tokens))  # fmt: skip
+                    break
+        return tuple(out)
+
+    def _still_matches(self, ref: CitedRef) -> bool:
+        """Whether a cited source still shows what it showed: a file's lines, or a note's
+        text as the memory lane would show it now."""
+        if not ref.source_uri.startswith("memory:"):
+            return still_matches(self.root, ref)
+        try:
+            item = self.memory.item(ref.source_uri.removeprefix("memory:"))
+        except NotFoundError:
+            return False
+        return ref.sha256 in (sha256_text(item.shown), sha256_text(item.shown_short))
 
     @property
     def project(self) -> str:
@@ -789,9 +820,7 @@ class Workspace:
                     f"unknown replay key {replay_key!r} (not built in this process)"
                 )
             refs = recent
-        result = check_citations(
-            replay_key, refs, model_citations, lambda ref: still_matches(self.root, ref)
-        )
+        result = check_citations(replay_key, refs, model_citations, self._still_matches)
         if turn is not None:
             results = [r if isinstance(r, ToolResult) else ToolResult("tool", True, str(r))
                        for r in tool_results]  # fmt: skip
@@ -813,6 +842,10 @@ class Workspace:
         comes from this user's View (base plus this user's overlay), never from another
         user's overlay, and never for a file the index skipped.
         """
+        if uri.startswith("memory:"):  # a note this user may read: theirs in full
+            note = self.memory.get(uri.removeprefix("memory:"))
+            return Resolved(uri, uri, None, None, sha256_text(note.text), None, None,
+                            note.text, f"memory note ({note.type.value})")  # fmt: skip
         found = session_uri(uri)
         if found is not None:  # a step of this user's session: theirs to read in full
             item = self.session(found[0]).step(found[1])
@@ -842,6 +875,10 @@ class Workspace:
 # The history lane's share of a session turn's budget (the goal's cost comes off first):
 # the rest stays for code evidence, which the history lane must not crowd out.
 _HISTORY_SHARE = 0.4
+# The memory lane's share of a turn's budget, and the notes it may show: a few facts the
+# agent saved, never enough to crowd out the code evidence.
+_MEMORY_SHARE = 0.15
+_MEMORY_NOTES = 5
 _INSTRUCTION_TOKENS = 64  # the fixed instruction and lane headers, about
 FORGET_MIN_CHARS = 6  # shortest text ``forget`` takes: shorter ones match ordinary code
 _LAYOUT_DIRS = ("bases", "overlays", "segments", "checkout")  # what a rebuild replaces

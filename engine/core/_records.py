@@ -17,6 +17,7 @@ __all__ = [
     "HistoryLane",
     "Lane",
     "Pointer",
+    "Recalled",
     "SearchHit",
     "SessionState",
     "SignalKind",
@@ -34,6 +35,7 @@ class Lane(StrEnum):
     RECENT = "recent"
     HISTORY = "history"
     DIFF = "diff"
+    MEMORY = "memory"
     EVIDENCE = "evidence"
     OMITTED = "omitted"
 
@@ -120,6 +122,20 @@ class HistoryLane:
     tokens: int
     upto: int  # the last step the lane covers
     compacted: tuple[Pointer, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """A saved note recalled for a request, as the memory lane shows it (plain data from
+    memory to packing): citable by number like evidence. ``text`` is what is shown, with
+    any stale code link and contradiction already written in; ``sha256`` is of ``text``."""
+
+    uri: str  # memory:ID
+    title: str
+    text: str
+    sha256: str
+    score: float
+    tokens: int
 
 
 @dataclass(frozen=True, slots=True)

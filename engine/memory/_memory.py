@@ -12,6 +12,7 @@ deleted ones.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -48,6 +49,7 @@ _TIMELINE_MAX = 50  # notes either side of an anchor
 SPREAD = 0.9
 SPREAD_FROM = 10
 DENSE_SHARE = 0.15  # the dense list's weight in fusion (the lexical list's is 1)
+LANE_MIN_COSINE = 0.5  # a note with no shared word joins the lane only this close
 TITLE_WEIGHT = 2.0  # a title is the note's own summary: its words count twice in BM25
 # Function words of a question ("what did she ...") match nearly every note; dropped from
 # a search (never from what is indexed), as long as a word is left.
@@ -119,6 +121,28 @@ class MemoryItem:
     hit: NoteHit
     text: str
 
+    @property
+    def shown(self) -> str:
+        """The note as a prompt shows it: its type and date, its text, then any code link
+        that changed under it and the other side of any contradiction (never served as
+        current without saying so)."""
+        return self._shown(self.text or self.hit.title)
+
+    @property
+    def shown_short(self) -> str:
+        """``shown`` with the preview for the text, saying where the whole note is."""
+        return self._shown(f"{self.hit.preview}\n(shortened: resolve {self.hit.uri} for all)")
+
+    def _shown(self, text: str) -> str:
+        day = time.strftime("%Y-%m-%d", time.gmtime(self.hit.updated))
+        lines = [f"({self.hit.type.value}, {day})", text]
+        if self.hit.stale:
+            lines.append("STALE: the code under " + ", ".join(self.hit.stale) + " changed "
+                         "since this was saved; check it before relying on this note")  # fmt: skip
+        for other, title in self.hit.contradicts:
+            lines.append(f"CONTRADICTED by memory:{other} ({title}); the two disagree")
+        return "\n".join(lines)
+
 
 class Memory:
     """The notes of one project as one user sees them (see the module docstring)."""
@@ -156,7 +180,7 @@ class Memory:
             scope=scope,
         )
 
-    def relate(self, src: int, dst: int, kind: EdgeKind | str) -> Edge:
+    def relate(self, src: int | str, dst: int | str, kind: EdgeKind | str) -> Edge:
         """Add the edge ``src`` —kind→ ``dst`` between two live notes (once; again is a
         no-op). A note cannot relate to itself, and ``supersedes`` refuses a cycle."""
         edge = parse_enum(EdgeKind, kind, "edge kind")
@@ -197,7 +221,7 @@ class Memory:
             seen.update(frontier)
         return False
 
-    def forget(self, note_id: int, *, hard: bool = False) -> bool:
+    def forget(self, note_id: int | str, *, hard: bool = False) -> bool:
         """Soft-delete a note (it is never returned again); ``hard``: remove its row, text
         and edges from the file (freed pages zeroed). False when it was already gone."""
         note_id = check_id(note_id)
@@ -229,7 +253,7 @@ class Memory:
             self.store._vectors.advance([(note_id, None, False)], 0)
         return True
 
-    def archive(self, note_id: int, archived: bool = True) -> Note:
+    def archive(self, note_id: int | str, archived: bool = True) -> Note:
         """Archive a note (``get`` still finds it; search, timeline and the lane do not),
         or bring it back."""
         note_id = check_id(note_id)
@@ -241,7 +265,7 @@ class Memory:
 
     # -- read ----------------------------------------------------------------------------
 
-    def get(self, note_id: int) -> Note:
+    def get(self, note_id: int | str) -> Note:
         """One note in full, its code links re-checked (stale ones named); an access."""
         return self.store.get(note_id)
 
@@ -371,13 +395,30 @@ class Memory:
         return hits
 
     def items(self, query: str, k: int) -> list[MemoryItem]:
-        """The ``k`` best notes for ``query`` with their full text (for the memory lane)."""
+        """The ``k`` best notes for ``query`` with their full text, for the memory lane:
+        only notes that share a word with the query or whose vector is close to it
+        (``LANE_MIN_COSINE``), so an unrelated store adds nothing to a prompt."""
         ranked = self.recall(query, k)
+        related = set(self._lexical(query, RECALL_DEPTH))
+        vectors = self.store.vectors()
+        if vectors is not None and self.store.embedder is not None:
+            near = vectors.nearest(self.store.embedder.embed_query(query), None, k)
+            related |= {i for i, cos in near if cos >= LANE_MIN_COSINE}
+        ranked = [(i, s) for i, s in ranked if i in related]
         hits = self._hits([i for i, _ in ranked], dict(ranked), True)
         rows = self.store.rows([h.id for h in hits])
         return [MemoryItem(h, body_text(*rows[h.id][4:8])) for h in hits if h.id in rows]
 
-    def timeline(self, note_id: int, before: int = 5, after: int = 5) -> list[NoteHit]:
+    def item(self, note_id: int | str) -> MemoryItem:
+        """One note as the lane would show it now (not counted as an access)."""
+        note_id = check_id(note_id)
+        hits = self._hits([note_id], {}, True)
+        if not hits:
+            raise NotFoundError(f"no note {note_id} here (for this project and user)")
+        row = self.store.rows([note_id])[note_id]
+        return MemoryItem(hits[0], body_text(*row[4:8]))
+
+    def timeline(self, note_id: int | str, before: int = 5, after: int = 5) -> list[NoteHit]:
         """The notes saved just before and after ``note_id`` (and it), oldest first."""
         note_id = check_id(note_id)
         for n, name in ((before, "before"), (after, "after")):

@@ -447,7 +447,7 @@ class NoteStore:
             deleted is not None,
         )
 
-    def get(self, note_id: int, *, touch: bool = True) -> Note:
+    def get(self, note_id: int | str, *, touch: bool = True) -> Note:
         """One visible note in full, its links re-checked, its edges and the notes that
         supersede or contradict it; counts as an access (``touch``)."""
         note_id = _check_id(note_id)

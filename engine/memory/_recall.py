@@ -106,7 +106,7 @@ def importance_score(
 ) -> float:
     """``importance(...).score`` unrounded, without its parts: what ranking uses (a search
     weighs a hundred candidates)."""
-    return (
+    return float(
         0.35 * _TYPE_VALUE[kind]
         + 0.2 * min(1.0, math.log1p(max(0, access_count)) / _LOG_SATURATION)
         + 0.2 * 0.5 ** (max(0.0, now - max(accessed, created)) / _RECENCY_SCALE)

@@ -25,6 +25,7 @@ from engine.core import (
     ContextPack,
     ContextSettings,
     HistoryLane,
+    Recalled,
     SessionState,
     ToolSignal,
     canonical,
@@ -93,10 +94,10 @@ class Request:
 
 def replay_key(view: str, goal: str, query: str, signals: Sequence[ToolSignal],
                state: SessionState, budget: int, settings: ContextSettings,
-               history: str = "") -> str:  # fmt: skip
+               history: str = "", memory: str = "") -> str:  # fmt: skip
     """A key that names this exact request against this exact view and configuration
     (the settings in their canonical JSON, so the key is the same on every machine), and,
-    in a session, the history lane it was given."""
+    in a session, the history lane it was given, and the memory lane when it had one."""
     body = {
         "v": 2,
         "view": view,
@@ -112,6 +113,8 @@ def replay_key(view: str, goal: str, query: str, signals: Sequence[ToolSignal],
     if state.session:  # keys of calls without a session stay what they were
         body["session"] = state.session
         body["history"] = hashlib.sha256(history.encode("utf-8")).hexdigest()
+    if memory:  # nor do keys of calls that recalled no note
+        body["memory"] = hashlib.sha256(memory.encode("utf-8")).hexdigest()
     raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
@@ -159,6 +162,22 @@ def retrieve(
     return scored
 
 
+def _flat(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _unrepeated(memory: Sequence[Recalled], evidence: Sequence[str]) -> tuple[Recalled, ...]:
+    """The notes that do not repeat chosen evidence (a note whose text is inside a
+    snippet's, or holds a whole snippet, adds nothing the evidence does not show)."""
+    shown = [_flat(t) for t in evidence if t.strip()]
+    out = []
+    for r in memory:
+        note = _flat(r.text)
+        if not any(note in s or s in note for s in shown):
+            out.append(r)
+    return tuple(out)
+
+
 def build_pack(
     view: View,
     *,
@@ -176,14 +195,19 @@ def build_pack(
     scored_out: list[Scored] | None = None,
     timings: dict[str, float] | None = None,
     history: HistoryLane | None = None,
+    memory: Sequence[Recalled] = (),
 ) -> ContextPack:
     """Build the context pack (see the module docstring). ``scored_out``, when given,
     receives the full reranked candidate list (for evaluation and ``--explain``);
     ``timings`` accumulates seconds per stage (embed, bm25, dense, symbols, fuse, rerank,
     pack, render, advisory). ``history``: the session's history lane, fitted by the caller,
-    shown between the goal and the evidence."""
+    shown between the goal and the evidence. ``memory``: saved notes recalled for the
+    request, fitted to their room by the caller, shown before the evidence and cited
+    first; a note that repeats chosen evidence is left out."""
     lane_text = history.text if history is not None else ""
-    key = replay_key(view_id, goal, query, tool_signals, state, budget, settings, lane_text)
+    notes = "\n".join(f"{r.uri}\n{r.sha256}" for r in memory)
+    key = replay_key(view_id, goal, query, tool_signals, state, budget, settings, lane_text,
+                     notes)  # fmt: skip
     request = Request.parse(goal, query, tool_signals)
     scored = retrieve(view, request, embedder, cache, settings, timings)
     if scored_out is not None:
@@ -192,6 +216,7 @@ def build_pack(
 
     words = request_words(f"{goal} {request.ask}") | {i.lower() for i in request.identifiers}
     lanes = fixed_lanes(goal, state, diff, words, budget, counter, settings, lane_text)
+    lanes.memory = tuple(memory)
     header_costs: dict[str, int] = {}
     chosen = select_evidence(
         scored,
@@ -203,6 +228,7 @@ def build_pack(
         lambda chunk: view.chunks_near(chunk.path, chunk.span.start_line - _NEAR_LINES,
                                        chunk.span.end_line + _NEAR_LINES),
     )
+    lanes.memory = _unrepeated(lanes.memory, [p.text for p in chosen.picked])
     clock.lap("pack")
     out = render(lanes, chosen.picked, chosen.pointers, budget, counter, chosen.spare)
     clock.lap("render")

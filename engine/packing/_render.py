@@ -18,11 +18,12 @@ from engine.core import (
     ContextSettings,
     Lane,
     Pointer,
+    Recalled,
     SessionState,
     Snippet,
 )
 from engine.packing._select import Picked
-from indexers import Chunk, TokenCounter
+from indexers import Chunk, Span, TokenCounter
 from overlays import Hunk
 
 __all__ = [
@@ -63,6 +64,7 @@ class Lanes:
     recent: list[str]  # oldest first
     hunks: list[str]  # most relevant first
     history: str = ""  # a session's history lane, already fitted to its room (never shed)
+    memory: tuple[Recalled, ...] = ()  # saved notes, fitted to their room, cited first
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +176,10 @@ def _snippet_text(n: int, p: Picked) -> str:
     )
 
 
+def _note_text(n: int, r: Recalled) -> str:
+    return f"[{n}] {r.title}\nSource: {r.uri}\n{r.text}"
+
+
 def _parts(
     lanes: Lanes, evidence: Sequence[Picked], omitted: Sequence[Pointer]
 ) -> list[tuple[Lane, str]]:
@@ -186,8 +192,12 @@ def _parts(
         out.append(
             (Lane.DIFF, "## Working-tree diff\n```diff\n" + "\n".join(lanes.hunks) + "\n```")
         )
+    if lanes.memory:
+        notes = "\n\n".join(_note_text(n, r) for n, r in enumerate(lanes.memory, start=1))
+        out.append((Lane.MEMORY, "## Memory\n" + notes))
     if evidence:
-        body = "\n\n".join(_snippet_text(n, p) for n, p in enumerate(evidence, start=1))
+        first = len(lanes.memory) + 1
+        body = "\n\n".join(_snippet_text(n, p) for n, p in enumerate(evidence, start=first))
         out.append((Lane.EVIDENCE, "## Evidence\n" + body))
     if omitted:
         tokens = sum(p.tokens for p in omitted)
@@ -212,11 +222,12 @@ def render(
     chosen = sorted(picked, key=_best_first)
     left = list(pointers)
     recent, hunks = list(lanes.recent), list(lanes.hunks)
+    notes = list(lanes.memory)
     show_omitted = True
     shed: list[Picked] = []
 
     def attempt(shown: list[Picked], omitted: list[Pointer]) -> _Attempt:
-        now = Lanes(lanes.instruction, lanes.goal, recent, hunks, lanes.history)
+        now = Lanes(lanes.instruction, lanes.goal, recent, hunks, lanes.history, tuple(notes))
         parts = _parts(now, shown, omitted if show_omitted else [])
         text = "\n\n".join(body for _, body in parts) + "\n"
         return parts, text, counter.count(text)
@@ -238,6 +249,8 @@ def render(
             hunks.pop()
         elif recent:
             recent.pop(0)
+        elif notes:
+            notes.pop()
         else:  # instruction + goal alone were checked to fit; unreachable in practice
             raise ConfigError(f"budget of {budget} tokens is too small for this request")
     # What was shed may fit once the parts after it were shed too; then the spare.
@@ -252,12 +265,20 @@ def render(
         if tried[2] <= budget:
             chosen, left, (parts, text, total) = trial, trial_left, tried
     blocks = tuple(Block(lane, body, counter.count(body)) for lane, body in parts)
-    citations = tuple(_snippet(n, p) for n, p in enumerate(chosen, start=1))
+    recalled = tuple(_recalled(n, r) for n, r in enumerate(notes, start=1))
+    citations = recalled + tuple(_snippet(n, p) for n, p in enumerate(chosen, len(notes) + 1))
     return Rendered(blocks, citations, tuple(chosen), tuple(left), text, total)
 
 
 def _best_first(p: Picked) -> tuple[float, str]:
     return (-p.scored.score, p.scored.chunk.id)
+
+
+def _recalled(n: int, r: Recalled) -> Snippet:
+    """A memory-lane note as a citation: its uri, its shown text and that text's sha256."""
+    span = Span(1, r.text.count("\n") + 1)
+    return Snippet(n, r.uri, r.title, "", r.uri, span, r.sha256, "", r.tokens, r.score,
+                   "memory", r.text)  # fmt: skip
 
 
 def _snippet(n: int, p: Picked) -> Snippet:
