@@ -16,9 +16,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.core import ConfigError, NotFoundError, PayloadTooLargeError
-from engine.memory._notes import (
+from engine.core import (
     MAX_DEPTH,
+    ConfigError,
     Edge,
     EdgeKind,
     GraphNode,
@@ -27,6 +27,8 @@ from engine.memory._notes import (
     NoteGraph,
     NoteHit,
     NoteType,
+    NotFoundError,
+    PayloadTooLargeError,
     SaveResult,
     Scope,
     body_text,

@@ -29,20 +29,21 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from engine.core import ConfigError, MemoryStateError, NotFoundError
-from engine.memory._entities import Candidate, extract
-from engine.memory._notes import (
+from engine.core import (
     MAX_BODY_CHARS,
     MAX_ENTITIES,
     MAX_LINKS,
     MAX_TITLE_CHARS,
     MAX_TOPIC_KEY_CHARS,
     CodeLink,
+    ConfigError,
     Edge,
     EdgeKind,
     LinkCheck,
+    MemoryStateError,
     Note,
     NoteType,
+    NotFoundError,
     SaveAction,
     SaveResult,
     Scope,
@@ -50,6 +51,7 @@ from engine.memory._notes import (
     clean_field,
     normalised,
 )
+from engine.memory._entities import Candidate, extract
 from engine.memory._recall import NoteEmbedder, Vectors, check_link, importance
 from indexers import redact, sha256_text
 

@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from engine.memory._notes import CodeLink, Importance, LinkCheck, LinkState, NoteType
+from engine.core import CodeLink, Importance, LinkCheck, LinkState, NoteType
 from indexers import sha256_text
 
 __all__ = [

@@ -10,8 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Workspace
-from engine.core import Config
-from engine.memory import LinkState
+from engine.core import Config, LinkState
 
 CONFIG = Config(dense_model="hash", ledger=False)
 NAMES = ("alpha", "beta", "gamma", "delta")

@@ -11,15 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.core import Config, ConfigError, MemoryStateError, NotFoundError
-from engine.embed import make_embedder
-from engine.memory import (
+from engine.core import (
     MAX_TITLE_CHARS,
     PREVIEW_CHARS,
-    Memory,
-    NoteStore,
+    Config,
+    ConfigError,
+    MemoryStateError,
+    NotFoundError,
     SaveAction,
 )
+from engine.embed import make_embedder
+from engine.memory import Memory, NoteStore
 from engine.segment import code_terms
 
 EMBEDDER = make_embedder("hash", Config())

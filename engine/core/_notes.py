@@ -3,8 +3,8 @@ the code, how notes relate, and what a search or a read answers.
 
 A note is an *observation* in the issue's words; it is called ``Note`` here because
 ``Observation`` already names a session step's extracted facts (``_observe.py``).
-Every record is frozen; the store (``_observations.py``) makes them and the surfaces
-encode them with the one JSON encoder.
+Every record is frozen; the store (``engine.memory``) makes them and the surfaces encode
+them with the one JSON encoder. The limits are here too, so every surface checks the same.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine.core import ConfigError, PayloadTooLargeError
+from engine.core._errors import ConfigError, PayloadTooLargeError
 
 __all__ = [
     "EDGE_KINDS",
@@ -40,6 +40,7 @@ __all__ = [
     "SaveAction",
     "SaveResult",
     "Scope",
+    "body_text",
     "clean_field",
     "normalised",
     "preview",
