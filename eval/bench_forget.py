@@ -24,13 +24,14 @@ from pathlib import Path
 
 from engine import Config, Workspace
 
-NEEDLE = "qx7-bench-forget-token-5521"
+NEEDLE = "qx7-bench-forget-marker-5521"
 _PLANTED = 5  # files that get the string
 
 
 def _copy_tree(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-                    symlinks=True)  # fmt: skip
+    # site-packages sits inside some installs' stdlib folder; cortex skips it anyway.
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "site-packages")
+    shutil.copytree(source, target, ignore=ignore, symlinks=True)
 
 
 def _plant(root: Path) -> list[str]:
@@ -38,7 +39,7 @@ def _plant(root: Path) -> list[str]:
     chosen = files[:: max(1, len(files) // _PLANTED)][:_PLANTED]
     for path in chosen:
         with path.open("a", encoding="utf-8") as out:
-            out.write(f'\n\nBENCH_TOKEN = "{NEEDLE}"  # planted by eval.bench_forget\n')
+            out.write(f"\n\n# planted by eval.bench_forget: {NEEDLE}\n")
     return [str(p.relative_to(root)) for p in chosen]
 
 
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"index:        {time.perf_counter() - start:.1f} s  ({report.files:,} files, "
                   f"{report.chunks:,} chunks; string planted in {len(planted)} files)")  # fmt: skip
             for i in range(3):
-                ws.build_context(f"where is the {NEEDLE} constant used ({i})", "BENCH_TOKEN")
+                ws.build_context(f"where is the {NEEDLE} marker ({i})", "planted bench marker")
             before = _size_mb(state)
             print(f"holders:      {len(_holders(state))} files/tables hold the string before")
             start = time.perf_counter()
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             verify = ws.journal.verify(blobs=True)
             print(f"ledger:       {verify.reason}")
             start = time.perf_counter()
-            hits = ws.search("BENCH_TOKEN", mode="bm25", k=10)
+            hits = ws.search("planted bench marker", mode="bm25", k=10)
             print(
                 f"after:        search {time.perf_counter() - start:.2f} s, "
                 f"{sum(NEEDLE in h.chunk.text for h in hits)} hits hold the string"
