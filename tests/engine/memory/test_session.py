@@ -43,10 +43,11 @@ def test_users_never_read_each_others_sessions(tmp_path: Path) -> None:
     """Bob's session of the same id is his own and empty; Alice's steps stay hers."""
     _, alice = _open(tmp_path, "alice")
     alice.add("user", "secret plan")
-    _, bob = _open(tmp_path, "bob")
+    bob_journal, bob = _open(tmp_path, "bob")
     assert bob.items() == ()
     with pytest.raises(NotFoundError):
         bob.step(1)
+    assert not [r for r in bob_journal.log(50) if "alice" in str(getattr(r, "payload", ""))]
 
 
 def test_secrets_are_redacted_before_storing(tmp_path: Path) -> None:
