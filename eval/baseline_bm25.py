@@ -17,17 +17,35 @@ from pathlib import Path
 
 from engine import TiktokenCounter
 
-__all__ = ["Bm25Files", "PackedFile", "is_test_path"]
+__all__ = ["Bm25Files", "PackedFile", "is_test_path", "source_suffixes"]
 
 K1 = 0.9
 B = 0.4
 _TOKEN = re.compile(r"[a-z0-9]+")
-_TEST_PART = re.compile(r"(^|/)(tests?|testing)(/|$)|(^|/)test_[^/]*\.py$|_test\.py$|conftest\.py$")
+_TEST_PART = re.compile(
+    r"(^|/)(tests?|testing|spec|__tests__|testdata)(/|$)|(^|/)test_[^/]*\.py$|_test\.py$"
+    r"|conftest\.py$|_test\.(go|c|cc|cpp)$|Tests?\.(java|kt|cs)$|_spec\.rb$|_test\.rb$"
+    r"|\.(test|spec)\.[jt]sx?$|Test\.php$"
+)
 
 
 def is_test_path(path: str) -> bool:
-    """Test files are left out of the baseline's documents, as in the paper."""
+    """Test files are left out of the baseline's documents, as in the paper (Python's
+    conventions, and those of the other languages the multilingual splits use)."""
     return bool(_TEST_PART.search(path))
+
+
+def source_suffixes(language: str) -> tuple[str, ...]:
+    """The files the baseline reads for a repository in ``language``: ``.py`` for Python,
+    as in the paper; for any other language every source extension cortex chunks as code
+    (a C++ fix may edit a ``.h``, a JavaScript one a ``.ts``), so the baseline is not
+    Python-only and not tuned per language."""
+    if language == "python":
+        return (".py",)
+    from indexers import Family, languages
+
+    return tuple(sorted({e for lang in languages() if lang.family is Family.CODE
+                         for e in lang.extensions}))  # fmt: skip
 
 
 def _tokens(text: str) -> list[str]:

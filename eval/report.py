@@ -34,8 +34,13 @@ def aggregate(rows: Sequence[dict[str, Any]], budgets: Sequence[int]) -> dict[st
 
 def _groups(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
     by: dict[str, dict[str, list[dict[str, Any]]]] = {"repo": {}}
+    languages = {row.get("language", "python") for row in rows}
+    if len(languages) > 1:
+        by["language"] = {}
     for row in rows:
         by["repo"].setdefault(row["repo"], []).append(row)
+        if "language" in by:
+            by["language"].setdefault(row.get("language", "python"), []).append(row)
         for key, value in sorted((row.get("agentless_class") or {}).items()):
             by.setdefault(f"agentless: {key}", {}).setdefault(str(value), []).append(row)
     return by

@@ -52,7 +52,7 @@ from typing import Any, TextIO
 
 from engine import Config, SearchHit, Workspace
 from eval import metrics
-from eval.baseline_bm25 import Bm25Files
+from eval.baseline_bm25 import Bm25Files, source_suffixes
 from eval.metrics import Section
 from eval.report import timing_summary
 from eval.swebench_data import (
@@ -171,6 +171,7 @@ def _new_row(inst: Instance) -> dict[str, Any]:
     return {
         "instance_id": inst.instance_id,
         "repo": inst.repo,
+        "language": inst.language,
         "gold_files": list(inst.gold_files),
         "gold_functions": list(inst.gold_functions),
         "agentless_class": inst.agentless_class,
@@ -213,7 +214,7 @@ def _ask_and_score(
     row["ours"]["top_files"] = files[:10]
     if baseline:
         start = time.perf_counter()
-        bm25 = Bm25Files(tree)
+        bm25 = Bm25Files(tree, suffixes=source_suffixes(inst.language))
         ranked = bm25.rank(inst.problem_statement)
         base_packs: dict[int, tuple[list[str], list[Section], int]] = {}
         for budget in budgets:

@@ -34,12 +34,16 @@ class Instance:
     gold_files: tuple[str, ...]
     gold_functions: tuple[str, ...]
     agentless_class: dict[str, str] | None
+    language: str = "python"  # the repository's main language (the multilingual splits)
 
 
 def load_instances(
     path: Path, select: Sequence[str] = (), limit: int | None = None
 ) -> list[Instance]:
-    """Instances from a JSONL file, filtered by ids or globs, in (repo, id) order."""
+    """Instances from a JSONL file, filtered by ids or globs, in (repo, id) order.
+
+    Gold files are ``gold_source_files`` where a row has them (the multilingual splits),
+    else ``gold_files``."""
     rows = []
     for line in path.read_text("utf-8").splitlines():
         if not line.strip():
@@ -53,9 +57,12 @@ def load_instances(
                 repo=raw["repo"],
                 base_commit=raw["base_commit"],
                 problem_statement=raw["problem_statement"],
-                gold_files=tuple(raw.get("gold_files") or ()),
+                # Judged on the source files the fix edits where the data says which they
+                # are (the multilingual splits: a changelog line is not retrievable code).
+                gold_files=tuple(raw.get("gold_source_files") or raw.get("gold_files") or ()),
                 gold_functions=tuple(raw.get("gold_functions") or ()),
                 agentless_class=raw.get("agentless_class"),
+                language=str(raw.get("language") or "python"),
             )
         )
     rows.sort(key=lambda r: (r.repo, r.instance_id))

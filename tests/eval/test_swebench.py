@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from eval import metrics
+from eval.baseline_bm25 import is_test_path, source_suffixes
 from eval.metrics import Section
 from eval.swebench import main
 from eval.swebench_data import find_git_dir, load_instances, plan_repository
@@ -267,3 +268,33 @@ def test_workdir_inside_git_is_refused(history: tuple[Path, Path], tmp_path: Pat
     with pytest.raises(SystemExit, match="inside a git working tree"):
         main(argv)
     assert not inside.exists()
+
+
+def test_multilingual_rows_are_judged_on_source_files(tmp_path: Path) -> None:
+    """A row with gold_source_files is judged on them (not on a changelog the fix also
+    edits) and keeps its language; a Python row keeps gold_files."""
+    data = tmp_path / "ml.jsonl"
+    rows = [
+        {"instance_id": "o__rs-1", "repo": "o/rs", "base_commit": "a" * 40,
+         "problem_statement": "x", "gold_files": ["CHANGELOG.md", "src/lib.rs"],
+         "gold_source_files": ["src/lib.rs"], "language": "rust"},
+        {"instance_id": "o__py-1", "repo": "o/py", "base_commit": "b" * 40,
+         "problem_statement": "y", "gold_files": ["pkg/mod.py"], "gold_functions": []},
+    ]  # fmt: skip
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    py, rs = sorted(load_instances(data), key=lambda i: i.language)
+    assert (py.language, py.gold_files) == ("python", ("pkg/mod.py",))
+    assert (rs.language, rs.gold_files) == ("rust", ("src/lib.rs",))
+
+
+def test_baseline_reads_every_source_language_and_skips_their_tests() -> None:
+    """The file-level baseline is Python-only for Python repositories (as in the paper) and
+    reads every code extension otherwise; test files of each language stay out."""
+    assert source_suffixes("python") == (".py",)
+    others = source_suffixes("cpp")
+    assert {".rs", ".go", ".cpp", ".h", ".ts", ".java", ".rb", ".php"} <= set(others)
+    for test in ("pkg/foo_test.go", "src/FooTest.java", "spec/foo_spec.rb", "src/a.test.ts",
+                 "__tests__/x.js", "tests/Unit/FooTest.php", "tests/test_x.py"):  # fmt: skip
+        assert is_test_path(test), test
+    for source in ("src/lib.rs", "pkg/foo.go", "src/Foo.java", "lib/testing_utils_x.rb"):
+        assert not is_test_path(source), source
