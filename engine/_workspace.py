@@ -629,6 +629,9 @@ class Workspace:
             if self._memory is None:
                 from engine.segment import code_terms
 
+                if not self._manifest.exists():  # the state folder stays one cortex knows
+                    self._manifest.write()
+
                 store = NoteStore(
                     self.state_dir / "memory.sqlite",
                     project=self.project,

@@ -443,7 +443,7 @@ def cmd_mcp(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Serve the workspace to IDE agents over MCP (stdio): context, feedback, replay, ..."""
     from engine.serve import run_stdio
 
-    run_stdio(args.where, config, watch=args.watch)
+    run_stdio(args.where, config, watch=args.watch, tools=args.tools)
     return EXIT_OK
 
 
@@ -460,5 +460,6 @@ def cmd_serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                               f"{exc.strerror or exc}") from exc  # fmt: skip
         if not token:
             raise ConfigError(f"the token file {args.token_file} is empty")
-    serve(args.where, config, host=args.host, port=args.port, token=token, watch=args.watch)
+    serve(args.where, config, host=args.host, port=args.port, token=token, watch=args.watch,
+          tools=args.tools)
     return EXIT_OK

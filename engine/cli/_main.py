@@ -35,11 +35,15 @@ from engine.cli._commands import (
     cmd_serve,
     cmd_status,
 )
+from engine.cli._memory import memory_commands
 from engine.cli._session import cmd_session
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 _WATCH_HELP = "re-index when files change, checking this often (default 60; 0: off)"
+_TOOLS_HELP = ("the MCP tools: agent (default: context, sessions, memory save/search/get/"
+               "timeline/relate/graph), admin (adds memory_delete, memory_stats, "
+               "memory_archive), or tool names, comma-separated")  # fmt: skip
 
 
 def _version() -> str:
@@ -164,6 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
 
     _session_commands(sub)
+    memory_commands(sub)
 
     feedback = _command(sub, "feedback", cmd_feedback, positional=False)
     feedback.add_argument("key", help="the replay key of the context the model was given")
@@ -217,6 +222,7 @@ def _parser() -> argparse.ArgumentParser:
 
     mcp = _command(sub, "mcp", cmd_mcp, positional=True, json=False)
     mcp.add_argument("--watch", type=float, default=None, metavar="SECONDS", help=_WATCH_HELP)
+    mcp.add_argument("--tools", default="agent", metavar="PROFILE", help=_TOOLS_HELP)
 
     serve = _command(sub, "serve", cmd_serve, positional=True, json=False)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -228,6 +234,7 @@ def _parser() -> argparse.ArgumentParser:
         "loopback only); never on the command line, where `ps` shows it",
     )
     serve.add_argument("--watch", type=float, default=None, metavar="SECONDS", help=_WATCH_HELP)
+    serve.add_argument("--tools", default="agent", metavar="PROFILE", help=_TOOLS_HELP)
     return parser
 
 

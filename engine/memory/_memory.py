@@ -52,7 +52,7 @@ SPREAD = 0.9
 SPREAD_FROM = 10
 DENSE_SHARE = 0.15  # the dense list's weight in fusion (the lexical list's is 1)
 LANE_MIN_COSINE = 0.5  # a note with no shared word joins the lane only this close
-TITLE_WEIGHT = 2.0  # a title is the note's own summary: its words count twice in BM25
+_OVERFETCH = 2  # lexical hits read per hit kept, before the visibility filter
 # Function words of a question ("what did she ...") match nearly every note; dropped from
 # a search (never from what is indexed), as long as a word is left.
 _STOP = frozenset(
@@ -314,17 +314,17 @@ class Memory:
             lists.append([i for i, _ in near])
         ids = sorted({i for ranked in lists for i in ranked})
         facts = self.store.facts(ids)
-        hidden = set() if include_superseded else self.store.superseded()
+        hidden = set() if include_superseded else self.store.superseded(ids)
         keep = {i for i, f in facts.items() if i not in hidden and (not kinds or f[0] in kinds)}
         shares = [1.0] * lexical + [DENSE_SHARE] * (len(lists) - lexical)
         kept = [
             ([i for i in ranked if i in keep], w) for ranked, w in zip(lists, shares, strict=True)
         ]
         weights = self._importance({i: facts[i] for i in keep})
-        return self._spread(fuse(kept, weights), keep, hidden)[:k]
+        return self._spread(fuse(kept, weights), keep, None if include_superseded else hidden)[:k]
 
     def _spread(
-        self, scored: list[tuple[int, float]], keep: set[int], hidden: set[int]
+        self, scored: list[tuple[int, float]], keep: set[int], hidden: set[int] | None
     ) -> list[tuple[int, float]]:
         """Scores passed along ``follows`` and ``relates_to`` edges: a note next to a strong
         hit (the answer after the question it follows) gets ``SPREAD`` of that hit's score
@@ -337,6 +337,10 @@ class Memory:
             return scored
         ends = {e.src for e in near} | {e.dst for e in near}
         alive = set(self.store.facts(sorted(ends - keep))) | (ends & keep)
+        if hidden is not None:  # superseded notes stay out, unless asked for
+            hidden = hidden | self.store.superseded(sorted(alive - keep))
+        else:
+            hidden = set()
         score = dict(scored)
         for e in near:
             for a, b in ((e.src, e.dst), (e.dst, e.src)):
@@ -351,14 +355,26 @@ class Memory:
         if not words:
             return []
         match = " OR ".join(f'"{w}"' for w in words)
-        cond, args = self.store.visible()
+        # The text index alone ranks (FTS5's rank: BM25 with the title counted twice); the
+        # caller keeps what this user may see. A store shared by many projects is read
+        # again with the filter when the first read leaves too few of this project's.
         rows = self.store._read(
-            "SELECT notes_fts.rowid FROM notes_fts JOIN notes ON notes.id = notes_fts.rowid "
-            f"WHERE notes_fts MATCH ? AND {cond} ORDER BY bm25(notes_fts, ?, 1.0), notes.id "
-            "LIMIT ?",
-            (match, *args, TITLE_WEIGHT, depth),
+            "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? ORDER BY rank, rowid LIMIT ?",
+            (match, depth * _OVERFETCH),
         )
-        return [r[0] for r in rows]
+        found = [r[0] for r in rows]
+        seen = self.store.visible_ids(found)
+        mine = [i for i in found if i in seen]
+        if len(mine) < depth and len(found) == depth * _OVERFETCH:
+            cond, args = self.store.visible()
+            rows = self.store._read(
+                "SELECT notes_fts.rowid FROM notes_fts JOIN notes ON notes.id = "
+                f"notes_fts.rowid WHERE notes_fts MATCH ? AND {cond} ORDER BY "
+                "notes_fts.rank, notes.id LIMIT ?",
+                (match, *args, depth),
+            )
+            mine = [r[0] for r in rows]
+        return mine[:depth]
 
     def _importance(self, facts: dict[int, tuple[str, float, float, int]]) -> dict[int, float]:
         incoming = self.store.incoming(sorted(facts))
@@ -386,7 +402,10 @@ class Memory:
                     note.title,
                     note.type,
                     note.scope,
-                    preview(note.text or note.title),
+                    preview(
+                        " · ".join(f for f in (note.what, note.why, note.where, note.learned) if f)
+                        or note.title
+                    ),
                     round(scores.get(i, 0.0), 6),
                     note.importance.score,
                     note.updated,
@@ -446,7 +465,7 @@ class Memory:
         return self._hits(ids, {}, True)
 
     def graph(
-        self, note_id: int, depth: int = 1, kinds: Sequence[EdgeKind | str] = ()
+        self, note_id: int | str, depth: int = 1, kinds: Sequence[EdgeKind | str] = ()
     ) -> NoteGraph:
         """The notes within ``depth`` (1-10) edges of ``note_id``, either direction, over
         edges of ``kinds`` (default: all); deleted notes end a path."""

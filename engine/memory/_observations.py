@@ -61,6 +61,7 @@ SCHEMA = 1
 DEDUPE_WINDOW_S = 30 * 86_400.0  # the same content saved again within 30 days is one note
 BUSY_TIMEOUT_S = 30.0  # a writer waits this long for another process's transaction
 _FILE_MODE = 0o600
+TITLE_WEIGHT = 2.0  # a title is the note's own summary: its words count twice in BM25
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -85,6 +86,7 @@ CREATE TABLE IF NOT EXISTS edges (
 CREATE INDEX IF NOT EXISTS edges_dst ON edges (dst, kind);
 CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
     title, body, tokenize = "porter unicode61 remove_diacritics 0 tokenchars '_'");
+INSERT INTO notes_fts (notes_fts, rank) VALUES ('rank', 'bm25(TITLE_WEIGHT, 1.0)');
 """
 _E = TypeVar("_E", NoteType, Scope, EdgeKind)
 _COLUMNS = (
@@ -155,7 +157,8 @@ class NoteStore:
                 self.path.chmod(_FILE_MODE)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_DDL)  # idempotent; executescript commits on its own
+            # idempotent; executescript commits on its own
+            db.executescript(_DDL.replace("TITLE_WEIGHT", str(TITLE_WEIGHT)))
             with _transaction(db, immediate=True):
                 db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
                 db.execute("INSERT OR IGNORE INTO meta VALUES ('seq', '0')")
@@ -211,8 +214,18 @@ class NoteStore:
             (self.project, self.user),
         )
 
-    def superseded(self) -> set[int]:
-        """Visible notes that a live note supersedes."""
+    def superseded(self, ids: Sequence[int] | None = None) -> set[int]:
+        """Visible notes (among ``ids``, when given) that a live note supersedes."""
+        if ids is not None:
+            if not ids:
+                return set()
+            marks = ",".join("?" * len(ids))
+            found = self._read(
+                "SELECT DISTINCT e.dst FROM edges e JOIN notes s ON s.id = e.src WHERE "
+                f"e.dst IN ({marks}) AND e.kind = 'supersedes' AND s.deleted IS NULL",
+                tuple(ids),
+            )
+            return {r[0] for r in found}
         cond, args = self.visible("d")
         rows = self._read(
             "SELECT DISTINCT e.dst FROM edges e JOIN notes s ON s.id = e.src "
@@ -336,7 +349,10 @@ class NoteStore:
                 link = self.code.resolve(c)
                 if link is None:
                     continue
-                if len(links) < MAX_LINKS and all(lk != link for lk, _ in links):
+                span = (link.path, link.start_line, link.end_line)
+                if len(links) < MAX_LINKS and all(
+                    (lk.path, lk.start_line, lk.end_line) != span for lk, _ in links
+                ):
                     lines = file_lines(self.code.read(link.path) or "")
                     links.append(
                         (
@@ -365,6 +381,15 @@ class NoteStore:
             f"SELECT {_COLUMNS} FROM notes WHERE id IN ({marks}) AND {cond}", (*ids, *args)
         )
         return {r[0]: r for r in found}
+
+    def visible_ids(self, ids: Sequence[int]) -> set[int]:
+        """The ids among ``ids`` this caller may see (archived ones included)."""
+        if not ids:
+            return set()
+        cond, args = self.visible()
+        marks = ",".join("?" * len(ids))
+        found = self._read(f"SELECT id FROM notes WHERE id IN ({marks}) AND {cond}", (*ids, *args))
+        return {r[0] for r in found}
 
     def facts(self, ids: Sequence[int]) -> dict[int, tuple[str, float, float, int]]:
         """(type, created, accessed, access count) of the visible, unarchived notes among

@@ -4,7 +4,16 @@ refreshes) that MCP (stdio, and streamable HTTP at ``/mcp``) and the JSON API un
 of the contract records (``to_json``) that ``--json``, MCP and HTTP all print. The MCP SDK,
 starlette and uvicorn are imported only when a server is built."""
 
-from engine.serve._encode import JSON, chunk_json, files_json, hits_json, pack_json, to_json
+from engine.serve._encode import (
+    JSON,
+    chunk_json,
+    files_json,
+    hits_json,
+    note_json,
+    notes_json,
+    pack_json,
+    to_json,
+)
 from engine.serve._http import MAX_BODY_BYTES, OPENAPI, TOKEN_ENV, build_app, serve
 from engine.serve._mcp import build_mcp_server, run_stdio
 from engine.serve._requests import Proof, field, proof_of, state_of, strings, tool_results_of
@@ -36,6 +45,8 @@ __all__ = [
     "field",
     "files_json",
     "hits_json",
+    "note_json",
+    "notes_json",
     "pack_json",
     "proof_of",
     "resolve_checked",

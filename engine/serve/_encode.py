@@ -17,8 +17,16 @@
     Step           step, role, text, tool, is_error, exit_status, rationale, evidence
     Compaction     session, step, budget, kept, stubs [{ref, short_form, salience}], tokens,
                    checkpoint {session, step, encoded, sha256}
-    Status, IndexReport, GcReport, ForgetReport, Resolved, and the ledger's TurnRecord and
-    FeedbackRecord: their fields (paths as strings, enums as their values)
+    Note           id, uri, title, type, scope, what, why, where, learned, topic_key,
+                   revision, entities, links [{link {entity, path, start_line, end_line,
+                   sha256}, state, now}], stale [uri], created, updated, accessed,
+                   access_count, importance {score, parts}, deleted, superseded_by,
+                   contradicts [[id, title]], edges [Edge]
+    NoteHit        id, uri, title, type, scope, preview, score, importance, updated, stale,
+                   contradicts (a list of them: {"notes": [...]}, ``notes_json``)
+    Status, IndexReport, GcReport, ForgetReport, Resolved, SaveResult, Edge, NoteGraph,
+    MemoryStats, and the ledger's TurnRecord and FeedbackRecord: their fields (paths as
+    strings, enums as their values)
 
 Snippet text is not repeated beside ``render`` (which holds it, as the model saw it).
 """
@@ -33,14 +41,20 @@ from pathlib import Path
 from engine.core import (
     Compaction,
     ContextPack,
+    Edge,
     FeedbackResult,
     FileHit,
     ForgetReport,
     GcReport,
     IndexReport,
+    MemoryStats,
+    Note,
+    NoteGraph,
+    NoteHit,
     Pointer,
     Replay,
     Resolved,
+    SaveResult,
     SearchHit,
     Snippet,
     Status,
@@ -49,11 +63,21 @@ from engine.core import (
 from indexers import Chunk
 from ledger import JSON, FeedbackRecord, TurnRecord
 
-__all__ = ["JSON", "chunk_json", "files_json", "hits_json", "pack_json", "to_json"]
+__all__ = [
+    "JSON",
+    "chunk_json",
+    "files_json",
+    "hits_json",
+    "note_json",
+    "notes_json",
+    "pack_json",
+    "to_json",
+]
 
 Record = (
     ContextPack | Snippet | Pointer | FeedbackResult | Replay | Status | IndexReport | GcReport
-    | ForgetReport | Resolved | TurnRecord | FeedbackRecord | Step | Compaction
+    | ForgetReport | Resolved | TurnRecord | FeedbackRecord | Step | Compaction | Note
+    | NoteHit | SaveResult | Edge | NoteGraph | MemoryStats
 )  # fmt: skip
 
 
@@ -177,8 +201,26 @@ def files_json(files: Sequence[FileHit]) -> dict[str, JSON]:
     }
 
 
+def note_json(note: Note | NoteHit) -> dict[str, JSON]:
+    """A note in full, or a search hit's title and preview: its fields, its ``memory:ID``
+    uri and, for a note, the uris of the links that went stale."""
+    body = _plain(note)
+    assert isinstance(body, dict)
+    extra: dict[str, JSON] = {"uri": note.uri}
+    if isinstance(note, Note):
+        extra["stale"] = list(note.stale)
+    return {"id": note.id, **extra} | body
+
+
+def notes_json(hits: Sequence[NoteHit]) -> dict[str, JSON]:
+    """Notes from a search or a timeline, in order."""
+    return {"notes": [note_json(h) for h in hits]}
+
+
 def to_json(record: Record) -> dict[str, JSON]:
     """The JSON object of a contract record (see the module docstring for each shape)."""
+    if isinstance(record, Note | NoteHit):
+        return note_json(record)
     if isinstance(record, ContextPack):
         return pack_json(record)
     if isinstance(record, Snippet):

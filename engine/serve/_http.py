@@ -13,6 +13,13 @@ For planners that do not speak MCP::
     GET  /v1/session/{id}?step=       the steps (without text), or one step in full
     POST /v1/session/{id}/compact     {load_bearing, budget_tokens, step} -> the compaction
     POST /v1/session/{id}/checkpoint  {step, budget_tokens}   GET .../checkpoint/{step}
+    POST /v1/memory                   {title, type, what, why, where, learned, topic_key,
+                                       scope} -> what the save did
+    GET  /v1/memory/search?q=&k=&types=&include_superseded=1   titles and previews
+    GET  /v1/memory/{id}    GET /v1/memory/{id}/timeline?before=&after=
+    POST /v1/memory/{id}/edges {dst, kind}   GET /v1/memory/{id}/graph?depth=&kinds=
+    (admin profile) DELETE /v1/memory/{id}?hard=1   POST /v1/memory/{id}/archive {archived}
+                    GET /v1/memory/stats
     GET  /healthz           GET /openapi.json
 
 Every route but ``/healthz`` checks the bearer token when one is set. Answers are the one
@@ -32,7 +39,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,8 +54,8 @@ from engine.core import (
     NotFoundError,
     PayloadTooLargeError,
 )
-from engine.serve._encode import files_json, hits_json, to_json
-from engine.serve._mcp import build_mcp_server
+from engine.serve._encode import files_json, hits_json, notes_json, to_json
+from engine.serve._mcp import ADMIN_TOOLS, build_mcp_server, tool_names
 from engine.serve._requests import (
     Proof,
     evidence_of,
@@ -155,8 +162,11 @@ async def _json_body(request: Request) -> dict[str, Any]:
     return body
 
 
-def build_app(service: Service, *, token: str | None = None, host: str = "127.0.0.1") -> ASGIApp:
-    """The ASGI app: the JSON routes, MCP at ``/mcp``, the token check and JSON errors."""
+def build_app(service: Service, *, token: str | None = None, host: str = "127.0.0.1",
+              tools: str = "agent") -> ASGIApp:  # fmt: skip
+    """The ASGI app: the JSON routes, MCP at ``/mcp``, the token check and JSON errors.
+    ``tools`` (a profile or tool names) picks the MCP tools and whether the admin memory
+    routes (delete, archive, stats) exist."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.responses import JSONResponse
@@ -315,6 +325,92 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
 
         return await _answer(work)
 
+    async def memory_save(request: Request) -> Response:
+        async def work() -> object:
+            body = await _json_body(request)
+            names = ("title", "type", "what", "why", "where", "learned", "topic_key", "scope")
+            only(body, *names)
+            title = field(body, "title", str, None)
+            if title is None:
+                raise ConfigError("title is required")
+            saved = await call(
+                service.memory_save, title, field(body, "type", str, "note"),
+                *(field(body, n, str, "") for n in ("what", "why", "where", "learned")),
+                field(body, "topic_key", (str, type(None)), None),
+                field(body, "scope", str, "project"),
+            )  # fmt: skip
+            return to_json(saved)
+
+        return await _answer(work)
+
+    async def memory_search(request: Request) -> Response:
+        async def work() -> object:
+            q = request.query_params
+            types = [t for t in q.get("types", "").split(",") if t]
+            superseded = q.get("include_superseded", "") in ("1", "true", "yes")
+            hits = await call(service.memory_search, q.get("q", ""), _whole(q, "k", 10),
+                              types, superseded)  # fmt: skip
+            return notes_json(hits)
+
+        return await _answer(work)
+
+    async def memory_get(request: Request) -> Response:
+        async def work() -> object:
+            return to_json(await call(service.memory_get, request.path_params["id"]))
+
+        return await _answer(work)
+
+    async def memory_timeline(request: Request) -> Response:
+        async def work() -> object:
+            q = request.query_params
+            hits = await call(service.memory_timeline, request.path_params["id"],
+                              _whole(q, "before", 5), _whole(q, "after", 5))  # fmt: skip
+            return notes_json(hits)
+
+        return await _answer(work)
+
+    async def memory_edges(request: Request) -> Response:
+        async def work() -> object:
+            body = await _json_body(request)
+            only(body, "dst", "kind")
+            dst, kind = field(body, "dst", (int, str), None), field(body, "kind", str, None)
+            if dst is None or kind is None:
+                raise ConfigError("dst and kind are required")
+            return to_json(await call(service.memory_relate, request.path_params["id"], dst,
+                                      kind))  # fmt: skip
+
+        return await _answer(work)
+
+    async def memory_graph(request: Request) -> Response:
+        async def work() -> object:
+            q = request.query_params
+            kinds = [k for k in q.get("kinds", "").split(",") if k]
+            graph = await call(service.memory_graph, request.path_params["id"],
+                               _whole(q, "depth", 1), kinds)  # fmt: skip
+            return to_json(graph)
+
+        return await _answer(work)
+
+    async def memory_delete(request: Request) -> Response:
+        hard = request.query_params.get("hard", "") in ("1", "true", "yes")
+        return await _answer(lambda: call(service.memory_forget, request.path_params["id"], hard))
+
+    async def memory_archive(request: Request) -> Response:
+        async def work() -> object:
+            body = await _json_body(request)
+            only(body, "archived")
+            archived = field(body, "archived", bool, True)
+            return to_json(await call(service.memory_archive, request.path_params["id"],
+                                      archived))  # fmt: skip
+
+        return await _answer(work)
+
+    async def memory_stats(request: Request) -> Response:
+        async def work() -> object:
+            return to_json(await call(service.memory_stats))
+
+        return await _answer(work)
+
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
@@ -326,7 +422,8 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
         kinds = {404: "not_found", 405: "method_not_allowed"}
         return _error(code, kinds.get(code, "http_error"), getattr(exc, "detail", "") or "")
 
-    mcp = build_mcp_server(service)
+    mcp = build_mcp_server(service, tools)
+    admin = set(tool_names(tools)) & set(ADMIN_TOOLS)
     mcp_app = mcp.streamable_http_app(
         streamable_http_path="/mcp", host=host, max_request_body_size=MAX_BODY_BYTES
     )
@@ -350,6 +447,18 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
         Route("/v1/session/{session}/compact", session_compact, methods=["POST"]),
         Route("/v1/session/{session}/checkpoint", session_checkpoint, methods=["POST"]),
         Route("/v1/session/{session}/checkpoint/{step}", session_checkpoint, methods=["GET"]),
+        Route("/v1/memory", memory_save, methods=["POST"]),
+        Route("/v1/memory/search", memory_search, methods=["GET"]),
+        *([Route("/v1/memory/stats", memory_stats, methods=["GET"])]
+          if "memory_stats" in admin else []),
+        Route("/v1/memory/{id}", memory_get, methods=["GET"]),
+        *([Route("/v1/memory/{id}", memory_delete, methods=["DELETE"])]
+          if "memory_delete" in admin else []),
+        Route("/v1/memory/{id}/timeline", memory_timeline, methods=["GET"]),
+        Route("/v1/memory/{id}/edges", memory_edges, methods=["POST"]),
+        Route("/v1/memory/{id}/graph", memory_graph, methods=["GET"]),
+        *([Route("/v1/memory/{id}/archive", memory_archive, methods=["POST"])]
+          if "memory_archive" in admin else []),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         *mcp_app.routes,
@@ -396,6 +505,16 @@ class _Gate:
         return None
 
 
+def _whole(params: Mapping[str, str], name: str, default: int) -> int:
+    """A query parameter that must be a whole number (``default`` when absent)."""
+    raw = params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit():
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}")
+    return int(raw)
+
+
 def _hostname(netloc: str) -> str:
     """``127.0.0.1:8765`` -> ``127.0.0.1``; ``[::1]:80`` -> ``::1``."""
     if netloc.startswith("["):
@@ -411,8 +530,10 @@ def serve(
     port: int = 8765,
     token: str | None = None,
     watch: float | None = None,
+    tools: str = "agent",
 ) -> None:
-    """Serve ``path`` over HTTP until interrupted; prints the address on stderr once ready."""
+    """Serve ``path`` over HTTP until interrupted; prints the address on stderr once ready
+    (``tools``: the MCP tools and memory routes, a profile or tool names)."""
     import uvicorn
 
     token = token or os.environ.get(TOKEN_ENV) or None
@@ -420,6 +541,7 @@ def serve(
         raise ConfigError(f"refusing to serve on {host} without a token: anyone who can "
                           f"reach it could read the workspace (set ${TOKEN_ENV} or "
                           "--token-file)")  # fmt: skip
+    tool_names(tools)  # an unknown name fails before anything is opened
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         sock = socket.create_server((host, port), family=family)
@@ -427,7 +549,7 @@ def serve(
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     service = Service.open(path, config, watch=WATCH_INTERVAL_S if watch is None else watch)
     try:
-        app = build_app(service, token=token, host=host)
+        app = build_app(service, token=token, host=host, tools=tools)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         where = f"[{host}]" if family == socket.AF_INET6 else host
         url = f"http://{where}:{sock.getsockname()[1]}"
@@ -463,6 +585,10 @@ _STATE = {"type": "object", "additionalProperties": False,
                          "session": {"type": "string"}}}
 _SID = {"name": "session", "in": "path", "required": True, "schema": {"type": "string"}}
 _INTS = {"type": "array", "items": {"type": "integer"}}
+_NID = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+_NOTE_TYPES = ["decision", "bugfix", "pattern", "discovery", "config", "identity", "constraint",
+               "goal", "note"]
+_EDGE_KINDS = ["references", "relates_to", "follows", "supersedes", "contradicts"]
 _PROOF = {"type": "object", "additionalProperties": False, "required": ["path", "sha256"],
           "properties": {"path": {"type": "string"}, "sha256": {"type": "string"}}}
 OPENAPI: dict[str, Any] = {
@@ -551,6 +677,41 @@ OPENAPI: dict[str, Any] = {
             "summary": "The latest checkpoint at step, as written",
             "parameters": [_SID, {"name": "step", "in": "path", "required": True,
                                   "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory": {"post": {
+            "summary": "Save a note (same topic_key: updated in place; same content: nothing "
+                       "added)",
+            "requestBody": _body({"title": {"type": "string"}, "type": {"enum": _NOTE_TYPES},
+                                  "what": {"type": "string"}, "why": {"type": "string"},
+                                  "where": {"type": "string"}, "learned": {"type": "string"},
+                                  "topic_key": {"type": "string"},
+                                  "scope": {"enum": ["project", "personal"]}}, ["title"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/search": {"get": {
+            "summary": "Notes for a query: titles and previews, best first",
+            "parameters": [{"name": "q", **_Q, "required": True},
+                           {"name": "k", "in": "query", "schema": {"type": "integer"}},
+                           {"name": "types", **_Q}, {"name": "include_superseded", **_Q}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/{id}": {"get": {
+            "summary": "One note in full, its code links re-checked",
+            "parameters": [_NID], "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/{id}/timeline": {"get": {
+            "summary": "The notes saved around one, oldest first",
+            "parameters": [_NID, {"name": "before", "in": "query", "schema": {"type": "integer"}},
+                           {"name": "after", "in": "query", "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/{id}/edges": {"post": {
+            "summary": "Link this note to dst (references, relates_to, follows, supersedes, "
+                       "contradicts)",
+            "parameters": [_NID],
+            "requestBody": _body({"dst": {"type": "integer"}, "kind": {"enum": _EDGE_KINDS}},
+                                 ["dst", "kind"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/{id}/graph": {"get": {
+            "summary": "The notes within depth (1-10) edges, and the edges",
+            "parameters": [_NID, {"name": "depth", "in": "query", "schema": {"type": "integer"}},
+                           {"name": "kinds", **_Q}],
             "responses": {"200": _OK, **_ERRS}}},
         "/healthz": {"get": {"summary": "Liveness (no token needed)", "security": [],
                              "responses": {"200": _OK}}},

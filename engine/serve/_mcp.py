@@ -10,17 +10,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from engine.core import Config, CortexError
-from engine.serve._encode import JSON, files_json, hits_json, to_json
+from engine.core import Config, ConfigError, CortexError
+from engine.serve._encode import JSON, files_json, hits_json, notes_json, to_json
 from engine.serve._requests import evidence_of, proof_of, state_of, steps_of, tool_results_of
 from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["build_mcp_server", "run_stdio"]
+__all__ = ["ADMIN_TOOLS", "AGENT_MEMORY_TOOLS", "PROFILES", "build_mcp_server", "run_stdio",
+           "tool_names"]  # fmt: skip
 
 _T = TypeVar("_T")
+NoteKind = Literal["decision", "bugfix", "pattern", "discovery", "config", "identity",
+                   "constraint", "goal", "note"]  # fmt: skip
+EdgeName = Literal["references", "relates_to", "follows", "supersedes", "contradicts"]
 
 
 INSTRUCTIONS = """\
@@ -101,14 +105,88 @@ SESSION_CHECKPOINT = """\
 Journal a checkpoint of the session's working set at step, or with load=true read the
 latest checkpoint at step back as written (to resume without recomputing)."""
 
+MEMORY_SAVE = """\
+Save what you learned so a later session finds it: a decision and why, a bug's cause, a
+pattern, a configuration fact, a constraint. title (one line) and type (decision, bugfix,
+pattern, discovery, config, identity, constraint, goal, note); what / why / where /
+learned as needed. Name code as `path:line`, a path or a `symbol`: links to the indexed
+lines are kept and re-checked whenever the note is read. topic_key (e.g. "auth/refresh")
+updates one note in place instead of adding another; scope personal keeps it to you.
+Saving the same content again adds nothing."""
+
+MEMORY_SEARCH = """\
+Find saved notes: titles and <= 300-character previews, best first, each with any code link
+that changed since (stale) and any note it contradicts. Call get for a note's full text and
+timeline for what was saved around it. Superseded notes are left out unless
+include_superseded."""
+
+MEMORY_GET = """\
+One saved note in full (id from memory_search or a memory:ID citation): its fields, its
+code links re-checked now (stale ones named: check the code before relying on them), the
+notes that supersede or contradict it, and its importance with the parts it comes from."""
+
+MEMORY_TIMELINE = """\
+The notes saved just before and after one (before / after: how many), oldest first."""
+
+MEMORY_RELATE = """\
+Link two notes: src -> dst as references, relates_to, follows, supersedes (dst is out of
+date and leaves search) or contradicts (both are shown with the other side)."""
+
+MEMORY_GRAPH = """\
+The notes within depth (1-10) edges of one, either direction, and those edges (kinds:
+only these edge kinds)."""
+
+MEMORY_DELETE = """\
+Delete a note: it is never returned again (hard=true also removes its text and edges from
+the store's file)."""
+
+MEMORY_STATS = """\
+Counts of the notes you can see: live, deleted, superseded, edges, by type and scope."""
+
+MEMORY_ARCHIVE = """\
+Archive a note (out of search, timeline and prompts; get still finds it), or with
+archived=false bring it back."""
+
 INDEX = """\
 Refresh the index after you add, edit or delete files (build_context already shows your
 uncommitted diff, but changed code is searchable only after a refresh). Runs in the
 background while answers keep coming from the previous index; wait=true blocks until done."""
 
 
-def build_mcp_server(service: Service) -> "MCPServer":
-    """The MCP server: twelve tools over ``service``, each describing when to call it."""
+# Memory tools by profile: an agent saves, finds and links notes; deleting, archiving and
+# counting are an administrator's (a model's tool call should not erase what it learned).
+AGENT_MEMORY_TOOLS = ("memory_save", "memory_search", "memory_get", "memory_timeline",
+                      "memory_relate", "memory_graph")  # fmt: skip
+ADMIN_TOOLS = ("memory_delete", "memory_stats", "memory_archive")
+_BASE_TOOLS = ("build_context", "feedback", "search", "resolve", "replay", "status", "index",
+               "session_add", "session_decide", "session_show", "session_compact",
+               "session_checkpoint")  # fmt: skip
+PROFILES = {
+    "agent": (*_BASE_TOOLS, *AGENT_MEMORY_TOOLS),
+    "admin": (*_BASE_TOOLS, *AGENT_MEMORY_TOOLS, *ADMIN_TOOLS),
+}
+
+
+def tool_names(tools: str) -> tuple[str, ...]:
+    """The tools a ``--tools`` value names: a profile (agent, admin) or tool names,
+    comma-separated; ``ConfigError`` for an unknown one."""
+    known = PROFILES["admin"]
+    names: list[str] = []
+    for part in (p.strip() for p in tools.split(",")):
+        if part in PROFILES:
+            names += PROFILES[part]
+        elif part in known:
+            names.append(part)
+        else:
+            raise ConfigError(f"unknown tool or profile {part!r}; use agent, admin or tool "
+                              f"names: {', '.join(known)}")  # fmt: skip
+    return tuple(dict.fromkeys(names))
+
+
+def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
+    """The MCP server: the tools of ``tools`` (a profile or tool names, see ``tool_names``)
+    over ``service``, each describing when to call it."""
+    enabled = tool_names(tools)
     from typing import Annotated
 
     from mcp.server.mcpserver import MCPServer
@@ -306,16 +384,93 @@ def build_mcp_server(service: Service) -> "MCPServer":
     ) -> CallToolResult:
         return result(await run(service.refresh, wait=wait))
 
+    def listing(body: dict[str, JSON]) -> str:
+        notes = body["notes"]
+        assert isinstance(notes, list)
+        lines = []
+        for n in notes:
+            assert isinstance(n, dict)
+            flags = " STALE: " + ", ".join(map(str, n["stale"])) if n["stale"] else ""  # type: ignore[arg-type]
+            lines.append(f"{n['uri']} [{n['type']}] {n['title']}{flags}\n  {n['preview']}")
+        return "\n".join(lines) or "no notes"
+
+    @server.tool(description=MEMORY_SAVE, annotations=writes)
+    async def memory_save(
+        title: str,
+        type: NoteKind = "note",
+        what: str = "",
+        why: str = "",
+        where: str = "",
+        learned: str = "",
+        topic_key: Annotated[str | None, Field(description="same key: update in place")] = None,
+        scope: Literal["project", "personal"] = "project",
+    ) -> CallToolResult:
+        saved = await run(service.memory_save, title, type, what, why, where, learned,
+                          topic_key, scope)  # fmt: skip
+        text = f"memory:{saved.id} {saved.action.value} (revision {saved.revision})"
+        return result(to_json(saved), text)
+
+    @server.tool(description=MEMORY_SEARCH, annotations=reads)
+    async def memory_search(
+        query: str,
+        k: int = 10,
+        types: list[NoteKind] = [],  # noqa: B006
+        include_superseded: bool = False,
+    ) -> CallToolResult:
+        body = notes_json(await run(service.memory_search, query, k, types, include_superseded))
+        return result(body, listing(body))
+
+    @server.tool(description=MEMORY_GET, annotations=reads)
+    async def memory_get(id: int) -> CallToolResult:
+        note = await run(service.memory_get, id)
+        stale = "".join(f"\nSTALE: {u}" for u in note.stale)
+        return result(to_json(note), f"memory:{note.id} [{note.type.value}] {note.title}\n"
+                      f"{note.text}{stale}")  # fmt: skip
+
+    @server.tool(description=MEMORY_TIMELINE, annotations=reads)
+    async def memory_timeline(id: int, before: int = 5, after: int = 5) -> CallToolResult:
+        body = notes_json(await run(service.memory_timeline, id, before, after))
+        return result(body, listing(body))
+
+    @server.tool(description=MEMORY_RELATE, annotations=writes)
+    async def memory_relate(src: int, dst: int, kind: EdgeName) -> CallToolResult:
+        edge = await run(service.memory_relate, src, dst, kind)
+        return result(to_json(edge), f"memory:{edge.src} {edge.kind.value} memory:{edge.dst}")
+
+    @server.tool(description=MEMORY_GRAPH, annotations=reads)
+    async def memory_graph(
+        id: int, depth: int = 1, kinds: list[EdgeName] = []  # noqa: B006
+    ) -> CallToolResult:
+        return result(to_json(await run(service.memory_graph, id, depth, kinds)))
+
+    @server.tool(description=MEMORY_DELETE, annotations=writes)
+    async def memory_delete(id: int, hard: bool = False) -> CallToolResult:
+        return result(await run(service.memory_forget, id, hard))
+
+    @server.tool(description=MEMORY_STATS, annotations=reads)
+    async def memory_stats() -> CallToolResult:
+        return result(to_json(await run(service.memory_stats)))
+
+    @server.tool(description=MEMORY_ARCHIVE, annotations=writes)
+    async def memory_archive(id: int, archived: bool = True) -> CallToolResult:
+        return result(to_json(await run(service.memory_archive, id, archived)))
+
+    for name in PROFILES["admin"]:
+        if name not in enabled:
+            server.remove_tool(name)
     return server
 
 
-def run_stdio(path: str | Path, config: Config, *, watch: float | None = None) -> None:
+def run_stdio(path: str | Path, config: Config, *, watch: float | None = None,
+              tools: str = "agent") -> None:  # fmt: skip
     """Serve ``path`` over MCP stdio until the client closes the pipe (``watch``: seconds
-    between checks for changed files, None for ``WATCH_INTERVAL_S``, 0 for never)."""
+    between checks for changed files, None for ``WATCH_INTERVAL_S``, 0 for never;
+    ``tools``: a profile or tool names, see ``tool_names``)."""
     import anyio
 
+    tool_names(tools)  # an unknown name fails before the workspace is opened
     service = Service.open(path, config, watch=WATCH_INTERVAL_S if watch is None else watch)
     try:
-        anyio.run(build_mcp_server(service).run_stdio_async)
+        anyio.run(build_mcp_server(service, tools).run_stdio_async)
     finally:
         service.close()

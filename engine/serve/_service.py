@@ -33,12 +33,18 @@ from engine.core import (
     ConfigError,
     ContextPack,
     CortexError,
+    Edge,
     FeedbackResult,
     FileHit,
     IndexNotBuiltError,
+    MemoryStats,
+    Note,
+    NoteGraph,
+    NoteHit,
     NotFoundError,
     PayloadTooLargeError,
     Replay,
+    SaveResult,
     SearchHit,
     SessionState,
     Step,
@@ -327,6 +333,62 @@ class Service:
         if load:
             return self.ws.session(session).load_checkpoint(step)
         return self.session_compact(session, (), budget_tokens, step)
+
+    # -- memory -------------------------------------------------------------------------
+    # Notes live in their own store, not the index: these work before the first index
+    # (links to code resolve once there is one).
+
+    def memory_save(
+        self,
+        title: str,
+        type: str = "note",
+        what: str = "",
+        why: str = "",
+        where: str = "",
+        learned: str = "",
+        topic_key: str | None = None,
+        scope: str = "project",
+    ) -> SaveResult:
+        """``Memory.save`` (its limits are every surface's)."""
+        return self.ws.memory.save(title, type, what=what, why=why, where=where,
+                                   learned=learned, topic_key=topic_key, scope=scope)  # fmt: skip
+
+    def memory_search(self, query: str, k: int = 10, types: Sequence[str] = (),
+                      include_superseded: bool = False) -> list[NoteHit]:  # fmt: skip
+        """``Memory.search``: titles and previews, best first."""
+        _check_items("types", types)
+        return self.ws.memory.search(query, k, types=types, include_superseded=include_superseded)
+
+    def memory_get(self, note_id: int | str) -> Note:
+        """``Memory.get``: one note in full, its code links re-checked."""
+        return self.ws.memory.get(note_id)
+
+    def memory_timeline(self, note_id: int | str, before: int = 5, after: int = 5) -> list[NoteHit]:
+        """``Memory.timeline``: the notes saved around one, oldest first."""
+        return self.ws.memory.timeline(note_id, before, after)
+
+    def memory_relate(self, src: int | str, dst: int | str, kind: str) -> Edge:
+        """``Memory.relate``: a typed edge between two live notes."""
+        return self.ws.memory.relate(src, dst, kind)
+
+    def memory_graph(self, note_id: int | str, depth: int = 1,
+                     kinds: Sequence[str] = ()) -> NoteGraph:  # fmt: skip
+        """``Memory.graph``: the notes within ``depth`` edges."""
+        _check_items("kinds", kinds)
+        return self.ws.memory.graph(note_id, depth, kinds)
+
+    def memory_forget(self, note_id: int | str, hard: bool = False) -> dict[str, JSON]:
+        """``Memory.forget``: soft delete (``hard``: the row, text and edges removed)."""
+        done = self.ws.memory.forget(note_id, hard=hard)
+        return {"id": str(note_id).removeprefix("memory:"), "forgotten": done, "hard": hard}
+
+    def memory_archive(self, note_id: int | str, archived: bool = True) -> Note:
+        """``Memory.archive``: out of search and the lane, still found by get."""
+        return self.ws.memory.archive(note_id, archived)
+
+    def memory_stats(self) -> MemoryStats:
+        """``Memory.stats``: counts of what this caller can see."""
+        return self.ws.memory.stats()
 
     def _refresh_state(self) -> dict[str, JSON]:
         with self._refresh_lock:

@@ -26,7 +26,8 @@ from tests.engine.test_workspace import GIT_ENV, make_repo
 
 TOOLS = {"build_context", "feedback", "search", "resolve", "replay", "status", "index",
          "session_add", "session_decide", "session_show", "session_compact",
-         "session_checkpoint"}  # fmt: skip
+         "session_checkpoint", "memory_save", "memory_search", "memory_get", "memory_timeline",
+         "memory_relate", "memory_graph"}  # fmt: skip
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -73,8 +74,8 @@ def mcp_call(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Call, A
         yield call, (portal, client)
 
 
-def test_lists_the_twelve_tools_with_descriptions(mcp_call: tuple[Call, Any]) -> None:
-    """tools/list has all twelve tools, each saying when to call it."""
+def test_lists_the_agent_tools_with_descriptions(mcp_call: tuple[Call, Any]) -> None:
+    """tools/list has the agent profile's eighteen tools, each saying when to call it."""
     _, (portal, client) = mcp_call
     tools = {t.name: t for t in portal.call(client.list_tools).tools}
     assert set(tools) == TOOLS
@@ -251,7 +252,8 @@ _JSON = st.recursive(
 )  # fmt: skip
 _FIELDS = ["goal", "query", "budget_tokens", "state", "tool_signals", "replay_key", "k",
            "model_citations", "uri", "mode", "files", "proof", "outcome",
-           "tool_results"]  # fmt: skip
+           "tool_results", "title", "type", "what", "topic_key", "scope", "id", "src", "dst",
+           "kind", "depth", "before", "after", "types"]  # fmt: skip
 
 
 @settings(
@@ -298,6 +300,12 @@ BAD_MCP_INPUTS = [
     ("resolve", {"uri": "hooks.py\u0000#L1"}, "path"),
     ("feedback", {"replay_key": "k", "model_citations": [1], "outcome": 5}, "outcome"),
     ("replay", {"replay_key": ""}, "replay key"),
+    ("memory_save", {"title": " "}, "title"),
+    ("memory_save", {"title": "t", "what": "x" * 20_000}, "what"),
+    ("memory_get", {"id": 424242}, "no note"),
+    ("memory_graph", {"id": 1, "depth": 11}, "depth"),
+    ("memory_relate", {"src": 3, "dst": 3, "kind": "supersedes"}, "itself"),
+    ("memory_search", {"query": "x", "k": 0}, "k"),
 ]
 
 

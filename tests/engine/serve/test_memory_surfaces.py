@@ -1,0 +1,142 @@
+"""Memory on every surface: HTTP routes under /v1/memory, MCP tools in the agent and admin
+profiles, and ``cortex memory`` give one note the same JSON, and bad input a clear error."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from engine import Config, ConfigError, Workspace
+from engine.cli._main import main
+from engine.serve import Service
+from engine.serve._mcp import ADMIN_TOOLS, AGENT_MEMORY_TOOLS, build_mcp_server, tool_names
+from tests.engine.serve.test_http import TOKEN, Server, server  # noqa: F401  (the fixture)
+
+
+def test_memory_routes(server: Server) -> None:  # noqa: F811
+    """Save, dedupe, search, get, timeline, edges and graph over /v1/memory; admin routes
+    are absent in the default (agent) profile; bad input is 400, 404 or 413."""
+    note = {"title": "Hooks are registered per event", "type": "decision",
+            "what": "see `register_hook` in hooks.py", "topic_key": "hooks/registry"}  # fmt: skip
+    status, saved = server.request("POST", "/v1/memory", note)
+    assert status == 200 and saved["action"] == "created"
+    assert any(lk["entity"] == "register_hook" for lk in saved["links"])
+    assert server.request("POST", "/v1/memory", note)[1]["action"] == "duplicate"
+    status, again = server.request("POST", "/v1/memory", {**note, "why": "plugins call it"})
+    assert again["action"] == "updated" and again["revision"] == 2
+    other = server.request("POST", "/v1/memory", {"title": "Older hook note"})[1]["id"]
+    status, found = server.request("GET", "/v1/memory/search?q=hooks%20registered&k=5")
+    assert status == 200 and found["notes"][0]["id"] == saved["id"]
+    assert len(found["notes"][0]["preview"]) <= 300
+    status, full = server.request("GET", f"/v1/memory/{saved['id']}")
+    assert status == 200 and full["why"] == "plugins call it" and full["stale"] == []
+    assert server.request("GET", f"/v1/memory/{saved['id']}/timeline?before=2&after=2")[0] == 200
+    edge = {"dst": other, "kind": "supersedes"}
+    status, made = server.request("POST", f"/v1/memory/{saved['id']}/edges", edge)
+    assert status == 200 and made["kind"] == "supersedes"
+    status, graph = server.request("GET", f"/v1/memory/{other}/graph?depth=2")
+    assert {n["id"] for n in graph["nodes"]} == {saved["id"], other}
+    bad = [
+        ("POST", "/v1/memory", {"title": ""}, 400),
+        ("POST", "/v1/memory", {"title": "t", "colour": "red"}, 400),
+        ("POST", "/v1/memory", {"title": "t", "type": "opinion"}, 400),
+        ("POST", "/v1/memory", {"title": "t", "what": "x" * 20_000}, 413),
+        ("GET", "/v1/memory/424242", None, 404),
+        ("GET", "/v1/memory/abc", None, 404),
+        ("GET", "/v1/memory/search?q=", None, 400),
+        ("GET", f"/v1/memory/{other}/graph?depth=11", None, 400),
+        ("POST", f"/v1/memory/{other}/edges", {"dst": other, "kind": "supersedes"}, 400),
+        ("POST", f"/v1/memory/{other}/edges", {"dst": 999999, "kind": "relates_to"}, 404),
+        ("GET", "/v1/memory/stats", None, 404),
+        ("DELETE", f"/v1/memory/{other}", None, 405),
+    ]
+    for method, path, body, code in bad:
+        status, err = server.request(method, path, body)
+        assert status == code, (method, path, body, status, err)
+
+
+def test_memory_tools_over_mcp_answer_as_http(server: Server) -> None:  # noqa: F811
+    """memory_save and memory_get over MCP answer HTTP's JSON; admin tools are not listed
+    in the agent profile; an unknown argument is refused."""
+
+    async def mcp() -> Any:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as client_http,
+            Client(streamable_http_client(server.url + "/mcp", http_client=client_http)) as c,
+        ):
+            names = {t.name for t in (await c.list_tools()).tools}
+            note = {"title": "MCP saved note", "what": "a fact", "type": "config"}
+            saved = await c.call_tool("memory_save", note)
+            got = await c.call_tool("memory_get", {"id": saved.structured_content["id"]})
+            bad = await c.call_tool("memory_search", {"query": "fact", "colour": "red"})
+            return names, saved.structured_content, got.structured_content, bad
+
+    names, saved, got, bad = anyio.run(mcp)
+    assert set(AGENT_MEMORY_TOOLS) <= names and not set(ADMIN_TOOLS) & names
+    http = server.request("GET", f"/v1/memory/{saved['id']}")[1]
+    for body in (got, http):
+        body.pop("accessed")
+        body.pop("access_count")
+        body.pop("importance")
+    assert got == http
+    assert bad.is_error and "colour" in bad.content[0].text
+
+
+def test_profiles_pick_the_tools(tmp_path: Path) -> None:
+    """--tools admin adds memory_delete, memory_stats and memory_archive; a list of names
+    gives exactly those; an unknown name is a ConfigError."""
+    assert set(ADMIN_TOOLS) <= set(tool_names("admin"))
+    assert tool_names("memory_save,status") == ("memory_save", "status")
+    with pytest.raises(ConfigError, match="unknown tool"):
+        tool_names("agent,wizard")
+    ws = Workspace.open(tmp_path, Config(dense_model="hash"))
+    admin = build_mcp_server(Service(ws), "admin")
+    listed = {t.name for t in anyio.run(admin.list_tools)}
+    assert set(ADMIN_TOOLS) <= listed and set(AGENT_MEMORY_TOOLS) <= listed
+    small = build_mcp_server(Service(ws), "memory_search")
+    assert {t.name for t in anyio.run(small.list_tools)} == {"memory_search"}
+    ws.close()
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(list(argv), out=out), out.getvalue()
+
+
+def test_cli_memory_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cortex memory save|search|get|timeline|relate|graph|forget|stats, each with --json
+    giving the library's encoding."""
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    monkeypatch.setitem(os.environ, "CORTEX_USER", "ann")
+    at = ("--path", str(tmp_path))
+    code, text = _cli("memory", "save", *at, "--title", "Use make test", "--type", "config",
+                      "--what", "the suite runs with make test", "--json")  # fmt: skip
+    first = json.loads(text)
+    assert code == 0 and first["action"] == "created"
+    _cli("memory", "save", *at, "--title", "Lint with make lint", "--where", "Makefile")
+    code, text = _cli("memory", "search", *at, "make test", "--json")
+    assert code == 0 and json.loads(text)["notes"][0]["id"] == first["id"]
+    code, text = _cli("memory", "get", *at, str(first["id"]))
+    assert code == 0 and "Use make test" in text and "importance" in text
+    assert _cli("memory", "relate", *at, "2", "relates_to", str(first["id"]))[0] == 0
+    code, text = _cli("memory", "graph", *at, str(first["id"]), "--json")
+    assert len(json.loads(text)["nodes"]) == 2
+    code, text = _cli("memory", "timeline", *at, "2", "--json")
+    assert [n["id"] for n in json.loads(text)["notes"]] == [first["id"], 2]
+    assert _cli("memory", "forget", *at, "2")[0] == 0
+    code, text = _cli("memory", "stats", *at, "--json")
+    assert json.loads(text)["notes"] == 1 and json.loads(text)["deleted"] == 1
+    assert _cli("memory", "get", *at, "2")[0] == 1
+    assert _cli("memory", "save", *at, "--title", " ")[0] == 2
+    with pytest.raises(SystemExit):
+        _cli("memory", "save", *at, "--title", "x", "--scope", "team")
