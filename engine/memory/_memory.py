@@ -46,8 +46,10 @@ MAX_QUERY_CHARS = 4_000  # a question, not a document
 RECALL_DEPTH = 50  # candidates each retriever hands to fusion
 _TIMELINE_MAX = 50  # notes either side of an anchor
 # Recall spreads along sequence edges: an answer is often in the note after the one that
-# matches the question's words. A neighbour gets this share of a hit's score (when that is
-# more than its own), from the top ``SPREAD_FROM`` hits.
+# matches the question's words. The note that follows a hit (or relates to it) gets this
+# share of the hit's score when that is more than its own, from the top ``SPREAD_FROM``.
+# Passing scores backwards too changed nothing on the dev data, so a follows edge passes
+# them forward only.
 SPREAD = 0.9
 SPREAD_FROM = 10
 DENSE_SHARE = 0.15  # the dense list's weight in fusion (the lexical list's is 1)
@@ -326,9 +328,9 @@ class Memory:
     def _spread(
         self, scored: list[tuple[int, float]], keep: set[int], hidden: set[int] | None
     ) -> list[tuple[int, float]]:
-        """Scores passed along ``follows`` and ``relates_to`` edges: a note next to a strong
-        hit (the answer after the question it follows) gets ``SPREAD`` of that hit's score
-        when that is more than its own."""
+        """Scores passed along edges: the note that ``follows`` a strong hit (the answer
+        after its question), or ``relates_to`` it, gets ``SPREAD`` of that hit's score when
+        that is more than its own."""
         if not scored or SPREAD <= 0:
             return scored
         top = dict(scored[:SPREAD_FROM])
@@ -343,7 +345,9 @@ class Memory:
             hidden = set()
         score = dict(scored)
         for e in near:
-            for a, b in ((e.src, e.dst), (e.dst, e.src)):
+            # A follows edge passes forward only (the note after a hit); relates_to both ways.
+            pairs = [(e.dst, e.src)] + ([(e.src, e.dst)] if e.kind is EdgeKind.RELATES_TO else [])
+            for a, b in pairs:
                 if a in top and b in alive and b not in hidden:
                     score[b] = max(score.get(b, 0.0), SPREAD * top[a])
         return sorted(score.items(), key=lambda p: (-p[1], p[0]))
