@@ -57,6 +57,28 @@ def test_session_lane_in_context(tmp_path: Path) -> None:
         assert again.diff == ""
 
 
+def test_session_packs_never_exceed_the_budget(tmp_path: Path) -> None:
+    """From a tight budget to a roomy one: the whole prompt, history lane included, fits,
+    or the call refuses (it never cuts)."""
+    repo = make_repo(tmp_path / "repo")
+    counter = TiktokenCounter()
+    with Workspace.open(repo, _config(tmp_path)) as ws:
+        ws.index()
+        s = ws.session("b")
+        for i in range(20):
+            s.add("tool", PYTEST if i % 2 else f"step {i}: " + "output line\n" * 50)
+        state = SessionState(constraints=("keep the API",), subgoals=("find hooks",),
+                             session="b")  # fmt: skip
+        for budget in (150, 200, 300, 500, 800, 1500, 3000):
+            try:
+                pack = ws.build_context("register_hook", state=state, budget_tokens=budget,
+                                        record=False)  # fmt: skip
+            except BudgetUnreachableError:
+                assert budget <= 200
+                continue
+            assert counter.count(pack.render()) <= budget
+
+
 def test_sessions_are_per_user(tmp_path: Path) -> None:
     """Bob cannot resolve Alice's session steps, and his session of the same id is empty."""
     repo = make_repo(tmp_path / "repo")
