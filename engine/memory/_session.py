@@ -211,15 +211,24 @@ class Session:
     # -- compaction ----------------------------------------------------------------------
 
     def compact(self, load_bearing: Sequence[int] = (), budget: int = 4000,
-                step: int | None = None) -> Compaction:  # fmt: skip
+                step: int | None = None, in_context: Sequence[int] | None = None,
+                ) -> Compaction:  # fmt: skip
         """Compact the steps up to ``step`` (default: the last) into ``budget`` tokens, and
-        journal the checkpoint. Raises ``BudgetUnreachableError`` rather than truncate."""
+        journal the checkpoint. ``in_context``: the steps the planner's context holds now
+        (default: all; the session's goal is pinned either way). Raises
+        ``BudgetUnreachableError`` rather than truncate."""
         items = self.items()
         if not items:
             raise NotFoundError(f"no session {self.id!r} here (for this user) to compact")
         at = items[-1].step if step is None else step
         if type(at) is not int or not 1 <= at <= len(items):
             raise NotFoundError(f"session {self.id!r} has steps 1-{len(items)}, not {step!r}")
+        if in_context is not None:
+            held = set(in_context)
+            if missing := sorted(s for s in held if not 1 <= s <= len(items)):
+                raise NotFoundError(f"session {self.id!r} has no steps {missing}")
+            goal = next((i.step for i in items if i.role is StepRole.USER), None)
+            items = tuple(i for i in items if i.step in held or i.step == goal)
         with self._lock:
             result = compact(items, list(load_bearing), budget, at, self._memo, session=self.id)
         body: JSON = {"session": self.id, "user": self.user, "step": at,

@@ -88,6 +88,8 @@ def test_checkpoints_reload_as_written(tmp_path: Path) -> None:
         s.add("tool", PYTEST, tool="bash")
     made = s.compact([2], budget=1500)
     assert s.load_checkpoint(made.step) == made
+    part = s.compact([4], budget=1500, in_context=[3, 4, 5])
+    assert set(part.kept) | {int(x.ref.rsplit("#", 1)[1]) for x in part.stubs} == {3, 4, 5}
     assert s.checkpoint(4).step == 4 and s.load_checkpoint(4).step == 4
     with pytest.raises(BudgetUnreachableError):
         s.compact([2, 3, 4], budget=30)
