@@ -26,12 +26,12 @@ from engine.memory._history import (
 )
 from engine.memory._journal import Inputs, Journal
 from engine.memory._lane import LaneSettings, build_lane, recall_lines, search_items
+from engine.memory._links import CodeAccess, file_lines
 from engine.memory._memory import MAX_K as MAX_MEMORY_K
 from engine.memory._memory import MAX_QUERY_CHARS, Memory, MemoryItem
-from engine.memory._observations import DEDUPE_WINDOW_S, CodeAccess, NoteStore
+from engine.memory._observations import DEDUPE_WINDOW_S, NoteStore
 from engine.memory._observe import Observation, command_of, names_in, observe
 from engine.memory._purge import LedgerPurge, purge_ledger
-from engine.memory._recall import file_lines
 from engine.memory._session import SESSION_ID, Session, clean_text, session_uri
 
 __all__ = [

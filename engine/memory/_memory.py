@@ -17,11 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.core import (
-    MAX_DEPTH,
     ConfigError,
     Edge,
     EdgeKind,
-    GraphNode,
     MemoryStats,
     Note,
     NoteGraph,
@@ -34,6 +32,7 @@ from engine.core import (
     body_text,
     preview,
 )
+from engine.memory._graph import relate, walk
 from engine.memory._observations import NoteStore, check_id, parse_enum
 from engine.memory._recall import fuse, importance_score
 
@@ -187,50 +186,14 @@ class Memory:
     def relate(self, src: int | str, dst: int | str, kind: EdgeKind | str) -> Edge:
         """Add the edge ``src`` —kind→ ``dst`` between two live notes (once; again is a
         no-op). A note cannot relate to itself, and ``supersedes`` refuses a cycle."""
-        edge = parse_enum(EdgeKind, kind, "edge kind")
-        src, dst = check_id(src), check_id(dst)
-        if src == dst:
-            raise ConfigError(f"a note cannot {edge.value} itself ({src})")
-        found = self.store.rows([src, dst])
-        for end, name in ((src, "source"), (dst, "target")):
-            if end not in found:
-                raise NotFoundError(f"the {name} note {end} does not exist here or was deleted")
-        if edge is EdgeKind.SUPERSEDES and self._reaches(dst, src):
-            raise ConfigError(
-                f"note {dst} already supersedes note {src} (directly or "
-                "through others): a supersedes cycle would hide both"
-            )
-        now = self.store.clock()
-        with self.store._write() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO edges VALUES (?, ?, ?, ?)", (src, dst, edge.value, now)
-            )
-            row = db.execute(
-                "SELECT created FROM edges WHERE src = ? AND dst = ? AND kind = ?",
-                (src, dst, edge.value),
-            ).fetchone()
-        return Edge(src, dst, edge, row[0])
-
-    def _reaches(self, start: int, goal: int) -> bool:
-        """Whether ``start`` supersedes ``goal`` through a chain of supersedes edges."""
-        seen, frontier = {start}, [start]
-        while frontier:
-            marks = ",".join("?" * len(frontier))
-            rows = self.store._read(
-                f"SELECT dst FROM edges WHERE kind = 'supersedes' AND src IN ({marks})", frontier
-            )
-            frontier = [r[0] for r in rows if r[0] not in seen]
-            if goal in frontier:
-                return True
-            seen.update(frontier)
-        return False
+        return relate(self.store, src, dst, kind)
 
     def forget(self, note_id: int | str, *, hard: bool = False) -> bool:
         """Soft-delete a note (it is never returned again); ``hard``: remove its row, text
         and edges from the file (freed pages zeroed). False when it was already gone."""
         note_id = check_id(note_id)
         now = self.store.clock()
-        with self.store._write() as db:
+        with self.store.write() as db:
             owner = (
                 "project = ? AND (scope = 'project' OR owner = ?)",
                 (self.store.project, self.store.user),
@@ -242,7 +205,7 @@ class Memory:
                 if row is None:
                     raise NotFoundError(f"no note {note_id} here (for this project and user)")
                 return False
-            seq = self.store._seq(db)
+            seq = self.store.seq(db)
             if hard:
                 db.execute("PRAGMA secure_delete = ON")
                 db.execute("DELETE FROM notes WHERE id = ?", (note_id,))
@@ -263,7 +226,7 @@ class Memory:
         note_id = check_id(note_id)
         if note_id not in self.store.rows([note_id]):
             raise NotFoundError(f"no note {note_id} here (for this project and user)")
-        with self.store._write() as db:
+        with self.store.write() as db:
             db.execute("UPDATE notes SET archived = ? WHERE id = ?", (int(archived), note_id))
         return self.store.get(note_id, touch=False)
 
@@ -362,7 +325,7 @@ class Memory:
         # The text index alone ranks (FTS5's rank: BM25 with the title counted twice); the
         # caller keeps what this user may see. A store shared by many projects is read
         # again with the filter when the first read leaves too few of this project's.
-        rows = self.store._read(
+        rows = self.store.read(
             "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? ORDER BY rank, rowid LIMIT ?",
             (match, depth * _OVERFETCH),
         )
@@ -371,7 +334,7 @@ class Memory:
         mine = [i for i in found if i in seen]
         if len(mine) < depth and len(found) == depth * _OVERFETCH:
             cond, args = self.store.visible()
-            rows = self.store._read(
+            rows = self.store.read(
                 "SELECT notes_fts.rowid FROM notes_fts JOIN notes ON notes.id = "
                 f"notes_fts.rowid WHERE notes_fts MATCH ? AND {cond} ORDER BY "
                 "notes_fts.rank, notes.id LIMIT ?",
@@ -455,12 +418,12 @@ class Memory:
         created = anchor[12]
         cond, args = self.store.visible()
         cond += " AND notes.archived = 0"
-        older = self.store._read(
+        older = self.store.read(
             f"SELECT id FROM notes WHERE {cond} AND (created < ? OR (created = ? AND id < ?)) "
             "ORDER BY created DESC, id DESC LIMIT ?",
             (*args, created, created, note_id, before),
         )
-        newer = self.store._read(
+        newer = self.store.read(
             f"SELECT id FROM notes WHERE {cond} AND (created > ? OR (created = ? AND id > ?)) "
             "ORDER BY created, id LIMIT ?",
             (*args, created, created, note_id, after),
@@ -473,52 +436,23 @@ class Memory:
     ) -> NoteGraph:
         """The notes within ``depth`` (1-10) edges of ``note_id``, either direction, over
         edges of ``kinds`` (default: all); deleted notes end a path."""
-        note_id = check_id(note_id)
-        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
-            raise ConfigError(f"depth must be between 1 and {MAX_DEPTH}, got {depth!r}")
-        allowed = {parse_enum(EdgeKind, k, "edge kind") for k in kinds} or set(EdgeKind)
-        root = self.store.rows([note_id]).get(note_id)
-        if root is None:
-            raise NotFoundError(f"no note {note_id} here (for this project and user)")
-        found = {note_id: 0}
-        edges: dict[tuple[int, int, str], Edge] = {}
-        frontier = [note_id]
-        for level in range(1, depth + 1):
-            touching = [e for e in self.store.edges_of(frontier) if e.kind in allowed]
-            ends = sorted({e.src for e in touching} | {e.dst for e in touching})
-            live = self.store.rows(ends)
-            frontier = []
-            for e in touching:
-                if e.src in live and e.dst in live:
-                    edges[(e.src, e.dst, e.kind.value)] = e
-                    for end in (e.src, e.dst):
-                        if end not in found:
-                            found[end] = level
-                            frontier.append(end)
-            if not frontier:
-                break
-        rows = self.store.rows(sorted(found))
-        nodes = tuple(
-            GraphNode(i, rows[i][3], NoteType(rows[i][1]), d)
-            for i, d in sorted(found.items(), key=lambda p: (p[1], p[0]))
-        )
-        return NoteGraph(note_id, depth, nodes, tuple(edges[k] for k in sorted(edges)))
+        return walk(self.store, note_id, depth, kinds)
 
     def stats(self) -> MemoryStats:
         """Counts of what this caller can see."""
         cond, args = self.store.visible()
         owner = "project = ? AND (scope = 'project' OR owner = ?)"
-        live = self.store._read(f"SELECT count(*) FROM notes WHERE {cond}", args)[0][0]
-        gone = self.store._read(
+        live = self.store.read(f"SELECT count(*) FROM notes WHERE {cond}", args)[0][0]
+        gone = self.store.read(
             f"SELECT count(*) FROM notes WHERE {owner} AND deleted IS NOT NULL", args
         )[0][0]
-        by_type = self.store._read(
+        by_type = self.store.read(
             f"SELECT type, count(*) FROM notes WHERE {cond} GROUP BY type ORDER BY type", args
         )
-        by_scope = self.store._read(
+        by_scope = self.store.read(
             f"SELECT scope, count(*) FROM notes WHERE {cond} GROUP BY scope ORDER BY scope", args
         )
-        edges = self.store._read(
+        edges = self.store.read(
             f"SELECT count(*) FROM edges e JOIN notes ON notes.id = e.src WHERE {cond}", args
         )[0][0]
         model = self.store.embedder.model_id if self.store.embedder is not None else ""

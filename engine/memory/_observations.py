@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,15 +30,11 @@ import numpy as np
 
 from engine.core import (
     MAX_BODY_CHARS,
-    MAX_ENTITIES,
-    MAX_LINKS,
     MAX_TITLE_CHARS,
     MAX_TOPIC_KEY_CHARS,
-    CodeLink,
     ConfigError,
     Edge,
     EdgeKind,
-    LinkCheck,
     MemoryStateError,
     Note,
     NoteType,
@@ -51,11 +46,11 @@ from engine.core import (
     clean_field,
     normalised,
 )
-from engine.memory._entities import Candidate, extract
-from engine.memory._recall import NoteEmbedder, Vectors, check_link, importance
+from engine.memory._links import CodeAccess, checked_links, link_entities
+from engine.memory._recall import NoteEmbedder, Vectors, importance
 from indexers import redact, sha256_text
 
-__all__ = ["DEDUPE_WINDOW_S", "SCHEMA", "CodeAccess", "NoteStore", "parse_enum"]
+__all__ = ["DEDUPE_WINDOW_S", "SCHEMA", "NoteStore", "parse_enum"]
 
 SCHEMA = 1
 DEDUPE_WINDOW_S = 30 * 86_400.0  # the same content saved again within 30 days is one note
@@ -103,18 +98,6 @@ def parse_enum(kind: type[_E], value: object, what: str) -> _E:
         return kind(value)
     choices = ", ".join(m.value for m in kind)
     raise ConfigError(f"unknown {what} {value!r}; use one of: {choices}")
-
-
-@dataclass(frozen=True, slots=True)
-class CodeAccess:
-    """What the store needs of the index, as plain callables from the workspace.
-
-    ``resolve``: a path, ``path:line`` place or symbol candidate → the indexed lines it
-    names (path, span, sha256 of the lines as the caller sees them), or None.
-    ``read``: a file's text as the caller sees it now (None when it is gone)."""
-
-    resolve: Callable[[Candidate], CodeLink | None]
-    read: Callable[[str], str | None]
 
 
 class NoteStore:
@@ -184,7 +167,7 @@ class NoteStore:
             self._db.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE``: writers queue, readers keep reading)."""
         with self._lock:
             try:
@@ -193,14 +176,16 @@ class NoteStore:
             except sqlite3.DatabaseError as exc:
                 raise MemoryStateError(f"the memory store {self.path}: {exc}") from exc
 
-    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+    def read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one query (a damaged file is a ``MemoryStateError`` naming it)."""
         with self._lock:
             try:
                 return self._db.execute(sql, args).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise MemoryStateError(f"the memory store {self.path}: {exc}") from exc
 
-    def _seq(self, db: sqlite3.Connection) -> int:
+    def seq(self, db: sqlite3.Connection) -> int:
+        """Count one change (inside ``write``): the vector matrix catches up by this."""
         db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'seq'")
         return int(db.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0])
 
@@ -220,14 +205,14 @@ class NoteStore:
             if not ids:
                 return set()
             marks = ",".join("?" * len(ids))
-            found = self._read(
+            found = self.read(
                 "SELECT DISTINCT e.dst FROM edges e JOIN notes s ON s.id = e.src WHERE "
                 f"e.dst IN ({marks}) AND e.kind = 'supersedes' AND s.deleted IS NULL",
                 tuple(ids),
             )
             return {r[0] for r in found}
         cond, args = self.visible("d")
-        rows = self._read(
+        rows = self.read(
             "SELECT DISTINCT e.dst FROM edges e JOIN notes s ON s.id = e.src "
             f"JOIN notes d ON d.id = e.dst WHERE e.kind = 'supersedes' AND s.deleted IS NULL "
             f"AND {cond}",
@@ -264,7 +249,7 @@ class NoteStore:
         key = clean_field("topic_key", topic_key, MAX_TOPIC_KEY_CHARS) or None
         content = sha256_text(normalised(kind.value, title, *fields))
         body = body_text(*fields)
-        entities, links = self._entities(f"{title}\n{body}")
+        entities, links = link_entities(f"{title}\n{body}", self.code)
         vector = None
         if self.embedder is not None:
             vec = self.embedder.embed([f"{title}\n{body}"])[0]
@@ -278,7 +263,7 @@ class NoteStore:
         )
         row = (kind.value, title, *fields, content, json.dumps(list(entities)), links_json)
         model = self.embedder.model_id if self.embedder is not None else None
-        with self._write() as db:
+        with self.write() as db:
             scope_args = (self.project, where_to.value, owner)
             if key is not None:
                 found = db.execute(
@@ -295,7 +280,7 @@ class NoteStore:
                         tuple(lk for lk, _ in links),
                     )
                 if found is not None:
-                    seq = self._seq(db)
+                    seq = self.seq(db)
                     db.execute(
                         "UPDATE notes SET type = ?, title = ?, what = ?, why = ?, place = ?, "
                         "learned = ?, content = ?, entities = ?, links = ?, revision = "
@@ -326,7 +311,7 @@ class NoteStore:
                         entities,
                         tuple(lk for lk, _ in links),
                     )
-            seq = self._seq(db)
+            seq = self.seq(db)
             cur = db.execute(
                 "INSERT INTO notes (project, scope, owner, type, title, what, why, place, "
                 "learned, content, entities, links, topic_key, revision, created, updated, "
@@ -338,36 +323,6 @@ class NoteStore:
             _index_terms(db, note_id, terms)
         return SaveResult(note_id, SaveAction.CREATED, 1, entities, tuple(lk for lk, _ in links))
 
-    def _entities(self, text: str) -> tuple[tuple[str, ...], list[tuple[CodeLink, str]]]:
-        """The note's entities (code ones only when they resolve) and its code links."""
-        from engine.memory._recall import file_lines, link_head
-
-        kept: list[str] = []
-        links: list[tuple[CodeLink, str]] = []
-        for c in extract(text, MAX_ENTITIES * 2):
-            if c.kind in ("path", "place", "symbol") and self.code is not None:
-                link = self.code.resolve(c)
-                if link is None:
-                    continue
-                span = (link.path, link.start_line, link.end_line)
-                if len(links) < MAX_LINKS and all(
-                    (lk.path, lk.start_line, lk.end_line) != span for lk, _ in links
-                ):
-                    lines = file_lines(self.code.read(link.path) or "")
-                    links.append(
-                        (
-                            link,
-                            link_head(
-                                lines[link.start_line - 1] if link.start_line <= len(lines) else ""
-                            ),
-                        )
-                    )
-            elif c.kind == "symbol":
-                continue  # without an index nothing says a word names a symbol
-            if len(kept) < MAX_ENTITIES:
-                kept.append(c.key)
-        return tuple(kept), links
-
     # -- read ----------------------------------------------------------------------------
 
     def rows(self, ids: Sequence[int], *, archived: bool = True) -> dict[int, tuple[Any, ...]]:
@@ -377,7 +332,7 @@ class NoteStore:
         cond, args = self.visible()
         cond += "" if archived else " AND notes.archived = 0"
         marks = ",".join("?" * len(ids))
-        found = self._read(
+        found = self.read(
             f"SELECT {_COLUMNS} FROM notes WHERE id IN ({marks}) AND {cond}", (*ids, *args)
         )
         return {r[0]: r for r in found}
@@ -388,7 +343,7 @@ class NoteStore:
             return set()
         cond, args = self.visible()
         marks = ",".join("?" * len(ids))
-        found = self._read(f"SELECT id FROM notes WHERE id IN ({marks}) AND {cond}", (*ids, *args))
+        found = self.read(f"SELECT id FROM notes WHERE id IN ({marks}) AND {cond}", (*ids, *args))
         return {r[0] for r in found}
 
     def facts(self, ids: Sequence[int]) -> dict[int, tuple[str, float, float, int]]:
@@ -398,7 +353,7 @@ class NoteStore:
             return {}
         cond, args = self.visible()
         marks = ",".join("?" * len(ids))
-        found = self._read(
+        found = self.read(
             f"SELECT id, type, created, accessed, access_count FROM notes WHERE id IN ({marks}) "
             f"AND {cond} AND notes.archived = 0",
             (*ids, *args),
@@ -410,24 +365,12 @@ class NoteStore:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
-        rows = self._read(
+        rows = self.read(
             f"SELECT e.dst, count(*) FROM edges e JOIN notes s ON s.id = e.src WHERE e.dst IN "
             f"({marks}) AND s.deleted IS NULL GROUP BY e.dst",
             tuple(ids),
         )
         return {r[0]: r[1] for r in rows}
-
-    def checked_links(self, raw: str, files: dict[str, str | None]) -> tuple[LinkCheck, ...]:
-        """A row's links, each checked against the file as the caller sees it now."""
-        out = []
-        for entity, path, start, end, sha, head in json.loads(raw):
-            link = CodeLink(entity, path, start, end, sha)
-            if self.code is None:
-                continue
-            if path not in files:
-                files[path] = self.code.read(path)
-            out.append(check_link(link, head, files[path]))
-        return tuple(out)
 
     def note(
         self, row: tuple[Any, ...], incoming: int, files: dict[str, str | None], now: float
@@ -465,7 +408,7 @@ class NoteStore:
             key or "",
             revision,
             tuple(json.loads(entities)),
-            self.checked_links(links, files),
+            checked_links(links, self.code, files),
             created,
             updated,
             accessed,
@@ -483,7 +426,7 @@ class NoteStore:
             raise NotFoundError(f"no note {note_id} here (for this project and user)")
         now = self.clock()
         if touch:
-            with self._write() as db:
+            with self.write() as db:
                 db.execute(
                     "UPDATE notes SET accessed = ?, access_count = access_count + 1 WHERE id = ?",
                     (now, note_id),
@@ -517,7 +460,7 @@ class NoteStore:
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
-        rows = self._read(
+        rows = self.read(
             f"SELECT src, dst, kind, created FROM edges WHERE src IN ({marks}) "
             f"OR dst IN ({marks}) ORDER BY src, dst, kind",
             (*ids, *ids),
@@ -543,9 +486,9 @@ class NoteStore:
         """The vector matrix, advanced to the store's last change."""
         if self._vectors is None:
             return None
-        seq = int(self._read("SELECT value FROM meta WHERE key = 'seq'")[0][0])
+        seq = int(self.read("SELECT value FROM meta WHERE key = 'seq'")[0][0])
         if seq > self._vectors.seq:
-            rows = self._read(
+            rows = self.read(
                 "SELECT id, vector, model, deleted, seq FROM notes WHERE project = ? AND "
                 "seq > ? ORDER BY seq",
                 (self.project, self._vectors.seq),
@@ -558,8 +501,8 @@ class NoteStore:
 
     def bump_seq(self) -> None:
         """Mark a change the vector matrix must see (a delete)."""
-        with self._write() as db:
-            self._seq(db)
+        with self.write() as db:
+            self.seq(db)
 
 
 def _check_id(note_id: object) -> int:

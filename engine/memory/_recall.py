@@ -1,4 +1,4 @@
-"""Recall over notes: importance, the in-memory vector matrix, fusion, and code-link checks.
+"""Recall over notes: importance, the in-memory vector matrix and fusion.
 
 - **Importance** (``importance``): a weighted sum of five parts, each in [0, 1], so a
   reader can see why a note ranks where it does: its type (decisions, constraints and
@@ -11,9 +11,6 @@
 - **Vectors** (``Vectors``): every note's vector, kept in one growing float32 matrix and
   advanced by the store's change sequence, so a search after a save reads one row, not
   the whole store.
-- **Links** (``check_link``): a link's lines are hashed again in the file as the caller
-  sees it now; if they differ, the same lines elsewhere in the file (code moved by an edit
-  above it) count as ``moved``, not stale.
 """
 
 from __future__ import annotations
@@ -26,20 +23,16 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from engine.core import CodeLink, Importance, LinkCheck, LinkState, NoteType
-from indexers import sha256_text
+from engine.core import Importance, NoteType
 
 __all__ = [
     "IMPORTANCE_WEIGHT",
     "RRF_K",
     "NoteEmbedder",
     "Vectors",
-    "check_link",
-    "file_lines",
     "fuse",
     "importance",
     "importance_score",
-    "link_head",
 ]
 
 RRF_K = 60  # reciprocal-rank constant, as code recall uses: flattens the head of each list
@@ -197,35 +190,3 @@ class Vectors:
             top = np.argpartition(-sims, take - 1)[:take]
             pairs = [(self._ids[i], float(sims[i])) for i in top]
         return sorted(pairs, key=lambda p: (-p[1], p[0]))
-
-
-def file_lines(text: str) -> list[str]:
-    """1-based lines as the indexers count them (a final newline ends the last line)."""
-    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
-    if len(lines) > 1 and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def link_head(text: str) -> str:
-    """The short hash of a link's first line (finds the lines again after they moved)."""
-    return sha256_text(text.split("\n", 1)[0])[:16]
-
-
-def check_link(link: CodeLink, head: str, text: str | None) -> LinkCheck:
-    """``link`` against the file's text as the caller sees it now (None: the file is gone)."""
-    if text is None:
-        return LinkCheck(link, LinkState.MISSING)
-    lines = file_lines(text)
-    size = link.end_line - link.start_line + 1
-    here = "\n".join(lines[link.start_line - 1 : link.end_line])
-    if link.end_line <= len(lines) and sha256_text(here) == link.sha256:
-        return LinkCheck(link, LinkState.CURRENT)
-    for i, line in enumerate(lines):
-        if (
-            i + size <= len(lines)
-            and sha256_text(line)[:16] == head
-            and sha256_text("\n".join(lines[i : i + size])) == link.sha256
-        ):
-            return LinkCheck(link, LinkState.MOVED, f"{link.path}#L{i + 1}-L{i + size}")
-    return LinkCheck(link, LinkState.STALE)
