@@ -339,8 +339,9 @@ class Workspace:
     ) -> ForgetReport:
         """Remove files' and a string's stored text from everything cortex keeps: every base
         and every user's overlay (chunks, lexical and dense indexes, rewritten so the bytes
-        leave the disk), the vector cache, and the ledger's stored texts (the chain keeps
-        verifying; ``replay`` shows ``[PURGED]`` where they were).
+        leave the disk), the vector cache, the ledger's stored texts (the chain keeps
+        verifying; ``replay`` shows ``[PURGED]`` where they were) and the saved notes that
+        hold the string (``[PURGED]`` in its place).
 
         ``paths`` are workspace-relative files or folders; ``text`` is matched exactly
         (at least ``FORGET_MIN_CHARS`` characters, so a purge cannot gut the index by
@@ -396,13 +397,16 @@ class Workspace:
                 if purged.texts and not dry_run:
                     with self._lazy:  # sessions keep their steps' texts: read them again
                         self._sessions.clear()
+            notes = 0
+            if text and (self._memory is not None or self._memory_path.exists()):
+                notes = self.memory.store.purge(text, dry_run=dry_run)
             self._layers.close()
         present = [p for p in known if matches_path(p, targets) and (self.root / p).is_file()]
         if text:
             present += [p for p in known if p not in present and _holds(self.root / p, text)]
         return ForgetReport(
             dry_run, sorted(files), sorted(touched), chunks, segments, vectors, purged.texts,
-            purged.turns, purged.chained, sorted(present),
+            purged.turns, purged.chained, sorted(present), notes,
         )  # fmt: skip
 
     def _relative(self, path: str) -> str:
@@ -633,7 +637,7 @@ class Workspace:
                     self._manifest.write()
 
                 store = NoteStore(
-                    self.state_dir / "memory.sqlite",
+                    self._memory_path,
                     project=self.project,
                     user=self._layers.user,
                     terms=code_terms,
@@ -646,7 +650,7 @@ class Workspace:
     def _recalled(self, query: str, budget: int) -> tuple[Recalled, ...]:
         """The memory lane: saved notes relevant to ``query``, best first, in their share of
         the budget (none when nothing was ever saved here: reading creates no store)."""
-        if self._memory is None and not (self.state_dir / "memory.sqlite").exists():
+        if self._memory is None and not self._memory_path.exists():
             return ()
         room, used, out = int(budget * _MEMORY_SHARE), 0, []
         for item in self.memory.items(query, _MEMORY_NOTES):
@@ -670,6 +674,10 @@ class Workspace:
         except NotFoundError:
             return False
         return ref.sha256 in (sha256_text(item.shown), sha256_text(item.shown_short))
+
+    @property
+    def _memory_path(self) -> Path:
+        return self.state_dir / "memory.sqlite"
 
     @property
     def project(self) -> str:

@@ -244,7 +244,7 @@ def cmd_forget(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     out.write(
         f"{verb} {report.chunks:,} chunks in {report.segments} index segment(s), "
         f"{report.vectors:,} cached vectors, {report.ledger_texts:,} ledger texts "
-        f"({report.ledger_turns:,} turns)\n"
+        f"({report.ledger_turns:,} turns), {report.notes:,} memory notes\n"
     )
     if report.ledger_chained:
         out.write(

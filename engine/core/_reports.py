@@ -46,7 +46,8 @@ class GcReport:
 @dataclass(frozen=True, slots=True)
 class ForgetReport:
     """What ``forget`` removed (or, in a dry run, would remove) from everything cortex
-    stores: the indexes of every base and overlay, the vector cache, the ledger's texts."""
+    stores: the indexes of every base and overlay, the vector cache, the ledger's texts,
+    the memory store's notes."""
 
     dry_run: bool
     files: list[str]  # indexed files removed whole
@@ -61,6 +62,7 @@ class ForgetReport:
     ledger_chained: int
     # Working-tree files that still hold it: indexed again when they next change.
     still_present: list[str]
+    notes: int = 0  # saved memory notes that held the string ([PURGED] in its place)
 
 
 @dataclass(frozen=True, slots=True)

@@ -499,6 +499,43 @@ class NoteStore:
             )
         return self._vectors
 
+    def purge(self, text: str, *, dry_run: bool = False) -> int:
+        """Replace ``text`` with ``[PURGED]`` in every note of this file that holds it (any
+        project, any user, deleted ones too), re-index and re-embed them, then drop the
+        old text from the lexical index's segments and zero the freed pages. Returns how
+        many notes held it (``dry_run``: only counts)."""
+        fields = ("title", "what", "why", "place", "learned")
+        where = " OR ".join(f"instr({f}, ?) > 0" for f in fields)
+        rows = self.read(f"SELECT id, type, {', '.join(fields)} FROM notes WHERE {where}",
+                         (text,) * len(fields))  # fmt: skip
+        if dry_run or not rows:
+            return len(rows)
+        with self._lock:  # freed cells are zeroed from here on, not left in free pages
+            self._db.execute("PRAGMA secure_delete = ON")
+        with self.write() as db:
+            for note_id, kind, *values in rows:
+                title, what, why, place, learned = (v.replace(text, "[PURGED]") for v in values)
+                body = body_text(what, why, place, learned)
+                vector = None
+                if self.embedder is not None:
+                    vec = self.embedder.embed([f"{title}\n{body}"])[0]
+                    vector = np.asarray(vec, dtype=np.float32).tobytes()
+                content = sha256_text(normalised(kind, title, what, why, place, learned))
+                db.execute(
+                    "UPDATE notes SET title = ?, what = ?, why = ?, place = ?, learned = ?, "
+                    "content = ?, vector = ?, seq = ? WHERE id = ?",
+                    (title, what, why, place, learned, content, vector, self.seq(db), note_id),
+                )
+                _index_terms(db, note_id, (self.terms(title), self.terms(body)))
+        with self._lock:
+            try:  # deleted FTS entries live on in old segments until they are merged
+                self._db.execute("INSERT INTO notes_fts (notes_fts) VALUES ('optimize')")
+                self._db.execute("VACUUM")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # old pages leave the WAL
+            except sqlite3.DatabaseError as exc:
+                raise MemoryStateError(f"the memory store {self.path}: {exc}") from exc
+        return len(rows)
+
     def bump_seq(self) -> None:
         """Mark a change the vector matrix must see (a delete)."""
         with self.write() as db:

@@ -76,3 +76,20 @@ def test_the_lane_stays_in_its_share(tmp_path: Path) -> None:
         lane = next(b for b in pack.prompt_blocks if b.lane is Lane.MEMORY)
         assert lane.tokens <= 150 + 10
         assert ws.counter.count(pack.render()) <= 1000
+
+
+def test_forget_purges_the_string_from_saved_notes(tmp_path: Path) -> None:
+    """Workspace.forget(text=...) replaces the string in every note holding it (deleted
+    ones too), search no longer finds it, and the store's file no longer holds its bytes."""
+    secret = "internal-hostname-zq93"
+    with _workspace(tmp_path) as ws:
+        kept = ws.memory.save("Retries hit the cache host", what=f"host {secret} times out")
+        gone = ws.memory.save("Old note", what=f"was {secret}")
+        ws.memory.forget(gone.id)
+        assert ws.forget(text=secret, dry_run=True).notes == 2
+        report = ws.forget(text=secret)
+        assert report.notes == 2
+        assert ws.memory.get(kept.id).what == "host [PURGED] times out"
+        assert all(secret not in h.preview + h.title for h in ws.memory.search(secret))
+        raw = b"".join(p.read_bytes() for p in ws.state_dir.glob("memory.sqlite*"))
+        assert secret.encode() not in raw
