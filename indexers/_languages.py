@@ -98,6 +98,44 @@ _LANGUAGES: tuple[Language, ...] = (
     Language("sql", Family.OTHER, (".sql",)),
     Language("make", Family.OTHER, (".mk",), filenames=("Makefile", "GNUmakefile")),
     Language("docker", Family.OTHER, filenames=("Dockerfile",)),
+    # Source code with no grammar wheel here: line windows, but code, not "plain" (which
+    # the rerank treats as data and reference). Named, so the prompt's fences say which.
+    *(
+        Language(name, Family.OTHER, exts, filenames=names)
+        for name, exts, names in (
+            ("lua", (".lua",), ()),
+            ("scala", (".scala", ".sc"), ()),
+            ("elixir", (".ex", ".exs"), ()),
+            ("erlang", (".erl", ".hrl"), ()),
+            ("perl", (".pl", ".pm", ".t"), ()),
+            ("zig", (".zig",), ()),
+            ("haskell", (".hs", ".lhs"), ()),
+            ("r", (".r",), ()),
+            ("dart", (".dart",), ()),
+            ("jq", (".jq",), ()),
+            ("ocaml", (".ml", ".mli"), ()),
+            ("fsharp", (".fs", ".fsi", ".fsx"), ()),
+            ("clojure", (".clj", ".cljs", ".cljc"), ()),
+            ("julia", (".jl",), ()),
+            ("nim", (".nim",), ()),
+            ("groovy", (".groovy", ".gradle"), ()),
+            ("powershell", (".ps1", ".psm1"), ()),
+            ("lisp", (".el", ".lisp", ".lsp", ".scm", ".ss", ".rkt"), ()),
+            ("tcl", (".tcl",), ()),
+            ("fortran", (".f", ".f90", ".f95", ".f03", ".for"), ()),
+            ("objc", (".m", ".mm"), ()),
+            ("asm", (".s", ".asm"), ()),
+            ("cython", (".pyx", ".pxd", ".pxi"), ()),
+            ("protobuf", (".proto",), ()),
+            ("graphql", (".graphql", ".gql"), ()),
+            ("solidity", (".sol",), ()),
+            ("nix", (".nix",), ()),
+            ("hcl", (".tf", ".hcl"), ()),
+            ("vim", (".vim",), ()),
+            ("cmake", (".cmake",), ("CMakeLists.txt",)),
+            ("vue", (".vue", ".svelte"), ()),
+        )
+    ),
 )
 
 _PLAIN = Language("plain", Family.OTHER)

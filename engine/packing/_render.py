@@ -47,7 +47,14 @@ _FENCES = {
     "go": "go", "rust": "rust", "java": "java", "c": "c", "cpp": "cpp", "shell": "sh",
     "json": "json", "yaml": "yaml", "toml": "toml", "html": "html", "css": "css",
     "sql": "sql", "markdown": "markdown", "rst": "rst", "php": "php", "ruby": "ruby",
-    "csharp": "csharp", "kotlin": "kotlin", "swift": "swift",
+    "csharp": "csharp", "kotlin": "kotlin", "swift": "swift", "lua": "lua", "scala": "scala",
+    "elixir": "elixir", "erlang": "erlang", "perl": "perl", "zig": "zig", "haskell": "haskell",
+    "r": "r", "dart": "dart", "jq": "jq", "ocaml": "ocaml", "fsharp": "fsharp",
+    "clojure": "clojure", "julia": "julia", "nim": "nim", "groovy": "groovy",
+    "powershell": "powershell", "lisp": "lisp", "tcl": "tcl", "fortran": "fortran",
+    "objc": "objectivec", "asm": "asm", "cython": "cython", "protobuf": "protobuf",
+    "graphql": "graphql", "solidity": "solidity", "nix": "nix", "hcl": "hcl", "vim": "vim",
+    "cmake": "cmake", "vue": "vue",
 }  # fmt: skip
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _Attempt = tuple[list[tuple[Lane, str]], str, int]  # a render's parts, text and tokens
