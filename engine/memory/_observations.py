@@ -191,10 +191,13 @@ class NoteStore:
 
     # -- what the caller sees ------------------------------------------------------------
 
-    def visible(self, alias: str = "notes") -> tuple[str, tuple[str, str]]:
-        """The SQL condition (and its arguments) for the rows this caller may see."""
+    def visible(self, alias: str = "notes", *, by_id: bool = False) -> tuple[str, tuple[str, str]]:
+        """The SQL condition (and its arguments) for the rows this caller may see.
+        ``by_id``: for a lookup of listed ids, whose rows are read by id (a project index
+        would walk every row of the project instead)."""
+        plus = "+" if by_id else ""
         return (
-            f"{alias}.project = ? AND ({alias}.scope = 'project' OR {alias}.owner = ?) "
+            f"{plus}{alias}.project = ? AND ({alias}.scope = 'project' OR {alias}.owner = ?) "
             f"AND {alias}.deleted IS NULL",
             (self.project, self.user),
         )
@@ -329,7 +332,7 @@ class NoteStore:
         """Visible rows by id (``_COLUMNS``); without the archived ones unless ``archived``."""
         if not ids:
             return {}
-        cond, args = self.visible()
+        cond, args = self.visible(by_id=True)
         cond += "" if archived else " AND notes.archived = 0"
         marks = ",".join("?" * len(ids))
         found = self.read(
@@ -341,7 +344,7 @@ class NoteStore:
         """The ids among ``ids`` this caller may see (archived ones included)."""
         if not ids:
             return set()
-        cond, args = self.visible()
+        cond, args = self.visible(by_id=True)
         marks = ",".join("?" * len(ids))
         found = self.read(f"SELECT id FROM notes WHERE id IN ({marks}) AND {cond}", (*ids, *args))
         return {r[0] for r in found}
@@ -351,7 +354,7 @@ class NoteStore:
         ``ids``: what ranking needs, without their text."""
         if not ids:
             return {}
-        cond, args = self.visible()
+        cond, args = self.visible(by_id=True)
         marks = ",".join("?" * len(ids))
         found = self.read(
             f"SELECT id, type, created, accessed, access_count FROM notes WHERE id IN ({marks}) "
@@ -488,15 +491,18 @@ class NoteStore:
             return None
         seq = int(self.read("SELECT value FROM meta WHERE key = 'seq'")[0][0])
         if seq > self._vectors.seq:
+            # By the change sequence's index alone: with the project in the condition the
+            # planner walks every row of the project instead.
             rows = self.read(
-                "SELECT id, vector, model, deleted, seq FROM notes WHERE project = ? AND "
-                "seq > ? ORDER BY seq",
-                (self.project, self._vectors.seq),
+                "SELECT id, vector, model, deleted, project FROM notes WHERE seq > ? ORDER BY seq",
+                (self._vectors.seq,),
             )
             model = self._vectors.model_id
             self._vectors.advance(
-                [(r[0], r[1] if r[2] == model else None, r[3] is None) for r in rows], seq
-            )
+                [(r[0], r[1] if r[2] == model else None, r[3] is None)
+                 for r in rows if r[4] == self.project],
+                seq,
+            )  # fmt: skip
         return self._vectors
 
     def purge(self, text: str, *, dry_run: bool = False) -> int:
