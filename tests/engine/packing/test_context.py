@@ -88,7 +88,8 @@ def test_render_never_exceeds_budget(ws: Workspace, words: list[str], budget: in
             lines = p.source_uri.rsplit("#L", 1)[1].replace("L", "")
             header = (f"\n\n[1] {p.title}\nSource: {p.source_uri}\nLines: {lines}\n"
                       f"Hash: sha256:{'0' * 12}\n```python\n\n```")  # fmt: skip
-            assert p.tokens + COUNTER.count(header) + 8 > left, p
+            # At the band's edge (estimate + 8 == left) the renderer's exact top-up decided.
+            assert p.tokens + COUNTER.count(header) + 8 >= left, p
 
 
 def test_identical_calls_identical_output(ws: Workspace) -> None:
