@@ -77,6 +77,16 @@ class View:
         """The ``k`` best pages (whole files) for ``query``, best first."""
         return self._lexical("pages", query, k, None)
 
+    def term_counts(self, table: str, terms: Sequence[str]) -> dict[str, int]:
+        """How many of ``table``'s documents in this View hold each term (in any field)."""
+        if not terms:
+            return {}
+        stats = self.base.lexical_stats(table, terms)
+        if self.layered:
+            stats = self._memory(table).stats(stats, terms)
+        return {t: max((f.df.get(t, 0) for f in stats.fields.values()), default=0)
+                for t in terms}  # fmt: skip
+
     def _lexical(
         self, table: str, query: str, k: int, paths: Collection[str] | None
     ) -> list[Found]:

@@ -8,7 +8,13 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from engine.core._errors import ConfigError
-from engine.core._settings import ContextSettings, Fusion, PackSettings, RecallSettings
+from engine.core._settings import (
+    DEFAULT_WORD_FORMS,
+    ContextSettings,
+    Fusion,
+    PackSettings,
+    RecallSettings,
+)
 from indexers import (
     DEFAULT_ENCODING,
     DEFAULT_MAX_SECTION_TOKENS,
@@ -55,6 +61,8 @@ class Config:
     seed: int = DEFAULT_SEED
     budget_tokens: int = DEFAULT_BUDGET
     fusion: str = "rrf"  # how recall lists combine: "rrf" or "score"
+    # Other forms of a short request's words searched beside them, per word (0: off).
+    word_forms: int = DEFAULT_WORD_FORMS
     mmr_lambda: float = 0.75  # evidence selection: relevance (1.0) vs novelty (0.0)
     ledger: bool = True  # record every build_context turn in the evidence ledger
     ledger_path: str = ""  # "" = <state_dir>/ledger.sqlite
@@ -78,6 +86,8 @@ class Config:
         if not MIN_BUDGET_TOKENS <= self.budget_tokens <= MAX_BUDGET_TOKENS:
             raise ConfigError(f"budget_tokens must be between {MIN_BUDGET_TOKENS} and "
                               f"{MAX_BUDGET_TOKENS:,}, got {self.budget_tokens}")  # fmt: skip
+        if self.word_forms < 0:
+            raise ConfigError(f"word_forms must be >= 0, got {self.word_forms}")
         if self.fusion not in ("rrf", "score"):
             raise ConfigError(f"fusion must be 'rrf' or 'score', got {self.fusion!r}")
         if not 0.0 <= self.mmr_lambda <= 1.0:
@@ -105,7 +115,7 @@ class Config:
     def context_settings(self) -> ContextSettings:
         """The retrieval and packing settings of ``build_context``."""
         return ContextSettings(
-            recall=RecallSettings(fusion=Fusion(self.fusion)),
+            recall=RecallSettings(fusion=Fusion(self.fusion), word_forms=self.word_forms),
             pack=PackSettings(mmr_lambda=self.mmr_lambda),
         )
 

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 
 __all__ = [
+    "DEFAULT_WORD_FORMS",
     "ContextSettings",
     "Fusion",
     "PackSettings",
@@ -35,6 +36,9 @@ class Fusion(StrEnum):
     SCORE = "score"
 
 
+DEFAULT_WORD_FORMS = 3  # forms searched per word of a short request (see RecallSettings)
+
+
 @dataclass(frozen=True, slots=True)
 class RecallSettings:
     """How wide recall casts its net (named so tuning can move them)."""
@@ -52,6 +56,10 @@ class RecallSettings:
     expand_from: int = 0  # best fused candidates whose references are followed (0: off)
     expand_names: int = 40  # most-used names followed
     expand_defs: int = 2  # definitions taken per name (a name defined everywhere is noise)
+    # Other forms of a short request's words that the repository uses ("minifying" also
+    # searches "minify", "suggest" also "suggestion"): at most this many per word, the most
+    # common first (0: off). Long reports are left as written: they already say a lot.
+    word_forms: int = DEFAULT_WORD_FORMS
     fusion: Fusion = Fusion.RRF
     rrf_k: int = 60  # Cormack et al.'s constant: flattens the head of each list
     # Per-list weights: a definition the request names, or a place a tool points at, is

@@ -15,14 +15,16 @@ from engine.retrieval._query import (
     query_identifiers,
     request_intents,
     request_phrases,
+    word_forms,
 )
-from engine.retrieval._recall import recall, weights_of
+from engine.retrieval._recall import FORM_MIN_SHARE, recall, weights_of, with_word_forms
 from engine.retrieval._rerank import Scored, rerank
 from engine.retrieval._resolve import URI, resolve_in
 from engine.retrieval._search import dense_hits, file_hits, ranked_hits
 
 __all__ = [
     "FILE_TOP",
+    "FORM_MIN_SHARE",
     "MAX_INTENT_WORDS",
     "MIN_PHRASE_WORDS",
     "URI",
@@ -46,4 +48,6 @@ __all__ = [
     "rerank",
     "resolve_in",
     "weights_of",
+    "with_word_forms",
+    "word_forms",
 ]

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 
 __all__ = [
     "MAX_INTENT_WORDS",
@@ -23,6 +24,7 @@ __all__ = [
     "query_identifiers",
     "request_intents",
     "request_phrases",
+    "word_forms",
 ]
 
 LONG_BLOCK_LINES = 24  # a fenced block longer than this is a log: keep its head and tail
@@ -233,3 +235,64 @@ def locations(text: str) -> list[Location]:
         if not any(loc.path == path for loc in found):
             found.setdefault(Location(path), None)
     return list(found)
+
+
+# Endings tried on a word's stem to spell the forms a repository may use instead of the
+# request's: a candidate counts only when it stems back to the same stem.
+_ENDINGS = (
+    "", "e", "s", "es", "ed", "d", "ing", "er", "ers", "or", "ors", "ion", "ions", "ation",
+    "ations", "ize", "ized", "izes", "izer", "ization", "ise", "ised", "ment", "ments",
+    "al", "ity", "able", "ive", "y", "ies", "ied",
+)  # fmt: skip
+# Question and function words: their forms are noise in any repository.
+_FORM_STOP = _STOP | frozenset((
+    "what", "where", "which", "when", "does", "doing", "done", "there", "their", "they",
+    "them", "than", "some", "what", "your", "about", "after", "before", "each", "every",
+    "make", "makes", "made", "just", "need", "want", "work", "works", "happen", "happens",
+))  # fmt: skip
+_PLAIN_WORD = re.compile(r"(?<![\w.])[A-Za-z]{4,}(?![\w.])")  # prose words, not names
+
+
+@cache
+def _stemmer() -> object:
+    import tantivy
+
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _stems(words: Sequence[str]) -> list[str]:
+    """The Snowball (English) stem of each word, in one call to tantivy's analyzer."""
+    if not words:
+        return []
+    stems = _stemmer().analyze(" ".join(words))  # type: ignore[attr-defined]
+    return [str(s) for s in stems]
+
+
+def word_forms(text: str) -> dict[str, list[str]]:
+    """For each plain lower-case word of ``text`` (4+ letters, not an identifier or a stop
+    word), the other spellings that share its stem: ``minifying`` → ``minify``, ``minified``,
+    …; ``suggest`` → ``suggestion``, …. Which of them a repository uses is for the caller to
+    check; the words come in first-seen order."""
+    words = list(dict.fromkeys(
+        w for w in _PLAIN_WORD.findall(text) if w.islower() and w not in _FORM_STOP
+    ))  # fmt: skip
+    if not words:
+        return {}
+    stems = _stems(words)
+    out: dict[str, list[str]] = {}
+    for word, stem in zip(words, stems, strict=True):
+        roots = {stem}
+        if stem.endswith("i"):  # "minifi" is spelled "minify"
+            roots.add(stem[:-1] + "y")
+        if len(stem) >= 3 and stem[-1] not in "aeiouwxy" and stem[-2] in "aeiou":
+            roots.add(stem + stem[-1])  # "stripp" + "ed"
+        cands = sorted({r + e for r in roots for e in _ENDINGS} - {word})
+        same = [c for c, s in zip(cands, _stems(cands), strict=True) if s == stem]
+        if same:
+            out[word] = same
+    return out

@@ -16,10 +16,12 @@ import numpy as np
 
 from engine.core import Clock, RecallSettings
 from engine.retrieval._fusion import Candidate, fuse_lists
-from engine.retrieval._query import Location
+from engine.retrieval._query import MAX_INTENT_WORDS, Location, word_forms
 from overlays import View
 
-__all__ = ["recall", "weights_of"]
+__all__ = ["FORM_MIN_SHARE", "recall", "weights_of", "with_word_forms"]
+
+FORM_MIN_SHARE = 4  # see ``with_word_forms``
 
 
 def recall(
@@ -73,6 +75,7 @@ def _text_lists(
     """The BM25 section, BM25 page and dense lists for one text, named ``prefix + list``
     (chunk ids and scores: no chunk is read here)."""
     lists: dict[str, list[tuple[str, float]]] = {}
+    query = with_word_forms(view, query, settings.word_forms)
     lists["bm25"] = [(h.id, h.score) for h in view.search_sections(query, settings.bm25_sections)]
     pages = view.search_pages(query, settings.pages)
     if pages:
@@ -94,6 +97,30 @@ def _text_lists(
             lists["dense"] = dense
     clock.lap("dense")
     return {prefix + name: pairs for name, pairs in lists.items()}
+
+
+def with_word_forms(view: View, query: str, per_word: int) -> str:
+    """``query`` with up to ``per_word`` other forms of each of its plain words that this
+    View's sections use, most common first (a short request only: see ``word_forms``).
+
+    A form used less than ``1 / FORM_MIN_SHARE`` as often as the request's own spelling is
+    left out: there the request already speaks the repository's language, and the rare
+    form mostly adds noise (on the question set: file@5 73.8 with every form, 83.3 without
+    the rare ones, primary answer in the 4k context 59.5 either way)."""
+    if per_word <= 0 or len(query.split()) > MAX_INTENT_WORDS:
+        return query
+    forms = word_forms(query)
+    if not forms:
+        return query
+    wanted = sorted({f for fs in forms.values() for f in fs} | set(forms))
+    counts = view.term_counts("sections", wanted)
+    extra: list[str] = []
+    for word, options in forms.items():
+        own = counts.get(word, 0)
+        used = [f for f in options if counts.get(f, 0) * FORM_MIN_SHARE > own]
+        used.sort(key=lambda f: (-counts[f], f))
+        extra.extend(used[:per_word])
+    return f"{query} {' '.join(extra)}" if extra else query
 
 
 def weights_of(settings: RecallSettings) -> dict[str, float]:

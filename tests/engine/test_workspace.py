@@ -336,3 +336,24 @@ def test_a_rebuild_is_made_beside_the_index_in_use(
         assert report.files >= 1 and not (repo / ".cortex" / "rebuild").exists()
         hits = ws.search("register_hook", mode="bm25")
         assert hits[0].chunk.text.startswith("def register_hook(event)")
+
+
+def test_short_requests_also_search_other_forms_of_their_words(tmp_path: Path) -> None:
+    """A request saying "minifying" finds ``minify_text`` through their shared stem, in the
+    base and in an uncommitted file; with ``word_forms=0``, or in a long report, it is not."""
+    repo = make_repo(tmp_path / "repo", files=2)
+    (repo / "tools.py").write_text("def minify_text(text):\n    return ''.join(text.split())\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "minify")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        hits = ws.search("what happens to whitespace when minifying", mode="bm25", k=3)
+        assert hits and hits[0].chunk.symbol == "minify_text"
+        long = "what happens to whitespace when minifying " + "please " * 40
+        assert not ws.search(long, mode="bm25", k=3)
+        fresh = "def unminify_tokens(tokens):\n    return tokens\n\n"
+        (repo / "fresh.py").write_text(fresh + "def minify_tokens(tokens):\n    return tokens\n")
+        found = {h.chunk.symbol for h in ws.search("minifying tokens", mode="bm25", k=5)}
+        assert {"minify_text", "minify_tokens"} <= found
+    with Workspace.open(repo, CONFIG.with_(word_forms=0)) as ws:
+        assert not ws.search("what happens to whitespace when minifying", mode="bm25", k=3)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.retrieval import Location, clean_query, locations, query_identifiers
+from engine.retrieval import Location, clean_query, locations, query_identifiers, word_forms
 
 
 def test_clean_query_drops_template_comments_and_version_dumps() -> None:
@@ -84,3 +84,13 @@ def test_quoted_phrases_match_the_text_that_holds_them() -> None:
     half = request_phrases("`cannot be used as default recipe since it requires`")
     assert 0.5 < phrase_match(half, "cannot be used as default recipe since {n} requires") < 1
     assert request_phrases("the `parse_url` function") == ()
+
+
+def test_word_forms_share_the_stem_and_skip_names_and_stop_words() -> None:
+    """Plain words get their other spellings (same Snowball stem); identifiers, short
+    words and stop words get none."""
+    forms = word_forms("where is whitespace stripped when minifying, see parse_value or getName")
+    assert "minify" in forms["minifying"] and "minified" in forms["minifying"]
+    assert "strip" in forms["stripped"] and "stripped" not in forms["stripped"]
+    assert not {"parse_value", "getName", "where", "when", "see"} & set(forms)
+    assert "suggestion" in word_forms("suggest a recipe")["suggest"]
