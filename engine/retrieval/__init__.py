@@ -18,11 +18,12 @@ from engine.retrieval._query import (
     word_forms,
 )
 from engine.retrieval._recall import FORM_MIN_SHARE, recall, weights_of, with_word_forms
-from engine.retrieval._rerank import Scored, rerank
+from engine.retrieval._rerank import DECLARATION_PRIOR, Scored, rerank
 from engine.retrieval._resolve import URI, resolve_in
 from engine.retrieval._search import dense_hits, file_hits, ranked_hits
 
 __all__ = [
+    "DECLARATION_PRIOR",
     "FILE_TOP",
     "FORM_MIN_SHARE",
     "MAX_INTENT_WORDS",

@@ -40,6 +40,12 @@ _SOURCE_PRIOR = {
     DocType.TUTORIAL: 0.2,
     DocType.TEST: 0.0,
 }
+# Declaration-only files (TypeScript's ``.d.ts``, Python's ``.pyi`` stubs) restate an
+# implementation that lives elsewhere: worth this share of their doc type's prior. On the
+# multilingual dev split's 12 dayjs instances (``types/*.d.ts`` beside ``src/``), file
+# Acc@1/5 and MRR went 0.0/33.3/0.292 (1.0) -> 8.3/41.7/0.324 (0.5); 0.25 lost hit@4k.
+DECLARATION_PRIOR = 0.5
+_DECLARATION_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".pyi")
 _COMMENT = re.compile(r"^\s*(#|//|/\*|\*|--|;|\"\"\"|''')")
 _IDEAL_ENTROPY = 4.4  # bits per character of ordinary source code
 _ENTROPY_SPAN = 1.5  # ... and how far from it a section may stray before scoring 0
@@ -126,7 +132,7 @@ def rerank(
         ],
         "signal": [1.0 if "signal" in c.ranks else 0.0 for c in cands],
         "phrase": [phrase_match(phrases, c.chunk.text) if phrases else 0.0 for c in cands],
-        "source": [prior.get(c.chunk.doc_type, 0.5) for c in cands],
+        "source": [_source_prior(prior, c.chunk) for c in cands],
         "depth": [1.0 / (1 + c.chunk.depth) for c in cands],
         "code_ratio": [_code_ratio(c.chunk.text) for c in cands],
         "entropy": [_entropy_score(c.chunk.text) for c in cands],
@@ -152,3 +158,12 @@ def rerank(
             )
         )
     return sorted(scored, key=lambda s: (-s.score, s.chunk.id))
+
+
+def _source_prior(prior: dict[DocType, float], chunk: Chunk) -> float:
+    """The prior of ``chunk``'s doc type (0.5 when unknown), scaled down in a
+    declaration-only file."""
+    value = prior.get(chunk.doc_type, 0.5)
+    if chunk.path.endswith(_DECLARATION_SUFFIXES):
+        value *= DECLARATION_PRIOR
+    return value

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from engine.core import RerankWeights
-from engine.retrieval import Candidate, rerank
+from engine.retrieval import DECLARATION_PRIOR, Candidate, rerank
 from indexers import DocType
 from tests.engine.records import chunk
 
@@ -82,3 +82,21 @@ def test_a_quoted_message_lifts_the_section_that_holds_it() -> None:
     scored = rerank(cands, [], None, {}, {}, RerankWeights(), phrases=phrases)
     assert scored[0].chunk.id == raises.id
     assert {c.feature: c.value for c in scored[0].contributions}["phrase"] == 1.0
+
+
+def test_declaration_files_rank_below_the_code_they_declare() -> None:
+    """A ``.d.ts`` or ``.pyi`` section gets a share of a definition's source prior, so the
+    implementation it restates wins a tie that recall left to the declaration."""
+    for suffix in (".d.ts", ".pyi"):
+        decl = chunk(f"types/parse{suffix}", "export function parseUrl(text: string): string[]",
+                     symbol="parseUrl", doc_type=DocType.DEFINITION, tokens=40)  # fmt: skip
+        body = "export function parseUrl(text) {\n  return text.split('/')\n}"
+        impl = chunk("src/parse.js", body,
+                     symbol="parseUrl", doc_type=DocType.IMPLEMENTATION, tokens=40)  # fmt: skip
+        cands = [Candidate(decl, {"bm25": 1}, {"bm25": 4.0}, 0.03),
+                 Candidate(impl, {"bm25": 2}, {"bm25": 3.0}, 0.03)]  # fmt: skip
+        scored = rerank(cands, [], None, {}, {}, RerankWeights())
+        assert scored[0].chunk.id == impl.id, suffix
+        source = {s.chunk.id: {c.feature: c.value for c in s.contributions}["source"]
+                  for s in scored}  # fmt: skip
+        assert source[decl.id] == DECLARATION_PRIOR * 1.0 and source[impl.id] == 1.0
