@@ -11,12 +11,14 @@ import difflib
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from engine.core import (
+    MAX_ATTEST_CITATIONS,
     MAX_BUDGET_TOKENS,
     MIN_BUDGET_TOKENS,
     BudgetUnreachableError,
@@ -35,8 +37,11 @@ from engine.core import (
     IndexNotBuiltError,
     IndexReport,
     IndexStateError,
+    Learned,
     LedgerStateError,
+    MemoryStateError,
     NotFoundError,
+    PastOutcome,
     Progress,
     Recalled,
     Replay,
@@ -62,24 +67,44 @@ from engine.index import (
     status_of,
 )
 from engine.memory import (
+    LEARN_POOL,
     Candidate,
     CitedRef,
     CodeAccess,
+    FeatureRow,
     Inputs,
     Journal,
     LaneSettings,
     LedgerPurge,
     Memory,
     NoteStore,
+    OutcomeIndex,
     RecentCitations,
+    RecentFeatures,
+    SalienceState,
+    SalienceTables,
     Session,
+    TokenBucket,
+    check_attest,
     check_citations,
+    cited_keys,
+    ema_step,
     file_lines,
+    item_changes,
     session_uri,
+    split_rows,
     still_matches,
+    weights_payload,
 )
 from engine.packing import Request, build_pack, retrieve
-from engine.retrieval import Scored, dense_hits, file_hits, ranked_hits, resolve_in
+from engine.retrieval import (
+    LEARNED_FEATURES,
+    Scored,
+    dense_hits,
+    file_hits,
+    ranked_hits,
+    resolve_in,
+)
 from engine.segment import Segment
 from indexers import TiktokenCounter, TokenCounter, decode, redact, sha256_text
 from ledger import JSON, ToolResult, TurnRecord
@@ -120,6 +145,10 @@ class Workspace:
         self._git_tracked: bool | None = None
         self._sessions: dict[str, Session] = {}  # by id: each keeps its steps' facts warm
         self._memory: Memory | None = None
+        self._features = RecentFeatures()  # each recent turn's candidates, for learning
+        self._attests = TokenBucket()  # per (actor, intent)
+        self._salience: SalienceState | None = None  # the fold as of the ledger's head
+        self._outcomes: OutcomeIndex | None = None  # earlier attested intents
 
     @classmethod
     def open(
@@ -480,7 +509,7 @@ class Workspace:
             embedder = None
         request = Request.parse(goal or query, query, signals)
         return retrieve(view, request, embedder, self.cache if embedder is not None else None,
-                        self.config.context_settings())  # fmt: skip
+                        self.config.context_settings(), learned=self.learned())  # fmt: skip
 
     def _dense_embedder(self, view: View) -> Embedder:
         embedder = self.embedder
@@ -544,6 +573,7 @@ class Workspace:
             history = self._history(state, goal, query, diff, budget, upto=history_upto)
         inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0)
         recalled = self._recalled(query or goal, budget)
+        scored: list[Scored] = explain if explain is not None else []
         pack = build_pack(
             view,
             goal=goal,
@@ -557,11 +587,14 @@ class Workspace:
             diff=diff,
             view_id=self._view_id(view, diff),
             settings=settings or self.config.context_settings(),
-            scored_out=explain,
+            scored_out=scored,
             timings=timings,
             history=history,
             memory=recalled,
+            learned=self.learned(),
         )
+        if self.config.ledger and record:
+            self._features.remember(pack.replay_key, _feature_rows(scored))
         if stale:
             pack = replace(pack, advisory=(*pack.advisory, *stale))
         if record and self.config.ledger:
@@ -812,13 +845,26 @@ class Workspace:
         model_citations: Sequence[int | str],
         tool_results: Sequence[ToolResult | str] = (),
         outcome: str | None = None,
+        reason: str | None = None,
     ) -> FeedbackResult:
-        """Check the model's citations against the turn's evidence, and record them.
+        """Check the model's citations against the turn's evidence, and record them; with
+        an ``outcome`` (``success`` or ``failure``, and a ``reason`` for a failure), learn
+        from it: attest the cited items and move this workspace's rerank offsets.
 
         Ids outside the turn's set (and malformed markers) are dropped and counted; a cited
         snippet whose source no longer matches its sha256 is flagged stale. The turn is
         found in the ledger (or, with the ledger off, among this process's recent turns).
+        An outcome is journaled as one atomic pair (attest, then weights: see
+        ``engine.memory``); one (user, intent) may attest once a second, five at once
+        (``RateLimitedError`` past that, with nothing recorded).
         """
+        if len(model_citations) > MAX_ATTEST_CITATIONS:
+            raise ConfigError(f"{len(model_citations)} citations: at most "
+                              f"{MAX_ATTEST_CITATIONS} per feedback")  # fmt: skip
+        if outcome is not None:
+            return self._attest(replay_key, model_citations, tool_results, outcome, reason)
+        if reason is not None:
+            raise ConfigError("a reason goes with an outcome (success or failure)")
         turn: TurnRecord | None = None
         refs: Sequence[CitedRef]
         if self.config.ledger:
@@ -833,14 +879,134 @@ class Workspace:
             refs = recent
         result = check_citations(replay_key, refs, model_citations, self._still_matches)
         if turn is not None:
-            results = [r if isinstance(r, ToolResult) else ToolResult("tool", True, str(r))
-                       for r in tool_results]  # fmt: skip
-            results = [replace(r, summary=_scrub(r.summary)) for r in results]
-            try:
-                self.journal.record_feedback(turn, result, results, outcome)
-            except LedgerStateError as exc:
-                raise LedgerStateError(f"feedback was checked but not recorded: {exc}") from exc
+            self._record_feedback(turn, result, tool_results, None)
         return result
+
+    def _record_feedback(
+        self,
+        turn: TurnRecord,
+        result: FeedbackResult,
+        tool_results: Sequence[ToolResult | str],
+        outcome: str | None,
+    ) -> None:
+        results = [r if isinstance(r, ToolResult) else ToolResult("tool", True, str(r))
+                   for r in tool_results]  # fmt: skip
+        results = [replace(r, summary=_scrub(r.summary)) for r in results]
+        try:
+            self.journal.record_feedback(turn, result, results, outcome)
+        except LedgerStateError as exc:
+            raise LedgerStateError(f"feedback was checked but not recorded: {exc}") from exc
+
+    def _attest(self, replay_key: str, model_citations: Sequence[int | str],
+                tool_results: Sequence[ToolResult | str], outcome: str,
+                reason: str | None) -> FeedbackResult:  # fmt: skip
+        """Feedback with an outcome: checked, rate-limited, then the feedback record and
+        the attest/weights pair; the salience tables catch up last."""
+        if not self.config.ledger:
+            raise ConfigError("learning from outcomes journals every update: turn the ledger "
+                              "on (ledger = true) or give feedback without an outcome")  # fmt: skip
+        turn = self._turn(replay_key)
+        inputs = Inputs.from_json(self.journal.text(turn.inputs_sha256))
+        intent = (inputs.query or inputs.goal).strip()
+        checked = check_attest(outcome, reason, intent, len(model_citations))
+        bucket = (self.journal.user, sha256_text(intent))
+        self._attests.check(bucket)
+        refs = CitedRef.of_turn(turn)
+        result = check_citations(replay_key, refs, model_citations, self._still_matches)
+        self._record_feedback(turn, result, tool_results, checked.value)
+        by_id = {r.local_id: r for r in refs}
+        live = [by_id[n] for n in result.valid if n not in result.stale]
+        rows = self._features.get(replay_key)
+        if rows is None:
+            rows = self._rows_again(inputs)
+        changes = item_changes(checked, reason, cited_keys(rows, live))
+        hit, missed = split_rows(rows, [r for r in live if not r.source_uri.startswith("memory:")])
+        state = self._salience_state()
+        settings = self.config.learn_settings()
+        after, skipped = ema_step(state.weights, hit, missed, checked, reason, settings)
+        attest: JSON = {
+            "user": self.journal.user,
+            "intent": sha256_text(intent),
+            "outcome": checked.value,
+            "reason": reason,
+            "cited": list(result.valid),
+            "dropped": len(result.dropped),
+            "stale": list(result.stale),
+            "items": [[k, dc, da] for k, dc, da in changes],
+        }
+        weights = weights_payload(state.weights, after, settings.rate, skipped)
+        try:
+            self.journal.append_pair(turn.turn_id, attest, weights)
+        except LedgerStateError as exc:
+            raise LedgerStateError(f"feedback was recorded but not learned from: {exc}") from exc
+        self._attests.take(bucket)
+        tables = SalienceTables(self._salience_path)
+        # A cache of the journal: when it lags, reads fold the records it lacks.
+        with suppress(MemoryStateError):
+            tables.catch_up(self.journal.learning_records(tables.load().seq))
+        return result
+
+    def _rows_again(self, inputs: Inputs) -> tuple[FeatureRow, ...]:
+        """A recorded turn's candidates ranked again (when this process did not build it)."""
+        view, _ = self.view()
+        embedder = self.embedder
+        if embedder is not None and not view.has_dense(embedder.model_id):
+            embedder = None
+        request = Request.parse(inputs.goal, inputs.query, inputs.tool_signals)
+        scored = retrieve(view, request, embedder, self.cache if embedder is not None else None,
+                          self.config.context_settings())  # fmt: skip
+        return _feature_rows(scored)
+
+    @property
+    def _salience_path(self) -> Path:
+        """The salience tables, beside the ledger they fold (one per ledger)."""
+        return self.ledger_path.with_suffix(".salience.sqlite")
+
+    def _salience_state(self) -> SalienceState:
+        """The fold of every attest/weights pair in the ledger (the tables plus what they
+        lack, folded in memory): a pure read, kept while the ledger's head stays put."""
+        if not self.config.ledger or (self._journal is None and not self.ledger_path.exists()):
+            return SalienceState()
+        head = self.journal.head()[0]
+        cached = self._salience
+        if cached is not None and cached.seq == head:
+            return cached
+        tables = SalienceTables(self._salience_path)
+        base = cached if cached is not None and cached.seq <= head else tables.load()
+        if base.seq > head:  # tables from another ledger: fold from empty
+            base = SalienceState()
+        state = tables.state(self.journal.learning_records(base.seq), base)
+        state.seq = head
+        self._salience = state
+        return state
+
+    def outcomes(self, goal: str, query: str = "", *, k: int = 3) -> list[PastOutcome]:
+        """The outcomes tier: the ``k`` (1 to 10) earlier intents in this workspace most
+        like this one, with what they cited and how they ended, most similar first. A pure
+        read; empty before the first outcome (or with the ledger off)."""
+        if not 1 <= k <= MAX_OUTCOMES:
+            raise ConfigError(f"k must be between 1 and {MAX_OUTCOMES}, got {k}")
+        text = (query or goal).strip()
+        if not text:
+            raise ConfigError("outcomes needs a goal or a query")
+        if not self.config.ledger or (self._journal is None and not self.ledger_path.exists()):
+            return []
+        with self._lazy:
+            if self._outcomes is None:
+                from engine.segment import code_terms
+
+                self._outcomes = OutcomeIndex(code_terms)
+        self._outcomes.update(self.journal)
+        try:
+            top = [f.path for f in self.search_files(text, goal=goal, k=_OUTCOME_FILES)]
+        except (IndexNotBuiltError, IndexStateError):
+            top = []
+        return self._outcomes.rank(text, top, k, exclude=text)
+
+    def learned(self) -> Learned:
+        """What this workspace learned from outcomes (salience per item, rerank offsets per
+        feature): what ranking adds as the ``salience`` and ``learned`` features."""
+        return self._salience_state().learned()
 
     # -- resolve --------------------------------------------------------------------
 
@@ -891,10 +1057,22 @@ _HISTORY_SHARE = 0.4
 _MEMORY_SHARE = 0.15
 _MEMORY_NOTES = 5
 _INSTRUCTION_TOKENS = 64  # the fixed instruction and lane headers, about
+MAX_OUTCOMES = 10  # earlier intents one outcomes call may list
+_OUTCOME_FILES = 20  # the request's best files an earlier intent's citations are matched to
 FORGET_MIN_CHARS = 6  # shortest text ``forget`` takes: shorter ones match ordinary code
 _LAYOUT_DIRS = ("bases", "overlays", "segments", "checkout")  # what a rebuild replaces
 _REBUILD_DIR = "rebuild"  # where a rebuild is made, beside the index in use
 _REPLACED_DIR = "replaced"  # where the old layout waits to be removed after the swap
+
+
+def _feature_rows(scored: Sequence[Scored]) -> tuple[FeatureRow, ...]:
+    """The best candidates' rerank features (without the learned ones), for learning."""
+    return tuple(
+        FeatureRow(s.chunk.path, s.chunk.span.start_line, s.chunk.span.end_line, s.chunk.symbol,
+                   tuple((c.feature, c.value) for c in s.contributions
+                         if c.feature not in LEARNED_FEATURES))
+        for s in scored[:LEARN_POOL]
+    )  # fmt: skip
 
 
 def _search_mode(mode: SearchMode | str, k: int) -> SearchMode:

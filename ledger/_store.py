@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from os import PathLike
@@ -298,6 +298,35 @@ class Ledger:
         assert isinstance(entry, JournalEntry)
         return entry
 
+    def append_entries(
+        self, entries: Sequence[tuple[RecordKind, str | None, JSON]], *, time: str | None = None
+    ) -> list[JournalEntry]:
+        """Append journal entries (kind, turn_id, payload) as consecutive records in one
+        transaction: a crash leaves all of them or none (e.g. a salience change and the
+        weight update that goes with it). The same checks as ``append``."""
+        if not entries:
+            raise ValueError("no entries to append")
+        if time is not None:
+            check_time(time)
+        stamp = time or now_utc()
+        rows: list[tuple[RecordKind, str | None, bytes]] = []
+        for kind, turn_id, payload in entries:
+            kind = RecordKind(kind)
+            if kind in (RecordKind.TURN, RecordKind.FEEDBACK, RecordKind.PURGE):
+                raise ValueError(f"append_entries takes journal kinds, not {kind.value}")
+            if turn_id is not None and (not isinstance(turn_id, str) or not turn_id):
+                raise ValueError(f"turn_id must be None or a non-empty str, not {turn_id!r}")
+            check_json(payload)
+            rows.append((kind, turn_id, canonical_json(payload)))
+        out: list[JournalEntry] = []
+        with self._writing("append to") as conn:
+            for kind, turn_id, data in rows:
+                seq, prev, rec_hash = self._link(conn, kind, turn_id, stamp, data, None)
+                entry = decode_row((seq, kind.value, turn_id, stamp, data, prev, rec_hash))
+                assert isinstance(entry, JournalEntry)
+                out.append(entry)
+        return out
+
     def _append(
         self,
         kind: RecordKind,
@@ -313,26 +342,39 @@ class Ledger:
         with self._writing("append to") as conn:
             if check is not None:
                 check(conn)
-            head = conn.execute("SELECT count, last_hash FROM head WHERE id = 1").fetchone()
-            tail = conn.execute(
-                "SELECT seq, record_hash FROM records ORDER BY seq DESC LIMIT 1"
-            ).fetchone()
-            # Never chain onto a break: the new record would make a tampered tail look sound.
-            ends = (int(tail[0]), str(tail[1])) if tail else (0, GENESIS_HASH)
-            if head is None or (int(head[0]), str(head[1])) != ends:
-                raise LedgerCorruptError(
-                    f"the ledger {self._path} does not end where its head says; appends are "
-                    "refused until it is checked (Ledger.verify names the first bad record)"
-                )
-            seq, prev = int(head[0]) + 1, str(head[1])
-            rec_hash = record_hash(kind.value, seq, turn_id, time, payload, prev)
-            conn.execute(
-                f"INSERT INTO records ({_COLUMNS}, replay_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (seq, kind.value, turn_id, time, payload, prev, rec_hash, replay_key),
-            )
-            conn.execute("UPDATE head SET count = ?, last_hash = ? WHERE id = 1", (seq, rec_hash))
+            seq, prev, rec_hash = self._link(conn, kind, turn_id, time, payload, replay_key)
             if then is not None:
                 then(conn, seq)
+        return seq, prev, rec_hash
+
+    def _link(
+        self,
+        conn: sqlite3.Connection,
+        kind: RecordKind,
+        turn_id: str | None,
+        time: str,
+        payload: bytes,
+        replay_key: str | None,
+    ) -> tuple[int, str, str]:
+        """Chain one record onto the head inside the caller's transaction."""
+        head = conn.execute("SELECT count, last_hash FROM head WHERE id = 1").fetchone()
+        tail = conn.execute(
+            "SELECT seq, record_hash FROM records ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        # Never chain onto a break: the new record would make a tampered tail look sound.
+        ends = (int(tail[0]), str(tail[1])) if tail else (0, GENESIS_HASH)
+        if head is None or (int(head[0]), str(head[1])) != ends:
+            raise LedgerCorruptError(
+                f"the ledger {self._path} does not end where its head says; appends are "
+                "refused until it is checked (Ledger.verify names the first bad record)"
+            )
+        seq, prev = int(head[0]) + 1, str(head[1])
+        rec_hash = record_hash(kind.value, seq, turn_id, time, payload, prev)
+        conn.execute(
+            f"INSERT INTO records ({_COLUMNS}, replay_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (seq, kind.value, turn_id, time, payload, prev, rec_hash, replay_key),
+        )
+        conn.execute("UPDATE head SET count = ?, last_hash = ? WHERE id = 1", (seq, rec_hash))
         return seq, prev, rec_hash
 
     # -- reads --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from engine.core._errors import ConfigError
+from engine.core._learning import DEFAULT_LEARN_BOUND, DEFAULT_LEARN_RATE, LearnSettings
 from engine.core._settings import (
     DEFAULT_WORD_FORMS,
     ContextSettings,
@@ -75,6 +76,10 @@ class Config:
     refresh: str = "auto"
     base_ref: str = ""
     rebase_fraction: float = 0.3
+    # Learning from outcomes (feedback with an outcome): the EMA step of this workspace's
+    # rerank offsets and how far each may move (``LearnSettings``).
+    learn_rate: float = DEFAULT_LEARN_RATE
+    learn_bound: float = DEFAULT_LEARN_BOUND
 
     def __post_init__(self) -> None:
         if self.max_section_tokens < 16:
@@ -98,6 +103,10 @@ class Config:
             raise ConfigError(f"refresh must be 'auto' or 'advise', got {self.refresh!r}")
         if not self.rebase_fraction > 0.0:
             raise ConfigError(f"rebase_fraction must be > 0, got {self.rebase_fraction}")
+        if not 0.0 < self.learn_rate <= 1.0:
+            raise ConfigError(f"learn_rate must be within (0, 1], got {self.learn_rate}")
+        if not self.learn_bound >= 0.0:
+            raise ConfigError(f"learn_bound must be >= 0, got {self.learn_bound}")
         if self.max_file_bytes < 1:
             raise ConfigError(f"max_file_bytes must be >= 1, got {self.max_file_bytes}")
 
@@ -118,6 +127,10 @@ class Config:
             recall=RecallSettings(fusion=Fusion(self.fusion), word_forms=self.word_forms),
             pack=PackSettings(mmr_lambda=self.mmr_lambda),
         )
+
+    def learn_settings(self) -> LearnSettings:
+        """How outcomes move this workspace's rerank offsets."""
+        return LearnSettings(rate=self.learn_rate, bound=self.learn_bound)
 
     def walk_options(self) -> WalkOptions:
         """The indexers' file-selection options."""

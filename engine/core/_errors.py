@@ -18,6 +18,7 @@
     ├── CacheError (ValueError)               the embedding cache file is not ours or is damaged
     ├── EmbeddingModelError (LookupError)     a model cannot be loaded offline
     ├── LedgerStateError                      the evidence ledger cannot be read or written
+    ├── RateLimitedError                      over the attest rate for one (actor, intent)
     └── MemoryStateError                      the memory store cannot be read or written
 
 Errors from the layers below (git, the file system, the ``ledger`` package) are translated
@@ -43,6 +44,7 @@ __all__ = [
     "MemoryStateError",
     "NotFoundError",
     "PayloadTooLargeError",
+    "RateLimitedError",
     "UnknownReplayKeyError",
     "WorkspaceError",
     "WorkspaceNotFoundError",
@@ -119,6 +121,15 @@ class EmbeddingModelError(CortexError, LookupError):
 
 class LedgerStateError(CortexError):
     """The evidence ledger cannot be read or written (the message says why and where)."""
+
+
+class RateLimitedError(CortexError):
+    """Feedback with an outcome came faster than one (actor, intent) may attest; nothing
+    was recorded or learned (HTTP 429). ``retry_after`` is in seconds."""
+
+    def __init__(self, message: str, retry_after: float = 0.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class MemoryStateError(CortexError):

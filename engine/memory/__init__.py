@@ -2,10 +2,22 @@
 the checks behind ``feedback``, and sessions: their steps, the history lane (verbatim,
 masked, digested, goals and lessons) and compaction with checkpoints; and the memory store:
 notes (observations) an agent saves and finds again, linked to the code and re-checked when
-read. Salience lands here next.
+read; and learning from outcomes: attest rules, the EMA step over rerank features, the
+rate limit, and salience folded from the journal's attest/weights pairs.
 Imports only ``engine.core``; its outputs reach packing as plain data through the
 workspace."""
 
+from engine.memory._attest import (
+    LEARN_POOL,
+    FeatureRow,
+    RecentFeatures,
+    TokenBucket,
+    check_attest,
+    cited_keys,
+    ema_step,
+    item_changes,
+    split_rows,
+)
 from engine.memory._compact import STUB_TOKENS, compact
 from engine.memory._entities import Candidate
 from engine.memory._feedback import (
@@ -31,11 +43,14 @@ from engine.memory._memory import MAX_K as MAX_MEMORY_K
 from engine.memory._memory import MAX_QUERY_CHARS, Memory, MemoryItem
 from engine.memory._observations import DEDUPE_WINDOW_S, NoteStore
 from engine.memory._observe import Observation, command_of, names_in, observe
+from engine.memory._outcomes import OutcomeIndex
 from engine.memory._purge import LedgerPurge, purge_ledger
+from engine.memory._salience import SalienceState, SalienceTables, item_salience, weights_payload
 from engine.memory._session import SESSION_ID, Session, clean_text, session_uri
 
 __all__ = [
     "DEDUPE_WINDOW_S",
+    "LEARN_POOL",
     "MAX_MEMORY_K",
     "MAX_QUERY_CHARS",
     "SESSION_ID",
@@ -44,6 +59,7 @@ __all__ = [
     "Candidate",
     "CitedRef",
     "CodeAccess",
+    "FeatureRow",
     "Inputs",
     "Journal",
     "LaneSettings",
@@ -53,17 +69,27 @@ __all__ = [
     "MemoryItem",
     "NoteStore",
     "Observation",
+    "OutcomeIndex",
     "RecentCitations",
+    "RecentFeatures",
+    "SalienceState",
+    "SalienceTables",
     "Session",
+    "TokenBucket",
     "build_lane",
+    "check_attest",
     "check_citations",
     "citation_number",
+    "cited_keys",
     "clean_text",
     "command_of",
     "compact",
     "digest_lines",
+    "ema_step",
     "file_lines",
     "goal_lines",
+    "item_changes",
+    "item_salience",
     "names_in",
     "observe",
     "purge_ledger",
@@ -71,7 +97,9 @@ __all__ = [
     "search_items",
     "session_uri",
     "short_form",
+    "split_rows",
     "still_matches",
     "stub_lines",
     "verbatim_lines",
+    "weights_payload",
 ]

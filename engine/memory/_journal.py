@@ -219,6 +219,31 @@ class Journal:
         with self._held() as ledger:
             return [r for r in ledger.records(kind, key, after) if isinstance(r, JournalEntry)]
 
+    def append_pair(self, turn_id: str, attest: JSON, weights: JSON) -> list[JournalEntry]:
+        """The attest record (seq N) and the weights record (N+1), in one transaction:
+        a crash leaves both or neither."""
+        with self._held() as ledger:
+            return ledger.append_entries(
+                [(RecordKind.SALIENCE, turn_id, attest), (RecordKind.WEIGHTS, turn_id, weights)]
+            )
+
+    def turn(self, turn_id: str) -> TurnRecord | None:
+        """The turn with this id (None when absent or another user's)."""
+        with self._held() as ledger:
+            turn = ledger.turn(turn_id)
+        return turn if turn is not None and self._mine(turn) else None
+
+    def learning_records(self, after: int = 0) -> list[JournalEntry]:
+        """The attest and weights records after record ``after``, in seq order."""
+        with self._held() as ledger:
+            found = [
+                r
+                for kind in (RecordKind.SALIENCE, RecordKind.WEIGHTS)
+                for r in ledger.records(kind, None, after)
+                if isinstance(r, JournalEntry)
+            ]
+        return sorted(found, key=lambda r: r.seq)
+
     def verify(self, *, blobs: bool = True, anchor: tuple[int, str] | None = None) -> VerifyReport:
         """Walk the chain (and the stored texts; and, given one, check the anchor)."""
         with self._held() as ledger:

@@ -25,6 +25,7 @@ from engine.core import (
     ContextPack,
     ContextSettings,
     HistoryLane,
+    Learned,
     Recalled,
     SessionState,
     ToolSignal,
@@ -55,6 +56,7 @@ from engine.retrieval import (
     request_intents,
     request_phrases,
     rerank,
+    with_learned,
 )
 from indexers import TokenCounter
 from overlays import Hunk, View
@@ -94,7 +96,7 @@ class Request:
 
 def replay_key(view: str, goal: str, query: str, signals: Sequence[ToolSignal],
                state: SessionState, budget: int, settings: ContextSettings,
-               history: str = "", memory: str = "") -> str:  # fmt: skip
+               history: str = "", memory: str = "", learned: str = "") -> str:  # fmt: skip
     """A key that names this exact request against this exact view and configuration
     (the settings in their canonical JSON, so the key is the same on every machine), and,
     in a session, the history lane it was given, and the memory lane when it had one."""
@@ -115,6 +117,8 @@ def replay_key(view: str, goal: str, query: str, signals: Sequence[ToolSignal],
         body["history"] = hashlib.sha256(history.encode("utf-8")).hexdigest()
     if memory:  # nor do keys of calls that recalled no note
         body["memory"] = hashlib.sha256(memory.encode("utf-8")).hexdigest()
+    if learned:  # nor those of a workspace that has learned nothing (its digest)
+        body["learned"] = learned
     raw = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
@@ -138,10 +142,12 @@ def retrieve(
     cache: EmbeddingCache | None,
     settings: ContextSettings,
     timings: dict[str, float] | None = None,
+    learned: Learned | None = None,
 ) -> list[Scored]:
     """Recall and rerank: the candidates for ``request``, best first, with the features
     behind each score. ``timings`` accumulates seconds per stage (embed, bm25, dense,
-    symbols, fuse, rerank)."""
+    symbols, fuse, rerank). ``learned``: what this workspace learned from outcomes, added
+    as the ``salience`` and ``learned`` features."""
     clock = Clock(timings)
     dense_model = embedder.model_id if embedder is not None else None
     qvec = embedder.embed_query(request.ask) if embedder is not None else None
@@ -158,6 +164,7 @@ def retrieve(
         mtimes = {p: f.mtime_ns for p, f in view.files().items()}
     scored = rerank(cands, request.identifiers, qvec, vectors, mtimes, settings.weights,
                     request.intents, request.phrases)  # fmt: skip
+    scored = with_learned(scored, learned)
     clock.lap("rerank")
     return scored
 
@@ -196,6 +203,7 @@ def build_pack(
     timings: dict[str, float] | None = None,
     history: HistoryLane | None = None,
     memory: Sequence[Recalled] = (),
+    learned: Learned | None = None,
 ) -> ContextPack:
     """Build the context pack (see the module docstring). ``scored_out``, when given,
     receives the full reranked candidate list (for evaluation and ``--explain``);
@@ -203,13 +211,13 @@ def build_pack(
     pack, render, advisory). ``history``: the session's history lane, fitted by the caller,
     shown between the goal and the evidence. ``memory``: saved notes recalled for the
     request, fitted to their room by the caller, shown before the evidence and cited
-    first; a note that repeats chosen evidence is left out."""
+    first; a note that repeats chosen evidence is left out. ``learned``: see ``retrieve``."""
     lane_text = history.text if history is not None else ""
     notes = "\n".join(f"{r.uri}\n{r.sha256}" for r in memory)
     key = replay_key(view_id, goal, query, tool_signals, state, budget, settings, lane_text,
-                     notes)  # fmt: skip
+                     notes, learned.digest if learned else "")  # fmt: skip
     request = Request.parse(goal, query, tool_signals)
-    scored = retrieve(view, request, embedder, cache, settings, timings)
+    scored = retrieve(view, request, embedder, cache, settings, timings, learned)
     if scored_out is not None:
         scored_out.extend(scored)
     clock = Clock(timings)

@@ -4,6 +4,12 @@ their inputs (query vectors are computed by the caller); imports only ``engine.c
 
 from engine.retrieval._files import rank_files
 from engine.retrieval._fusion import FILE_TOP, Candidate, file_scores, fuse_lists
+from engine.retrieval._learned import (
+    LEARNED_FEATURES,
+    SALIENCE_WEIGHT,
+    candidate_salience,
+    with_learned,
+)
 from engine.retrieval._query import (
     MAX_INTENT_WORDS,
     MIN_PHRASE_WORDS,
@@ -26,13 +32,16 @@ __all__ = [
     "DECLARATION_PRIOR",
     "FILE_TOP",
     "FORM_MIN_SHARE",
+    "LEARNED_FEATURES",
     "MAX_INTENT_WORDS",
     "MIN_PHRASE_WORDS",
+    "SALIENCE_WEIGHT",
     "URI",
     "Candidate",
     "Intent",
     "Location",
     "Scored",
+    "candidate_salience",
     "clean_query",
     "dense_hits",
     "file_hits",
@@ -49,6 +58,7 @@ __all__ = [
     "rerank",
     "resolve_in",
     "weights_of",
+    "with_learned",
     "with_word_forms",
     "word_forms",
 ]

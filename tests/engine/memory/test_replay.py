@@ -51,16 +51,18 @@ def test_feedback_is_recorded_in_the_chain(ws: Workspace) -> None:
     """feedback appends a record with valid, dropped and stale citations and tool results."""
     pack = ws.build_context("Fix the hook registry", "register_hook event", budget_tokens=1500)
     result = ws.feedback(
-        pack.replay_key, [1, 77, "[bad"], [ToolResult("pytest", False, "1 failed")], "failed"
+        pack.replay_key, [1, 77, "[bad"], [ToolResult("pytest", False, "1 failed")], "failure"
     )
     assert result.valid == (1,) and result.dropped == ("77", "[bad")
     with Ledger.open(ws.state_dir / "ledger.sqlite") as ledger:
         records = list(ledger.records())
-        assert [r.kind for r in records] == [RecordKind.TURN, RecordKind.FEEDBACK]
-        feedback = records[-1]
+        kinds = [r.kind for r in records]
+        assert kinds == [RecordKind.TURN, RecordKind.FEEDBACK, RecordKind.SALIENCE,
+                         RecordKind.WEIGHTS]  # fmt: skip
+        feedback = records[1]
         assert isinstance(feedback, FeedbackRecord)
         assert feedback.cited == (1,) and feedback.dropped == ("77", "[bad")
-        assert feedback.outcome == "failed" and feedback.tool_results[0].name == "pytest"
+        assert feedback.outcome == "failure" and feedback.tool_results[0].name == "pytest"
         assert ledger.verify().ok
 
 

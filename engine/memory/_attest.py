@@ -1,0 +1,190 @@
+"""Attest: what an outcome teaches. The rules, the EMA step over rerank features, and the
+token bucket that limits how often one (actor, intent) may attest.
+
+- success: each cited item (a snippet's file, folder and symbol; a memory note) +1
+  citation and +1 access;
+- failure with reason ``factual_error`` or ``wrong_assumption``: -1 citation (floor 0);
+- any other failure: no count changes; every cited item's last-used time is still touched.
+
+The learned weights move by EMA toward the difference between the cited and the uncited
+candidates of the turn, feature by feature (toward it on success, away on a faulted
+failure, not at all otherwise), clamped to the configured bound.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from engine.core import (
+    FAULT_REASONS,
+    MAX_ATTEST_CITATIONS,
+    ConfigError,
+    LearnSettings,
+    Outcome,
+    RateLimitedError,
+    salience_keys,
+)
+from engine.memory._feedback import CitedRef
+
+__all__ = [
+    "LEARN_POOL",
+    "FeatureRow",
+    "RecentFeatures",
+    "TokenBucket",
+    "check_attest",
+    "cited_keys",
+    "ema_step",
+    "item_changes",
+    "split_rows",
+]
+
+LEARN_POOL = 40  # best candidates of a turn kept for learning: the packed ones and rivals
+RATE_PER_S = 1.0  # attests per second one (actor, intent) may sustain
+BURST = 5  # ... and how many may come at once
+_RECENT = 256  # turns whose candidate features this process keeps for feedback
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureRow:
+    """One candidate of a turn: where it is, its symbol, its rerank feature values."""
+
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    features: tuple[tuple[str, float], ...]
+
+
+def check_attest(outcome: str, reason: str | None, intent: str, citations: int) -> Outcome:
+    """The outcome, or a ``ConfigError`` naming what is wrong with the attest."""
+    try:
+        checked = Outcome(outcome)
+    except ValueError:
+        raise ConfigError(f"unknown outcome {outcome!r}; use success or failure") from None
+    if reason is not None and not isinstance(reason, str):
+        raise ConfigError("reason must be a string")
+    if not intent.strip():
+        raise ConfigError("an attest needs the turn's intent (its goal or query), got none")
+    if citations < 1:
+        raise ConfigError("an outcome needs at least one citation (what did the step use?)")
+    if citations > MAX_ATTEST_CITATIONS:
+        raise ConfigError(f"{citations} citations: at most {MAX_ATTEST_CITATIONS} per feedback")
+    return checked
+
+
+def _overlaps(row: FeatureRow, ref: CitedRef) -> int:
+    if row.path != ref.source_uri.split("#", 1)[0]:
+        return 0
+    return max(0, min(row.end_line, ref.end_line) - max(row.start_line, ref.start_line) + 1)
+
+
+def split_rows(rows: Sequence[FeatureRow], cited: Sequence[CitedRef]
+               ) -> tuple[list[FeatureRow], list[FeatureRow]]:  # fmt: skip
+    """(cited, uncited): the turn's candidates that overlap a cited snippet, and the rest."""
+    hit = [r for r in rows if any(_overlaps(r, c) for c in cited)]
+    return hit, [r for r in rows if r not in hit]
+
+
+def cited_keys(rows: Sequence[FeatureRow], cited: Sequence[CitedRef]) -> list[str]:
+    """The salience items the citations name: a note; a file, its folder and the symbol of
+    the candidate that covers the snippet best. Sorted, each once."""
+    keys: set[str] = set()
+    for ref in cited:
+        if ref.source_uri.startswith("memory:"):
+            keys.add(ref.source_uri)
+            continue
+        path = ref.source_uri.split("#", 1)[0]
+        best = max(rows, key=lambda r: (_overlaps(r, ref), r.symbol), default=None)
+        symbol = best.symbol if best is not None and _overlaps(best, ref) else ""
+        keys.update(k for k in salience_keys(path, symbol) if k)
+    return sorted(keys)
+
+
+def item_changes(outcome: Outcome, reason: str | None, keys: Sequence[str]
+                 ) -> list[tuple[str, int, int]]:  # fmt: skip
+    """(key, citation change, access change) for each cited item, by the rules above."""
+    if outcome is Outcome.SUCCESS:
+        return [(k, 1, 1) for k in keys]
+    if reason in FAULT_REASONS:
+        return [(k, -1, 0) for k in keys]
+    return [(k, 0, 0) for k in keys]
+
+
+def ema_step(before: Mapping[str, float], cited: Sequence[FeatureRow],
+             uncited: Sequence[FeatureRow], outcome: Outcome, reason: str | None,
+             settings: LearnSettings) -> tuple[dict[str, float], bool]:  # fmt: skip
+    """(after, skipped): the learned offsets after one outcome. Skipped (after = before)
+    when the outcome says nothing about the evidence or the turn has no cited or no
+    uncited candidate to compare."""
+    sign = 1.0 if outcome is Outcome.SUCCESS else -1.0 if reason in FAULT_REASONS else 0.0
+    if not sign or not cited or not uncited:
+        return dict(before), True
+    names = sorted({n for r in (*cited, *uncited) for n, _ in r.features} | set(before))
+    after: dict[str, float] = {}
+    for name in names:
+        mean_c = sum(dict(r.features).get(name, 0.0) for r in cited) / len(cited)
+        mean_u = sum(dict(r.features).get(name, 0.0) for r in uncited) / len(uncited)
+        target = sign * settings.gain * (mean_c - mean_u)
+        value = (1 - settings.rate) * before.get(name, 0.0) + settings.rate * target
+        value = max(-settings.bound, min(settings.bound, value))
+        if value:
+            after[name] = value
+    return after, False
+
+
+class RecentFeatures:
+    """The candidate features of this process's last turns, by replay key (what
+    feedback learns from without ranking the turn again); safe to share between threads."""
+
+    def __init__(self, keep: int = _RECENT) -> None:
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._turns: dict[str, tuple[FeatureRow, ...]] = {}
+
+    def remember(self, replay_key: str, rows: Sequence[FeatureRow]) -> None:
+        """Keep a turn's rows, forgetting the oldest beyond the limit."""
+        with self._lock:
+            self._turns.pop(replay_key, None)
+            self._turns[replay_key] = tuple(rows)
+            while len(self._turns) > self._keep:
+                self._turns.pop(next(iter(self._turns)))
+
+    def get(self, replay_key: str) -> tuple[FeatureRow, ...] | None:
+        """A remembered turn's rows, or None."""
+        with self._lock:
+            return self._turns.get(replay_key)
+
+
+class TokenBucket:
+    """A token bucket per key: ``rate`` tokens a second, at most ``burst`` held.
+    ``take`` spends one or raises ``RateLimitedError``, spending nothing."""
+
+    def __init__(self, rate: float = RATE_PER_S, burst: int = BURST,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        self._rate, self._burst, self._clock = rate, burst, clock
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, str], tuple[float, float]] = {}  # key -> (tokens, at)
+
+    def check(self, key: tuple[str, str]) -> None:
+        """Raise ``RateLimitedError`` if ``key`` has no token now (spends nothing)."""
+        with self._lock:
+            tokens = self._tokens(key)
+        if tokens < 1.0:
+            wait = (1.0 - tokens) / self._rate
+            raise RateLimitedError(f"over {self._rate:g} attests a second (burst {self._burst}) "
+                                   f"for this intent; retry in {wait:.1f}s", wait)  # fmt: skip
+
+    def take(self, key: tuple[str, str]) -> None:
+        """Spend one token of ``key`` (``check`` first)."""
+        with self._lock:
+            tokens = self._tokens(key)
+            if tokens < 1.0:
+                raise RateLimitedError("over the attest rate for this intent", 1.0 / self._rate)
+            self._held[key] = (tokens - 1.0, self._clock())
+
+    def _tokens(self, key: tuple[str, str]) -> float:
+        tokens, at = self._held.get(key, (float(self._burst), self._clock()))
+        return min(float(self._burst), tokens + (self._clock() - at) * self._rate)

@@ -1,0 +1,114 @@
+"""The outcomes tier: earlier intents in this workspace that ended with an outcome, ranked
+by how like the request they are, each with what it cited and how it ended.
+
+Similarity is BM25 over the earlier intents' words (scaled to [0, 1] by the best one) plus
+how high the files each one cited rank for the request now (``top_files``, from the
+workspace's own ranking): two issues worded differently that lead to the same code are
+alike. ``OutcomeIndex`` reads the journal's attest records once and then only the new ones.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from engine.core import PastOutcome
+from engine.memory._journal import Inputs, Journal
+from ledger import RecordKind
+
+__all__ = ["FILE_WEIGHT", "OutcomeIndex"]
+
+# A cited file ranking first for the request now counts as much as the best wording match:
+# the code an earlier intent needed is the stronger sign of a like task.
+FILE_WEIGHT = 1.0
+_K1, _B = 1.2, 0.75  # BM25's usual constants
+_MAX_INTENT_CHARS = 4000  # words past this add little to the match and cost every call
+
+
+@dataclass(frozen=True, slots=True)
+class _Past:
+    turn_id: str
+    time: str
+    intent: str
+    outcome: str
+    reason: str | None
+    cited: tuple[str, ...]
+    terms: Counter[str]
+
+
+class OutcomeIndex:
+    """Earlier attested intents of one ledger (this user's), kept in memory and advanced by
+    the journal's seq; safe to share between threads."""
+
+    def __init__(self, terms: Callable[[str], str]) -> None:
+        self._terms = terms
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._past: dict[str, _Past] = {}  # by intent text: the latest outcome of each
+
+    def update(self, journal: Journal) -> None:
+        """Read the attest records appended since the last update."""
+        with self._lock:
+            for record in journal.learning_records(self._seq):
+                self._seq = max(self._seq, record.seq)
+                if record.kind is not RecordKind.SALIENCE or not record.turn_id:
+                    continue
+                payload = record.payload
+                if not isinstance(payload, dict) or payload.get("user", "") not in (
+                    "",
+                    journal.user,
+                ):
+                    continue
+                turn = journal.turn(record.turn_id)
+                if turn is None:
+                    continue
+                inputs = Inputs.from_json(journal.text(turn.inputs_sha256))
+                intent = (inputs.query or inputs.goal).strip()
+                by_id = {s.local_id: s.source_uri for s in turn.snippets}
+                cited = payload.get("cited", [])
+                uris = tuple(by_id[n] for n in cited if isinstance(n, int) and n in by_id)  # type: ignore[union-attr]
+                reason = payload.get("reason")
+                self._past.pop(intent, None)  # re-inserted: dict order stays journal order
+                self._past[intent] = _Past(
+                    record.turn_id, record.time, intent, str(payload.get("outcome", "")),
+                    reason if isinstance(reason, str) else None, uris,
+                    Counter(self._terms(intent[:_MAX_INTENT_CHARS]).split()),
+                )  # fmt: skip
+
+    def rank(self, text: str, top_files: Sequence[str], k: int, *, exclude: str = ""
+             ) -> list[PastOutcome]:  # fmt: skip
+        """The ``k`` earlier intents most like ``text``, best first (ties: newest first);
+        ``exclude``: an intent text to leave out (the request's own, when it was attested)."""
+        with self._lock:
+            past = [p for p in self._past.values() if p.intent != exclude.strip()]
+        if not past or k < 1:
+            return []
+        query = set(self._terms(text[:_MAX_INTENT_CHARS]).split())
+        n = len(past)
+        avg = sum(sum(p.terms.values()) for p in past) / n or 1.0
+        df = Counter(t for p in past for t in query if t in p.terms)
+        lexical = []
+        for p in past:
+            length = sum(p.terms.values())
+            score = 0.0
+            for t in query:
+                tf = p.terms.get(t, 0)
+                if tf:
+                    idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                    score += idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * length / avg))
+            lexical.append(score)
+        best = max(lexical) or 1.0
+        place = {f: i for i, f in enumerate(top_files)}
+        scored = []
+        for i, (p, lex) in enumerate(zip(past, lexical, strict=True)):
+            files = {u.split("#", 1)[0] for u in p.cited}
+            near = max((1.0 / (1 + place[f]) for f in files if f in place), default=0.0)
+            score = lex / best + FILE_WEIGHT * near
+            if score > 0:
+                scored.append((score, i, p))
+        scored.sort(key=lambda x: (-x[0], -x[1]))
+        return [PastOutcome(p.turn_id, p.time, p.intent, p.outcome, p.reason, p.cited,
+                            round(s, 6)) for s, _, p in scored[:k]]  # fmt: skip

@@ -1,0 +1,224 @@
+"""Learning from outcomes: attest rules, the journaled pair, replay from empty, the rate
+limit, clear errors, salience and learned weights in ranking, and pure read paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine import Config, ConfigError, RateLimitedError, Workspace
+from engine.core import LearnSettings, Outcome
+from engine.memory import (
+    FeatureRow,
+    SalienceState,
+    SalienceTables,
+    TokenBucket,
+    check_attest,
+    ema_step,
+    item_changes,
+)
+from ledger import JournalEntry, Ledger, RecordKind
+from tests.engine.test_workspace import make_repo
+
+CONFIG = Config(dense_model="hash")
+GOAL, QUERY = "Fix the hook registry", "register_hook event"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    """An indexed repository."""
+    workspace = Workspace.open(make_repo(tmp_path / "repo"), CONFIG)
+    workspace.index()
+    return workspace
+
+
+def _hooks_id(ws: Workspace, query: str = QUERY) -> tuple[str, int]:
+    pack = ws.build_context(GOAL, query, budget_tokens=1500)
+    cited = next(s.id for s in pack.citations if s.source_uri.startswith("hooks.py"))
+    return pack.replay_key, cited
+
+
+def _items(ws: Workspace) -> dict[str, tuple[int, int, str]]:
+    state = SalienceTables(ws.ledger_path.with_suffix(".salience.sqlite")).load()
+    return {k: (i.citations, i.accesses, i.last_used) for k, i in state.items.items()}
+
+
+def test_success_attests_file_folder_and_symbol_as_a_pair(ws: Workspace) -> None:
+    """success: +1 citation and access for the file, folder and symbol; attest at N,
+    weights at N+1, and the chain verifies."""
+    key, cited = _hooks_id(ws)
+    ws.feedback(key, [cited], outcome="success")
+    items = _items(ws)
+    assert items["file:hooks.py"][:2] == (1, 1) and items["dir:."][:2] == (1, 1)
+    assert any(k.startswith("symbol:hooks.py#") for k in items)
+    with Ledger.open(ws.ledger_path) as ledger:
+        records = list(ledger.records())
+        assert ledger.verify(blobs=True).ok
+    attest, weights = records[-2:]
+    assert attest.kind is RecordKind.SALIENCE and weights.kind is RecordKind.WEIGHTS
+    assert weights.seq == attest.seq + 1
+    assert isinstance(weights, JournalEntry) and isinstance(weights.payload, dict)
+    assert set(weights.payload) == {"before", "after", "rate", "skipped"}
+    assert ws.learned().salience["file:hooks.py"] > 0
+
+
+def test_faulted_failure_takes_a_citation_back_to_a_floor_of_zero(ws: Workspace) -> None:
+    """factual_error / wrong_assumption: -1 citation, never below 0; accesses stay."""
+    key, cited = _hooks_id(ws)
+    ws.feedback(key, [cited], outcome="success")
+    ws.feedback(key, [cited], outcome="failure", reason="factual_error")
+    ws.feedback(key, [cited], outcome="failure", reason="wrong_assumption")
+    assert _items(ws)["file:hooks.py"][:2] == (0, 1)
+    assert "file:hooks.py" not in ws.learned().salience
+
+
+def test_other_failure_changes_no_count_but_touches_and_journals(ws: Workspace) -> None:
+    """A failure for another reason keeps counts, touches last-used, and still writes the
+    pair, with the weight update marked skipped."""
+    key, cited = _hooks_id(ws)
+    head = ws.journal.head()[0]
+    ws.feedback(key, [cited], outcome="failure", reason="flaky_test")
+    assert _items(ws)["file:hooks.py"][:2] == (0, 0) and _items(ws)["file:hooks.py"][2]
+    records = ws.journal.learning_records(head)
+    assert [r.kind for r in records] == [RecordKind.SALIENCE, RecordKind.WEIGHTS]
+    assert isinstance(records[1].payload, dict) and records[1].payload["skipped"] is True
+
+
+def test_replay_from_empty_rebuilds_the_tables_bit_for_bit(ws: Workspace) -> None:
+    """Folding every pair from an empty state gives exactly the tables feedback wrote."""
+    for query, outcome, reason in [(QUERY, "success", None), ("hook event", "success", None),
+                                   (QUERY, "failure", "wrong_assumption"),
+                                   ("compute value", "success", None)]:  # fmt: skip
+        key, cited = _hooks_id(ws, query)
+        ws.feedback(key, [cited, 2], outcome=outcome, reason=reason)
+    live = SalienceTables(ws.ledger_path.with_suffix(".salience.sqlite")).dump()
+    again = SalienceTables(ws.state_dir / "again.sqlite")
+    again.catch_up(ws.journal.learning_records(0))
+    state = SalienceState()
+    for record in ws.journal.learning_records(0):
+        state.apply(record)
+    assert again.dump() == live == state.dump()
+    assert '"weights":{}' not in live  # the weights did move
+
+
+def test_errors_are_clear_and_leave_no_trace(ws: Workspace) -> None:
+    """No citations, over 256, an unknown outcome, a reason without an outcome: a
+    ConfigError naming it, and the ledger untouched."""
+    key, cited = _hooks_id(ws)
+    head = ws.journal.head()
+    with pytest.raises(ConfigError, match="at least one citation"):
+        ws.feedback(key, [], outcome="success")
+    with pytest.raises(ConfigError, match="at most 256"):
+        ws.feedback(key, [1] * 257, outcome="success")
+    with pytest.raises(ConfigError, match="unknown outcome 'meh'"):
+        ws.feedback(key, [cited], outcome="meh")
+    with pytest.raises(ConfigError, match="reason goes with an outcome"):
+        ws.feedback(key, [cited], reason="factual_error")
+    with pytest.raises(ConfigError, match="intent"):
+        check_attest("success", None, "  ", 1)
+    assert ws.journal.head() == head
+
+
+def test_rate_limit_per_actor_and_intent_rejects_without_side_effect(ws: Workspace) -> None:
+    """Five attests at once pass, the sixth is refused with nothing recorded; another
+    intent has its own bucket."""
+    key, cited = _hooks_id(ws)
+    for _ in range(5):
+        ws.feedback(key, [cited], outcome="success")
+    head, tables = ws.journal.head(), _items(ws)
+    with pytest.raises(RateLimitedError) as err:
+        ws.feedback(key, [cited], outcome="success")
+    assert err.value.retry_after > 0
+    assert ws.journal.head() == head and _items(ws) == tables
+    other, cited2 = _hooks_id(ws, "hook event registry")
+    ws.feedback(other, [cited2], outcome="success")
+
+
+def test_token_bucket_refills_at_its_rate() -> None:
+    """1 a second, burst 5: the sixth waits a second; a check spends nothing."""
+    now = [0.0]
+    bucket = TokenBucket(clock=lambda: now[0])
+    for _ in range(5):
+        bucket.check(("u", "i"))
+        bucket.take(("u", "i"))
+    with pytest.raises(RateLimitedError):
+        bucket.check(("u", "i"))
+    now[0] = 1.0
+    bucket.check(("u", "i"))
+    bucket.check(("u", "i"))
+    bucket.take(("u", "i"))
+    with pytest.raises(RateLimitedError):
+        bucket.take(("u", "i"))
+
+
+def test_ema_moves_toward_the_cited_features_within_bounds() -> None:
+    """Success moves an offset toward cited minus uncited; a faulted failure away; another
+    failure or a turn with nothing uncited is skipped; the bound holds."""
+    cited = [FeatureRow("a.py", 1, 2, "", (("source", 1.0), ("size", 0.2)))]
+    uncited = [FeatureRow("b.md", 1, 2, "", (("source", 0.0), ("size", 0.8)))]
+    settings = LearnSettings(rate=0.5, bound=0.6, gain=2.0)
+    after, skipped = ema_step({}, cited, uncited, Outcome.SUCCESS, None, settings)
+    assert not skipped and after["source"] == 0.6 and after["size"] == pytest.approx(-0.6)
+    away, _ = ema_step({}, cited, uncited, Outcome.FAILURE, "factual_error", settings)
+    assert away["source"] < 0 < away["size"]
+    same, skipped = ema_step({"x": 0.1}, cited, uncited, Outcome.FAILURE, "timeout", settings)
+    assert skipped and same == {"x": 0.1}
+    assert ema_step({}, cited, [], Outcome.SUCCESS, None, settings)[1]
+    assert item_changes(Outcome.FAILURE, "timeout", ["k"]) == [("k", 0, 0)]
+
+
+def test_salience_and_learned_weights_are_named_features(ws: Workspace) -> None:
+    """After a success the cited file's sections carry a salience contribution (what
+    --explain shows), and the learned offsets a learned one."""
+    key, cited = _hooks_id(ws)
+    ws.feedback(key, [cited], outcome="success")
+    hits = ws.search("hook", k=5)
+    features = {c.feature for h in hits if h.chunk.path == "hooks.py" for c in h.contributions}
+    assert "salience" in features
+    assert ws.learned().weights  # cited hooks.py differs from the uncited candidates
+    assert any(c.feature == "learned" for h in hits for c in h.contributions)
+
+
+def test_read_paths_never_change_the_ledger_or_salience(ws: Workspace) -> None:
+    """build_context (unrecorded), search and search_files leave the ledger head and the
+    tables as they were; a recorded build_context adds a turn, never an attest."""
+    key, cited = _hooks_id(ws)
+    ws.feedback(key, [cited], outcome="success")
+    tables = SalienceTables(ws.ledger_path.with_suffix(".salience.sqlite"))
+    head, dump = ws.journal.head(), tables.dump()
+    ws.build_context(GOAL, QUERY, budget_tokens=1500, record=False)
+    ws.search(QUERY, k=5)
+    ws.search_files(QUERY, k=3)
+    assert ws.journal.head() == head and tables.dump() == dump
+    ws.build_context(GOAL, "compute value", budget_tokens=1500)
+    assert ws.journal.learning_records(head[0]) == [] and tables.dump() == dump
+
+
+def test_a_fresh_process_learns_from_a_recorded_turn(ws: Workspace) -> None:
+    """Feedback from another Workspace (no features in memory) ranks the turn again and
+    learns the same way."""
+    key, cited = _hooks_id(ws)
+    with Workspace.open(ws.root, CONFIG) as other:
+        other.feedback(key, [cited], outcome="success")
+        assert other.learned().weights
+    assert ws.learned().salience["file:hooks.py"] > 0
+
+
+def test_outcomes_tier_lists_similar_earlier_intents_with_their_end(ws: Workspace) -> None:
+    """outcomes ranks earlier attested intents by likeness, with their citations and
+    outcome; the request's own intent is left out; a pure read."""
+    key, cited = _hooks_id(ws)
+    ws.feedback(key, [cited], outcome="success")
+    pack = ws.build_context("Compute", "compute_3 value offset", budget_tokens=1500)
+    ws.feedback(pack.replay_key, [1], outcome="failure", reason="factual_error")
+    head = ws.journal.head()
+    found = ws.outcomes("Fix hooks", "register a hook for an event", k=3)
+    assert found[0].intent == QUERY and found[0].outcome == "success"
+    assert found[0].cited and found[0].cited[0].startswith("hooks.py")
+    other = ws.outcomes("x", "compute_3 offset value", k=1)
+    assert other[0].outcome == "failure" and other[0].reason == "factual_error"
+    assert all(p.intent != QUERY for p in ws.outcomes("x", QUERY, k=3))
+    assert ws.journal.head() == head
+    with pytest.raises(ConfigError):
+        ws.outcomes("x", "y", k=11)
