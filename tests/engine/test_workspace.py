@@ -351,6 +351,8 @@ def test_short_requests_also_search_other_forms_of_their_words(tmp_path: Path) -
         assert hits and hits[0].chunk.symbol == "minify_text"
         long = "what happens to whitespace when minifying " + "please " * 40
         assert not ws.search(long, mode="bm25", k=3)
+        titled = ws.search(long, goal="whitespace when minifying", mode="bm25", k=3)
+        assert "minify_text" not in {h.chunk.symbol for h in titled}  # a report's title
         fresh = "def unminify_tokens(tokens):\n    return tokens\n\n"
         (repo / "fresh.py").write_text(fresh + "def minify_tokens(tokens):\n    return tokens\n")
         found = {h.chunk.symbol for h in ws.search("minifying tokens", mode="bm25", k=5)}
