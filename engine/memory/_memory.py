@@ -5,9 +5,9 @@ Progressive disclosure: ``search`` answers titles and previews of at most
 ``PREVIEW_CHARS`` characters (with the stale links and contradictions a reader must see),
 ``timeline`` the notes saved around one, ``get`` one note in full. Search is lexical
 (SQLite FTS5's BM25 over the same code-aware terms the code index uses) plus dense (the
-code embedder's vectors), fused by reciprocal rank and scaled by importance
-(``_recall.py``). A superseded note is left out unless asked for; so are archived and
-deleted ones.
+code embedder's vectors), fused by score and scaled by importance, the head of the list
+spread over distinct episodes (``_recall.py``). A superseded note is left out unless asked
+for; so are archived and deleted ones.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from engine.core import (
 )
 from engine.memory._graph import relate, walk
 from engine.memory._observations import NoteStore, check_id, parse_enum
-from engine.memory._recall import fuse, importance_score
+from engine.memory._recall import EPISODE_PENALTY, diversify, fuse, importance_score
 
 _SPREAD_KINDS = frozenset({EdgeKind.FOLLOWS, EdgeKind.RELATES_TO})
 
@@ -45,13 +45,16 @@ MAX_QUERY_CHARS = 4_000  # a question, not a document
 RECALL_DEPTH = 50  # candidates each retriever hands to fusion
 _TIMELINE_MAX = 50  # notes either side of an anchor
 # Recall spreads along sequence edges: an answer is often in the note after the one that
-# matches the question's words. The note that follows a hit (or relates to it) gets this
-# share of the hit's score when that is more than its own, from the top ``SPREAD_FROM``.
+# matches the question's words, or the one after that (a question back, then the reply).
+# The note that follows a hit (or relates to it) gets this share of the hit's score when
+# that is more than its own, from the top ``SPREAD_FROM``, in ``SPREAD_STEPS`` passes.
 # Passing scores backwards too changed nothing on the dev data, so a follows edge passes
 # them forward only.
-SPREAD = 0.9
+SPREAD = 0.8
+SPREAD_STEPS = 2
 SPREAD_FROM = 10
-DENSE_SHARE = 0.15  # the dense list's weight in fusion (the lexical list's is 1)
+DENSE_SHARE = 0.15  # the cosine's share of a fused score (the lexical score has the rest)
+DIVERSE_POOL = 30  # the head of the ranking that ``diversify`` reorders (or k, if more)
 LANE_MIN_COSINE = 0.5  # a note with no shared word joins the lane only this close
 _OVERFETCH = 2  # lexical hits read per hit kept, before the visibility filter
 # Function words of a question ("what did she ...") match nearly every note; dropped from
@@ -270,52 +273,74 @@ class Memory:
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ConfigError(f"k must be between 1 and {MAX_K}, got {k!r}")
         kinds = {parse_enum(NoteType, t, "note type").value for t in types}
-        lists = []
-        if lexical:
-            lists.append(self._lexical(query, RECALL_DEPTH))
+        lex = self._lexical(query, RECALL_DEPTH) if lexical else []
         vectors = self.store.vectors() if dense else None
+        near: list[tuple[int, float]] = []
         if vectors is not None and self.store.embedder is not None:
             near = vectors.nearest(self.store.embedder.embed_query(query), None, RECALL_DEPTH)
-            lists.append([i for i, _ in near])
-        ids = sorted({i for ranked in lists for i in ranked})
+        ids = sorted({i for i, _ in lex} | {i for i, _ in near})
         facts = self.store.facts(ids)
         hidden = set() if include_superseded else self.store.superseded(ids)
         keep = {i for i, f in facts.items() if i not in hidden and (not kinds or f[0] in kinds)}
-        shares = [1.0] * lexical + [DENSE_SHARE] * (len(lists) - lexical)
-        kept = [
-            ([i for i in ranked if i in keep], w) for ranked, w in zip(lists, shares, strict=True)
-        ]
         weights = self._importance({i: facts[i] for i in keep})
-        return self._spread(fuse(kept, weights), keep, None if include_superseded else hidden)[:k]
+        share = DENSE_SHARE if lex else 1.0
+        scored = fuse(lex, near, share, weights)
+        scored = self._spread(scored, keep, not include_superseded, kinds)
+        return self._episodes(scored, max(k, DIVERSE_POOL))[:k]
+
+    def _episodes(self, scored: list[tuple[int, float]], pool: int) -> list[tuple[int, float]]:
+        """The first ``pool`` notes spread over distinct episodes (see ``diversify``)."""
+        head = scored[:pool]
+        beside: dict[int, set[int]] = {}
+        for e in self.store.edges_of([i for i, _ in head]):
+            if e.kind is EdgeKind.FOLLOWS:
+                beside.setdefault(e.src, set()).add(e.dst)
+                beside.setdefault(e.dst, set()).add(e.src)
+        if not beside:
+            return scored
+        return diversify(head, beside, EPISODE_PENALTY) + scored[pool:]
 
     def _spread(
-        self, scored: list[tuple[int, float]], keep: set[int], hidden: set[int] | None
+        self,
+        scored: list[tuple[int, float]],
+        keep: set[int],
+        superseded_out: bool,
+        kinds: set[str],
     ) -> list[tuple[int, float]]:
         """Scores passed along edges: the note that ``follows`` a strong hit (the answer
         after its question), or ``relates_to`` it, gets ``SPREAD`` of that hit's score when
-        that is more than its own."""
-        if not scored or SPREAD <= 0:
+        that is more than its own; ``SPREAD_STEPS`` times, so the reply two notes on gets
+        ``SPREAD`` squared. A note passed to must be one the caller may rank (visible, not
+        archived, not superseded unless asked for, of the asked ``kinds``)."""
+        if SPREAD <= 0:
             return scored
-        top = dict(scored[:SPREAD_FROM])
-        near = [e for e in self.store.edges_of(sorted(top)) if e.kind in _SPREAD_KINDS]
-        if not near:
-            return scored
-        ends = {e.src for e in near} | {e.dst for e in near}
-        alive = set(self.store.facts(sorted(ends - keep))) | (ends & keep)
-        if hidden is not None:  # superseded notes stay out, unless asked for
-            hidden = hidden | self.store.superseded(sorted(alive - keep))
-        else:
-            hidden = set()
-        score = dict(scored)
-        for e in near:
-            # A follows edge passes forward only (the note after a hit); relates_to both ways.
-            pairs = [(e.dst, e.src)] + ([(e.src, e.dst)] if e.kind is EdgeKind.RELATES_TO else [])
-            for a, b in pairs:
-                if a in top and b in alive and b not in hidden:
-                    score[b] = max(score.get(b, 0.0), SPREAD * top[a])
-        return sorted(score.items(), key=lambda p: (-p[1], p[0]))
+        allowed = set(keep)
+        for _ in range(SPREAD_STEPS):
+            top = dict(scored[:SPREAD_FROM])
+            near = [e for e in self.store.edges_of(sorted(top)) if e.kind in _SPREAD_KINDS]
+            if not near:
+                break
+            ends = ({e.src for e in near} | {e.dst for e in near}) - allowed
+            facts = self.store.facts(sorted(ends))
+            fresh = {i for i, f in facts.items() if not kinds or f[0] in kinds}
+            if superseded_out:
+                fresh -= self.store.superseded(sorted(fresh))
+            allowed |= fresh
+            score = dict(scored)
+            for e in near:
+                # A follows edge passes forward only (the note after a hit); relates_to
+                # both ways.
+                pairs = [(e.dst, e.src)]
+                if e.kind is EdgeKind.RELATES_TO:
+                    pairs.append((e.src, e.dst))
+                for a, b in pairs:
+                    if a in top and b in allowed:
+                        score[b] = max(score.get(b, 0.0), SPREAD * top[a])
+            scored = sorted(score.items(), key=lambda p: (-p[1], p[0]))
+        return scored
 
-    def _lexical(self, query: str, depth: int) -> list[int]:
+    def _lexical(self, query: str, depth: int) -> list[tuple[int, float]]:
+        """(note id, BM25 score) of the best ``depth`` visible notes for ``query``."""
         terms = list(dict.fromkeys(self.store.terms(query).split()))
         words = [w for w in terms if w not in _STOP] or terms
         words = words[:64]
@@ -326,21 +351,22 @@ class Memory:
         # caller keeps what this user may see. A store shared by many projects is read
         # again with the filter when the first read leaves too few of this project's.
         rows = self.store.read(
-            "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? ORDER BY rank, rowid LIMIT ?",
+            "SELECT rowid, rank FROM notes_fts WHERE notes_fts MATCH ? ORDER BY rank, rowid "
+            "LIMIT ?",
             (match, depth * _OVERFETCH),
         )
-        found = [r[0] for r in rows]
-        seen = self.store.visible_ids(found)
-        mine = [i for i in found if i in seen]
+        found = [(r[0], -r[1]) for r in rows]  # FTS5's rank is the BM25 score negated
+        seen = self.store.visible_ids([i for i, _ in found])
+        mine = [(i, s) for i, s in found if i in seen]
         if len(mine) < depth and len(found) == depth * _OVERFETCH:
             cond, args = self.store.visible()
             rows = self.store.read(
-                "SELECT notes_fts.rowid FROM notes_fts JOIN notes ON notes.id = "
+                "SELECT notes_fts.rowid, notes_fts.rank FROM notes_fts JOIN notes ON notes.id = "
                 f"notes_fts.rowid WHERE notes_fts MATCH ? AND {cond} ORDER BY "
                 "notes_fts.rank, notes.id LIMIT ?",
                 (match, *args, depth),
             )
-            mine = [r[0] for r in rows]
+            mine = [(r[0], -r[1]) for r in rows]
         return mine[:depth]
 
     def _importance(self, facts: dict[int, tuple[str, float, float, int]]) -> dict[int, float]:
@@ -387,7 +413,7 @@ class Memory:
         only notes that share a word with the query or whose vector is close to it
         (``LANE_MIN_COSINE``), so an unrelated store adds nothing to a prompt."""
         ranked = self.recall(query, k)
-        related = set(self._lexical(query, RECALL_DEPTH))
+        related = {i for i, _ in self._lexical(query, RECALL_DEPTH)}
         vectors = self.store.vectors()
         if vectors is not None and self.store.embedder is not None:
             near = vectors.nearest(self.store.embedder.embed_query(query), None, k)

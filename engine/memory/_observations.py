@@ -548,11 +548,14 @@ class NoteStore:
             self.seq(db)
 
 
+_MAX_ID = 2**63 - 1  # SQLite's largest integer: no row has a larger id
+
+
 def _check_id(note_id: object) -> int:
-    if isinstance(note_id, bool) or not isinstance(note_id, int) or note_id < 1:
-        if isinstance(note_id, str) and note_id.strip().removeprefix("memory:").isdigit():
-            return int(note_id.strip().removeprefix("memory:"))
-        raise NotFoundError(f"no note {note_id!r}: note ids are positive integers")
+    if isinstance(note_id, str) and note_id.strip().removeprefix("memory:").isdigit():
+        note_id = int(note_id.strip().removeprefix("memory:"))
+    if isinstance(note_id, bool) or not isinstance(note_id, int) or not 1 <= note_id <= _MAX_ID:
+        raise NotFoundError(f"no note {note_id!r}: note ids are integers from 1 to {_MAX_ID}")
     return note_id
 
 

@@ -5,9 +5,15 @@
   identity facts matter longer than a passing note), how often it was read (log-scaled),
   how recently (a month's half-life), how many notes point at it, and its age (a slow
   decay, so an old note that nobody reads sinks).
-- **Fusion** (``fuse``): reciprocal rank over the lexical and the dense lists, as code
-  recall fuses its retrievers, times ``1 + IMPORTANCE_WEIGHT * importance``: importance
-  orders near-ties, it never lifts an unrelated note over a matching one.
+- **Fusion** (``fuse``): a weighted sum of the lexical and the dense scores, each divided
+  by its list's best (so a weak lexical match stays weak, where reciprocal rank would
+  give the 50th match nearly the first one's share), times ``1 + IMPORTANCE_WEIGHT *
+  importance``: importance orders near-ties, it never lifts an unrelated note over a
+  matching one.
+- **Episodes** (``diversify``): the head of the list shows distinct stretches of the
+  sequence: a note next to one already shown (a ``follows`` edge either way) counts
+  ``EPISODE_PENALTY`` of its score there, so one exchange does not fill the first five
+  places while another that also matches waits below; ``timeline`` shows the neighbours.
 - **Vectors** (``Vectors``): every note's vector, kept in one growing float32 matrix and
   advanced by the store's change sequence, so a search after a save reads one row, not
   the whole store.
@@ -26,16 +32,17 @@ import numpy.typing as npt
 from engine.core import Importance, NoteType
 
 __all__ = [
+    "EPISODE_PENALTY",
     "IMPORTANCE_WEIGHT",
-    "RRF_K",
     "NoteEmbedder",
     "Vectors",
+    "diversify",
     "fuse",
     "importance",
     "importance_score",
 ]
 
-RRF_K = 60  # reciprocal-rank constant, as code recall uses: flattens the head of each list
+EPISODE_PENALTY = 0.8  # a note beside one already shown keeps this share of its score
 IMPORTANCE_WEIGHT = 0.3  # at most +30% on the fused score: orders near-ties only
 _DAY = 86_400.0
 _RECENCY_HALF_LIFE_DAYS = 30.0  # a note read a month ago counts half as recent
@@ -109,17 +116,45 @@ def importance_score(
 
 
 def fuse(
-    lists: Sequence[tuple[Sequence[int], float]], weight: dict[int, float]
+    lexical: Sequence[tuple[int, float]],
+    dense: Sequence[tuple[int, float]],
+    dense_share: float,
+    weight: dict[int, float],
 ) -> list[tuple[int, float]]:
-    """Ids by fused score (reciprocal rank over ``lists``, each ``(ids, list weight)``,
-    times ``1 + w * importance``), best first; ties by id, so the order is the same on
-    every run."""
+    """Ids by fused score, best first: ``(1 - dense_share)`` of the lexical score plus
+    ``dense_share`` of the cosine, each divided by its list's best (a negative cosine
+    counts 0), times ``1 + IMPORTANCE_WEIGHT * weight``; ties by id, so the order is the
+    same on every run. Only ids in ``weight`` (the notes the caller may rank) are kept."""
     fused: dict[int, float] = {}
-    for ranked, share in lists:
-        for rank, note in enumerate(ranked, 1):
-            fused[note] = fused.get(note, 0.0) + share / (RRF_K + rank)
-    scored = [(n, s * (1.0 + IMPORTANCE_WEIGHT * weight.get(n, 0.0))) for n, s in fused.items()]
+    for pairs, share in ((lexical, 1.0 - dense_share), (dense, dense_share)):
+        top = max((s for _, s in pairs), default=0.0)
+        if top <= 0.0 or share <= 0.0:
+            continue
+        for note, s in pairs:
+            if note in weight:
+                fused[note] = fused.get(note, 0.0) + share * max(0.0, s) / top
+    scored = [(n, s * (1.0 + IMPORTANCE_WEIGHT * weight[n])) for n, s in fused.items()]
     return sorted(scored, key=lambda p: (-p[1], p[0]))
+
+
+def diversify(
+    scored: Sequence[tuple[int, float]], beside: dict[int, set[int]], penalty: float
+) -> list[tuple[int, float]]:
+    """``scored`` reordered so that a note ``beside`` one placed before it counts
+    ``penalty`` of its score (greedy, best first; ties by id). Scores are returned as
+    they came: only the order changes."""
+    left = list(scored)
+    placed: list[tuple[int, float]] = []
+    near: set[int] = set()
+    while left:
+        at = min(
+            range(len(left)),
+            key=lambda i: (-left[i][1] * (penalty if left[i][0] in near else 1.0), left[i][0]),
+        )
+        note = left.pop(at)
+        placed.append(note)
+        near |= beside.get(note[0], set())
+    return placed
 
 
 class Vectors:

@@ -244,3 +244,14 @@ def test_a_corrupt_store_names_its_file(tmp_path: Path) -> None:
     path.write_bytes(b"not a database at all" * 100)
     with pytest.raises(MemoryStateError, match=str(path)):
         _memory(path)
+
+
+def test_an_id_past_sqlite_integers_is_not_found(mem: Memory) -> None:
+    """An id too large for SQLite is NotFoundError on every read, never an overflow."""
+    saved = mem.save("a note", "note")
+    huge = 2**70
+    for call in (lambda: mem.get(huge), lambda: mem.timeline(str(huge)),
+                 lambda: mem.relate(saved.id, huge, "references"), lambda: mem.graph(huge),
+                 lambda: mem.forget(huge), lambda: mem.item(huge)):  # fmt: skip
+        with pytest.raises(NotFoundError):
+            call()
