@@ -8,8 +8,12 @@ The names below are the public API; the sub-packages (``engine.core``, ``engine.
 
 from engine._workspace import Workspace
 from engine.core import (
+    DEFAULT_BUNDLE_BUDGET,
+    MAX_BUNDLE_BUDGET,
     Block,
     BudgetUnreachableError,
+    Bundle,
+    BundleItem,
     CacheError,
     Checkpoint,
     CodeLink,
@@ -53,6 +57,7 @@ from engine.core import (
     NullProgress,
     Outcome,
     PackSettings,
+    PastOutcome,
     PayloadTooLargeError,
     Pointer,
     Progress,
@@ -74,6 +79,7 @@ from engine.core import (
     Step,
     StepRole,
     Stub,
+    Tier,
     ToolSignal,
     Turn,
     UnknownReplayKeyError,
@@ -87,8 +93,12 @@ from indexers import Chunk, Span, TiktokenCounter, TokenCounter
 from ledger import ToolResult
 
 __all__ = [
+    "DEFAULT_BUNDLE_BUDGET",
+    "MAX_BUNDLE_BUDGET",
     "Block",
     "BudgetUnreachableError",
+    "Bundle",
+    "BundleItem",
     "CacheError",
     "Checkpoint",
     "Chunk",
@@ -134,6 +144,7 @@ __all__ = [
     "NullProgress",
     "Outcome",
     "PackSettings",
+    "PastOutcome",
     "PayloadTooLargeError",
     "Pointer",
     "Progress",
@@ -158,6 +169,7 @@ __all__ = [
     "StepRole",
     "Stub",
     "Survey",
+    "Tier",
     "TiktokenCounter",
     "TokenCounter",
     "ToolResult",

@@ -18,10 +18,15 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from engine.core import (
+    DEFAULT_BUNDLE_BUDGET,
     MAX_ATTEST_CITATIONS,
     MAX_BUDGET_TOKENS,
+    MAX_BUNDLE_BUDGET,
     MIN_BUDGET_TOKENS,
+    PINNED_FLOOR,
     BudgetUnreachableError,
+    Bundle,
+    BundleItem,
     CodeLink,
     Config,
     ConfigError,
@@ -40,6 +45,7 @@ from engine.core import (
     Learned,
     LedgerStateError,
     MemoryStateError,
+    NoteType,
     NotFoundError,
     PastOutcome,
     Progress,
@@ -50,6 +56,7 @@ from engine.core import (
     SearchMode,
     SessionState,
     Status,
+    Tier,
     ToolSignal,
     UnknownReplayKeyError,
     WorkspaceError,
@@ -91,12 +98,13 @@ from engine.memory import (
     ema_step,
     file_lines,
     item_changes,
+    rules_sections,
     session_uri,
     split_rows,
     still_matches,
     weights_payload,
 )
-from engine.packing import Request, build_pack, retrieve
+from engine.packing import Request, build_pack, fit_bundle, retrieve
 from engine.retrieval import (
     LEARNED_FEATURES,
     Scored,
@@ -497,6 +505,7 @@ class Workspace:
         goal: str,
         tool_signals: Sequence[ToolSignal | str] | None,
         mode: SearchMode,
+        settings: ContextSettings | None = None,
     ) -> list[Scored]:
         if not query.strip():
             raise ConfigError("search needs a query")
@@ -509,7 +518,8 @@ class Workspace:
             embedder = None
         request = Request.parse(goal or query, query, signals)
         return retrieve(view, request, embedder, self.cache if embedder is not None else None,
-                        self.config.context_settings(), learned=self.learned())  # fmt: skip
+                        settings or self.config.context_settings(),
+                        learned=self.learned())  # fmt: skip
 
     def _dense_embedder(self, view: View) -> Embedder:
         embedder = self.embedder
@@ -989,19 +999,107 @@ class Workspace:
         text = (query or goal).strip()
         if not text:
             raise ConfigError("outcomes needs a goal or a query")
-        if not self.config.ledger or (self._journal is None and not self.ledger_path.exists()):
+        index = self._outcome_index()
+        if index is None:
             return []
+        try:
+            top = [f.path for f in self.search_files(text, goal=goal, k=_OUTCOME_FILES)]
+        except (IndexNotBuiltError, IndexStateError):
+            top = []
+        return index.rank(text, top, k, exclude=text)
+
+    def _outcome_index(self) -> OutcomeIndex | None:
+        """The earlier attested intents, caught up with the ledger (None without one)."""
+        if not self.config.ledger or (self._journal is None and not self.ledger_path.exists()):
+            return None
         with self._lazy:
             if self._outcomes is None:
                 from engine.segment import code_terms
 
                 self._outcomes = OutcomeIndex(code_terms)
         self._outcomes.update(self.journal)
-        try:
-            top = [f.path for f in self.search_files(text, goal=goal, k=_OUTCOME_FILES)]
+        return self._outcomes
+
+    def bundle(
+        self,
+        goal: str,
+        objects: Sequence[str] | None = None,
+        budget: int = DEFAULT_BUNDLE_BUDGET,
+        *,
+        state: SessionState | None = None,
+    ) -> Bundle:
+        """The cold-start bundle for ``goal``: the pinned tier (``state``'s constraints
+        and goals, saved identity/constraint/goal notes, the repository's rules files), the
+        outcomes tier (the most similar earlier intents, newest first) and the frame-relevant
+        tier (code and notes for the goal and the ``objects`` it names: paths or symbols),
+        deduplicated (pinned > outcomes > frame) and trimmed together by salience to
+        ``budget`` tokens (at most 4,000), at least one item kept; what was left out is named
+        by uri. A pure read."""
+        started = time.perf_counter()
+        if not goal.strip():
+            raise ConfigError("bundle needs a goal")
+        if not MIN_BUDGET_TOKENS <= budget <= MAX_BUNDLE_BUDGET:
+            raise ConfigError(f"budget must be between {MIN_BUDGET_TOKENS} and "
+                              f"{MAX_BUNDLE_BUDGET:,}, got {budget}")  # fmt: skip
+        wanted = [o.strip() for o in objects or () if o.strip()]
+        if len(wanted) > _BUNDLE_OBJECTS:
+            raise ConfigError(f"at most {_BUNDLE_OBJECTS} objects, got {len(wanted)}")
+        goal = _scrub(goal)
+        state = state or SessionState()
+        items: list[BundleItem] = []
+        for n, text in enumerate(state.constraints, start=1):
+            items.append(BundleItem(Tier.PINNED, f"state:constraint/{n}", "constraint",
+                                    _scrub(text), 1.0))  # fmt: skip
+        for n, text in enumerate(state.subgoals, start=1):
+            items.append(BundleItem(Tier.PINNED, f"state:goal/{n}", "active goal",
+                                    _scrub(text), 0.95))  # fmt: skip
+        notes = self._memory is not None or self._memory_path.exists()
+        if notes:
+            kinds = (NoteType.IDENTITY, NoteType.CONSTRAINT, NoteType.GOAL)
+            for hit in self.memory.search(goal, _PINNED_NOTES, types=kinds, check_links=False):
+                sal = max(PINNED_FLOOR, 0.7 + 0.2 * hit.importance)
+                title = f"{hit.type.value}: {hit.title}"
+                items.append(BundleItem(Tier.PINNED, hit.uri, title, hit.preview, sal))
+        learned = self.learned()
+        for uri, title, text in rules_sections(self.root, goal):
+            boost = learned.salience.get(f"file:{uri.split('#', 1)[0]}", 0.0)
+            sal = PINNED_FLOOR + 0.1 * (1 + boost)
+            items.append(BundleItem(Tier.PINNED, uri, title, text, sal))
+        ask = " ".join([goal, *wanted])
+        try:  # one ranking serves the frame tier and the outcomes tier's file match
+            scored = self._ranked(ask, goal, None, SearchMode.HYBRID, _bundle_settings(self.config))
         except (IndexNotBuiltError, IndexStateError):
-            top = []
-        return self._outcomes.rank(text, top, k, exclude=text)
+            scored = []
+        index = self._outcome_index()
+        past: list[PastOutcome] = []
+        if index is not None:
+            top_files = [f.path for f in file_hits(scored, _OUTCOME_FILES)]
+            past = index.rank(ask, top_files, _BUNDLE_OUTCOMES, exclude=ask)
+        top = max((p.score for p in past), default=1.0) or 1.0
+        for p in sorted(past, key=lambda p: (p.time, p.turn_id), reverse=True):
+            end = p.outcome + (f" ({p.reason})" if p.reason else "")
+            cited = ", ".join(p.cited[:_BUNDLE_CITED]) or "nothing"
+            said = " ".join(p.intent.split())[:_INTENT_CHARS]
+            sal = 0.4 + 0.25 * p.score / top
+            items.append(BundleItem(Tier.OUTCOMES, f"outcome:{p.turn_id}", f"{end}, {p.time}",
+                                    f"{said}\ncited: {cited}", sal))  # fmt: skip
+        hits = ranked_hits(scored, _BUNDLE_SECTIONS)
+        best = max((h.score for h in hits), default=1.0) or 1.0
+        named = set(wanted)
+        for h in hits:
+            c = h.chunk
+            asked = c.path in named or c.symbol in named or c.symbol.rsplit(".", 1)[-1] in named
+            uri = f"{c.path}#L{c.span.start_line}-L{c.span.end_line}"
+            sal = min(0.69, 0.6 * max(0.0, h.score) / best + (0.09 if asked else 0.0))
+            items.append(BundleItem(Tier.FRAME, uri, f"{c.path} {c.symbol}".strip(), c.text, sal))
+        if notes:
+            for item in self.memory.items(goal, _BUNDLE_NOTES):
+                sal = 0.3 + 0.2 * item.hit.importance
+                items.append(BundleItem(Tier.FRAME, item.hit.uri, item.hit.title,
+                                        item.shown_short, sal))  # fmt: skip
+        kept, overflow, text, tokens = fit_bundle(goal, items, budget, self.counter)
+        latency = round((time.perf_counter() - started) * 1000, 3)
+        return Bundle(goal, budget, kept, overflow, tokens, text, latency)
 
     def learned(self) -> Learned:
         """What this workspace learned from outcomes (salience per item, rerank offsets per
@@ -1058,11 +1156,31 @@ _MEMORY_SHARE = 0.15
 _MEMORY_NOTES = 5
 _INSTRUCTION_TOKENS = 64  # the fixed instruction and lane headers, about
 MAX_OUTCOMES = 10  # earlier intents one outcomes call may list
+# The cold-start bundle's tiers before the trim: enough candidates of each that the trim
+# by salience has a choice, few enough that a bundle stays a fast read.
+_BUNDLE_OBJECTS = 64  # paths or symbols one bundle call may name
+_PINNED_NOTES = 8  # identity, constraint and goal notes
+_BUNDLE_OUTCOMES = 3  # the issue's 1-3 earlier intents
+_BUNDLE_CITED = 8  # cited uris shown per earlier intent
+_INTENT_CHARS = 300  # an earlier intent's text as the bundle shows it
+_BUNDLE_SECTIONS = 8  # code sections for the goal and objects
+_BUNDLE_NOTES = 4  # saved notes for the goal
+_BUNDLE_RECALL = 40  # sections recalled per retriever and reranked for a bundle
+_BUNDLE_PAGES = 8  # pages whose best sections a bundle's recall pulls in
 _OUTCOME_FILES = 20  # the request's best files an earlier intent's citations are matched to
 FORGET_MIN_CHARS = 6  # shortest text ``forget`` takes: shorter ones match ordinary code
 _LAYOUT_DIRS = ("bases", "overlays", "segments", "checkout")  # what a rebuild replaces
 _REBUILD_DIR = "rebuild"  # where a rebuild is made, beside the index in use
 _REPLACED_DIR = "replaced"  # where the old layout waits to be removed after the swap
+
+
+def _bundle_settings(config: Config) -> ContextSettings:
+    """The ranking a bundle reads: build_context's, over a narrower net (a handful of
+    sections to start from, not a context's evidence), so a bundle stays a quick read."""
+    base = config.context_settings()
+    recall = replace(base.recall, bm25_sections=_BUNDLE_RECALL, dense_sections=_BUNDLE_RECALL,
+                     pages=_BUNDLE_PAGES)  # fmt: skip
+    return replace(base, recall=recall, rerank_depth=_BUNDLE_RECALL)
 
 
 def _feature_rows(scored: Sequence[Scored]) -> tuple[FeatureRow, ...]:

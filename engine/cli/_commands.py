@@ -343,7 +343,7 @@ def cmd_feedback(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Report which [n] of a recorded context the model cited (and how the step ended)."""
     results: list[ToolResult | str] = list(args.tool_result or ())
     with Workspace.open(args.where, config) as ws:
-        fb = ws.feedback(args.key, args.citations, results, args.outcome)
+        fb = ws.feedback(args.key, args.citations, results, args.outcome, args.reason)
     if args.json:
         _dump(to_json(fb), out)
         return EXIT_OK

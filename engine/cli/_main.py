@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from engine import Config, ConfigError, CortexError, SearchMode, Workspace
+from engine import DEFAULT_BUNDLE_BUDGET, Config, ConfigError, CortexError, SearchMode, Workspace
+from engine.cli._bundle import cmd_bundle
 from engine.cli._commands import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -173,10 +174,21 @@ def _parser() -> argparse.ArgumentParser:
     feedback = _command(sub, "feedback", cmd_feedback, positional=False)
     feedback.add_argument("key", help="the replay key of the context the model was given")
     feedback.add_argument("citations", nargs="*", help="the [n] the model cited (3 or [3])")
-    feedback.add_argument("--outcome", help="how the step ended: success, failure, ...")
+    feedback.add_argument("--outcome", choices=["success", "failure"],
+                          help="how the step ended (teaches this workspace's ranking)")  # fmt: skip
+    feedback.add_argument(
+        "--reason", help="why it failed: factual_error or wrong_assumption blame the evidence"
+    )
     feedback.add_argument(
         "--tool-result", action="append", metavar="TEXT", help="what a tool reported; repeatable"
     )
+
+    bundle = _command(sub, "bundle", cmd_bundle, positional=False)
+    bundle.add_argument("goal", help="what the task is")
+    bundle.add_argument("--object", action="append", metavar="PATH_OR_SYMBOL",
+                        help="a path or symbol the task will touch; repeatable")  # fmt: skip
+    bundle.add_argument("--budget", type=int, default=DEFAULT_BUNDLE_BUDGET,
+                        help=f"tokens (default {DEFAULT_BUNDLE_BUDGET}, at most 4000)")  # fmt: skip
 
     resolve = _command(sub, "resolve", cmd_resolve, positional=False)
     resolve.add_argument("uri", help="path#L10-L20, path#L10 or path, relative to the workspace")

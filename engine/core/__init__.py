@@ -1,6 +1,15 @@
 """The leaf of the engine: errors, configuration and settings, the contract records, the
 rules about chunks, progress and timing. It imports nothing else of ``engine``."""
 
+from engine.core._bundle import (
+    DEFAULT_BUNDLE_BUDGET,
+    MAX_BUNDLE_BUDGET,
+    MAX_OVERFLOW,
+    PINNED_FLOOR,
+    Bundle,
+    BundleItem,
+    Tier,
+)
 from engine.core._chunks import (
     TRIVIAL_TOKENS,
     chunker_fingerprint,
@@ -107,22 +116,28 @@ from engine.core._timing import Clock
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "DEFAULT_BUNDLE_BUDGET",
     "EDGE_KINDS",
     "ENV_PREFIX",
     "FAULT_REASONS",
     "MAX_ATTEST_CITATIONS",
     "MAX_BODY_CHARS",
     "MAX_BUDGET_TOKENS",
+    "MAX_BUNDLE_BUDGET",
     "MAX_DEPTH",
     "MAX_ENTITIES",
     "MAX_LINKS",
+    "MAX_OVERFLOW",
     "MAX_TITLE_CHARS",
     "MAX_TOPIC_KEY_CHARS",
     "MIN_BUDGET_TOKENS",
+    "PINNED_FLOOR",
     "PREVIEW_CHARS",
     "TRIVIAL_TOKENS",
     "Block",
     "BudgetUnreachableError",
+    "Bundle",
+    "BundleItem",
     "CacheError",
     "Checkpoint",
     "Clock",
@@ -189,6 +204,7 @@ __all__ = [
     "Step",
     "StepRole",
     "Stub",
+    "Tier",
     "ToolSignal",
     "Turn",
     "UnknownReplayKeyError",

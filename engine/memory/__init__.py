@@ -44,6 +44,7 @@ from engine.memory._memory import MAX_QUERY_CHARS, Memory, MemoryItem
 from engine.memory._observations import DEDUPE_WINDOW_S, NoteStore
 from engine.memory._observe import Observation, command_of, names_in, observe
 from engine.memory._outcomes import OutcomeIndex
+from engine.memory._pinned import RULES_FILES, rules_sections
 from engine.memory._purge import LedgerPurge, purge_ledger
 from engine.memory._salience import SalienceState, SalienceTables, item_salience, weights_payload
 from engine.memory._session import SESSION_ID, Session, clean_text, session_uri
@@ -53,6 +54,7 @@ __all__ = [
     "LEARN_POOL",
     "MAX_MEMORY_K",
     "MAX_QUERY_CHARS",
+    "RULES_FILES",
     "SESSION_ID",
     "STUB_TOKENS",
     "VERBATIM_CHARS",
@@ -94,6 +96,7 @@ __all__ = [
     "observe",
     "purge_ledger",
     "recall_lines",
+    "rules_sections",
     "search_items",
     "session_uri",
     "short_form",

@@ -5,6 +5,7 @@ rendered under a hard budget, the advisory, and the replay key of a request. Imp
 
 from engine.packing._advice import advise
 from engine.packing._build import Request, build_pack, replay_key, retrieve
+from engine.packing._bundle import fit_bundle
 from engine.packing._render import (
     INSTRUCTION,
     Lanes,
@@ -36,6 +37,7 @@ __all__ = [
     "advise",
     "build_pack",
     "evidence_room",
+    "fit_bundle",
     "fixed_lanes",
     "header_cost",
     "is_fragment",

@@ -13,6 +13,8 @@
                    text
     FileHit        rank, path, score, sections [SearchHit]
     FeedbackResult replay_key, valid, dropped, stale
+    Bundle         goal, budget, items [{tier, uri, title, text, salience, tokens}], overflow
+                   [uri], tokens_used, text, latency_ms
     Replay         replay_key, turn_id, time, tokens_used, text, diff, purged
     Step           step, role, text, tool, is_error, exit_status, rationale, evidence
     Compaction     session, step, budget, kept, stubs [{ref, short_form, salience}], tokens,
@@ -39,6 +41,7 @@ from enum import Enum
 from pathlib import Path
 
 from engine.core import (
+    Bundle,
     Compaction,
     ContextPack,
     Edge,
@@ -77,7 +80,7 @@ __all__ = [
 Record = (
     ContextPack | Snippet | Pointer | FeedbackResult | Replay | Status | IndexReport | GcReport
     | ForgetReport | Resolved | TurnRecord | FeedbackRecord | Step | Compaction | Note
-    | NoteHit | SaveResult | Edge | NoteGraph | MemoryStats
+    | NoteHit | SaveResult | Edge | NoteGraph | MemoryStats | Bundle
 )  # fmt: skip
 
 

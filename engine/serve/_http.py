@@ -3,7 +3,8 @@
 For planners that do not speak MCP::
 
     POST /v1/context        {goal, query, tool_signals, state, budget_tokens} -> the pack
-    POST /v1/feedback       {replay_key, model_citations, tool_results, outcome}
+    POST /v1/feedback       {replay_key, model_citations, tool_results, outcome, reason}
+    POST /v1/bundle         {goal, objects, budget} -> the cold-start bundle
     GET  /v1/replay/{key}   the recorded prompt, byte for byte
     GET  /v1/search?q=&goal=&mode=&k=&files=1
     GET  /v1/resolve?uri=&path=&sha256=     POST /v1/resolve {uri, proof: {path, sha256}}
@@ -25,7 +26,8 @@ For planners that do not speak MCP::
 Every route but ``/healthz`` checks the bearer token when one is set. Answers are the one
 JSON encoding of the records (``engine.serve``'s ``to_json``); errors are
 ``{"error": {"type", "message"}}``, mapped from the exception tree in ``_status``: 400 (bad
-input), 401, 404 (unknown key or route), 413 (body over ``MAX_BODY_BYTES``), 503 (the index
+input), 401, 404 (unknown key or route), 413 (body over ``MAX_BODY_BYTES``), 429 (feedback
+with an outcome over the attest rate), 503 (the index
 is being built, busy, or unusable: the message says what to run), 504 (over
 ``REQUEST_TIMEOUT_S``); 500 only for a bug. Reads run in parallel on ``Service``'s thread
 pool; index refreshes run in the background, one at a time. Starlette and uvicorn (both dependencies
@@ -45,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.core import (
+    DEFAULT_BUNDLE_BUDGET,
     BudgetUnreachableError,
     Config,
     ConfigError,
@@ -53,6 +56,7 @@ from engine.core import (
     IndexNotBuiltError,
     NotFoundError,
     PayloadTooLargeError,
+    RateLimitedError,
 )
 from engine.serve._encode import files_json, hits_json, notes_json, to_json
 from engine.serve._mcp import ADMIN_TOOLS, build_mcp_server, tool_names
@@ -98,6 +102,8 @@ def _status(exc: BaseException) -> tuple[int, str]:
         return 404, "not_found"
     if isinstance(exc, ConfigError):
         return 400, "bad_request"
+    if isinstance(exc, RateLimitedError):
+        return 429, "rate_limited"
     if isinstance(exc, IndexNotBuiltError):
         return 503, "not_ready"
     if isinstance(exc, IndexBusyError):
@@ -193,7 +199,7 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
     async def feedback(request: Request) -> Response:
         async def work() -> object:
             body = await _json_body(request)
-            only(body, "replay_key", "model_citations", "tool_results", "outcome")
+            only(body, "replay_key", "model_citations", "tool_results", "outcome", "reason")
             key = field(body, "replay_key", str, None)
             if key is None:
                 raise ConfigError("replay_key is required")
@@ -201,9 +207,22 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
             if any(isinstance(c, bool) or not isinstance(c, int | str) for c in cited):
                 raise ConfigError("model_citations must be a list of int or str")
             outcome = field(body, "outcome", (str, type(None)), None)
+            reason = field(body, "reason", (str, type(None)), None)
             results = tool_results_of(body.get("tool_results"))
-            fb = await call(service.feedback, key, cited, results, outcome)
+            fb = await call(service.feedback, key, cited, results, outcome, reason)
             return to_json(fb)
+
+        return await _answer(work)
+
+    async def bundle(request: Request) -> Response:
+        async def work() -> object:
+            body = await _json_body(request)
+            only(body, "goal", "objects", "budget")
+            goal = field(body, "goal", str, None)
+            if goal is None:
+                raise ConfigError("goal is required")
+            budget = field(body, "budget", int, DEFAULT_BUNDLE_BUDGET)
+            return to_json(await call(service.bundle, goal, strings(body, "objects"), budget))
 
         return await _answer(work)
 
@@ -436,6 +455,7 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
     routes = [
         Route("/v1/context", context, methods=["POST"]),
         Route("/v1/feedback", feedback, methods=["POST"]),
+        Route("/v1/bundle", bundle, methods=["POST"]),
         Route("/v1/replay/{key}", replay, methods=["GET"]),
         Route("/v1/search", search, methods=["GET"]),
         Route("/v1/resolve", resolve, methods=["GET", "POST"]),
@@ -613,7 +633,13 @@ OPENAPI: dict[str, Any] = {
             "requestBody": _body({"replay_key": {"type": "string"},
                                   "model_citations": {"type": "array", "items": {}},
                                   "tool_results": {"type": "array", "items": {}},
-                                  "outcome": {"type": "string"}}, ["replay_key"]),
+                                  "outcome": {"type": "string"},
+                                  "reason": {"type": "string"}}, ["replay_key"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/bundle": {"post": {
+            "summary": "The cold-start bundle: pinned, earlier outcomes, code for the goal",
+            "requestBody": _body({"goal": {"type": "string"}, "objects": _STRS,
+                                  "budget": {"type": "integer"}}, ["goal"]),
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/replay/{key}": {"get": {
             "summary": "The recorded prompt, byte for byte",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from engine.core import Config, ConfigError, CortexError
+from engine.core import DEFAULT_BUNDLE_BUDGET, Config, ConfigError, CortexError
 from engine.serve._encode import JSON, files_json, hits_json, notes_json, to_json
 from engine.serve._requests import evidence_of, proof_of, state_of, steps_of, tool_results_of
 from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
@@ -52,9 +52,18 @@ listed as not shown. Then call feedback with the replay_key and the numbers you 
 FEEDBACK = """\
 Report which evidence you used. Call once after acting on a build_context result: its
 replay_key, the [n] numbers you cited (3 or "[3]"), optionally tool_results (what you ran:
-a short string, or {name, ok, summary}) and an outcome ("success", "failure", ...). Numbers
+a short string, or {name, ok, summary}) and how the step ended: outcome "success" or
+"failure" (with a reason: "factual_error" or "wrong_assumption" when the cited evidence was
+wrong, anything else when it was not); an outcome teaches this workspace's ranking. Numbers
 that were not in that context are dropped and counted; cited evidence whose file changed
 since is flagged stale: resolve it or build_context again before relying on it."""
+
+BUNDLE = """\
+Get your bearings at the start of a task, before the first build_context: the repository's
+rules (AGENTS.md, CLAUDE.md, ...), pinned constraints and goals from saved notes, how the
+most similar earlier tasks here ended and what they cited, and the code most relevant to
+the goal. Pass the goal, optionally objects (paths or symbols you expect to touch) and a
+budget (tokens, default 3000, at most 4000). What did not fit is listed by uri (resolve it)."""
 
 SEARCH = """\
 Quick lookup of code and docs, without building a context: "where is X defined?", "which
@@ -158,8 +167,8 @@ background while answers keep coming from the previous index; wait=true blocks u
 AGENT_MEMORY_TOOLS = ("memory_save", "memory_search", "memory_get", "memory_timeline",
                       "memory_relate", "memory_graph")  # fmt: skip
 ADMIN_TOOLS = ("memory_delete", "memory_stats", "memory_archive")
-_BASE_TOOLS = ("build_context", "feedback", "search", "resolve", "replay", "status", "index",
-               "session_add", "session_decide", "session_show", "session_compact",
+_BASE_TOOLS = ("build_context", "feedback", "bundle", "search", "resolve", "replay", "status",
+               "index", "session_add", "session_decide", "session_show", "session_compact",
                "session_checkpoint")  # fmt: skip
 PROFILES = {
     "agent": (*_BASE_TOOLS, *AGENT_MEMORY_TOOLS),
@@ -280,14 +289,27 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         model_citations: Annotated[list[int | str], Field(description="the [n] you cited")],
         tool_results: list[str | ToolResultIn] = [],  # noqa: B006
         outcome: str | None = None,
+        reason: str | None = None,
     ) -> CallToolResult:
         results = tool_results_of  # decoded on the pool, so a bad one is a tool error
         fb = await run(lambda: service.feedback(
-            replay_key, model_citations, results(tool_results), outcome))  # fmt: skip
+            replay_key, model_citations, results(tool_results), outcome, reason))  # fmt: skip
         body = to_json(fb)
         text = f"recorded: valid {list(fb.valid)}, dropped {list(fb.dropped)}, " \
             f"stale {list(fb.stale)}"  # fmt: skip
         return result(body, text)
+
+    @server.tool(description=BUNDLE, annotations=reads)
+    async def bundle(
+        goal: str,
+        objects: Annotated[list[str], Field(description="paths or symbols")] = [],  # noqa: B006
+        budget: int = DEFAULT_BUNDLE_BUDGET,
+    ) -> CallToolResult:
+        found = await run(service.bundle, goal, objects, budget)
+        left = f"\n{len(found.overflow)} left out: " + ", ".join(found.overflow[:8]) \
+            if found.overflow else ""  # fmt: skip
+        return result(to_json(found), found.render(),
+                      f"tokens: {found.tokens_used}/{found.budget}{left}")  # fmt: skip
 
     @server.tool(description=SEARCH, annotations=reads)
     async def search(

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine._workspace import Workspace
 from engine.core import (
+    DEFAULT_BUNDLE_BUDGET,
     MAX_BUDGET_TOKENS,
     MIN_BUDGET_TOKENS,
+    Bundle,
     Compaction,
     Config,
     ConfigError,
@@ -200,6 +202,7 @@ class Service:
         model_citations: Sequence[int | str],
         tool_results: Sequence[ToolResult | str] = (),
         outcome: str | None = None,
+        reason: str | None = None,
     ) -> FeedbackResult:
         """``Workspace.feedback``; an unknown key raises ``UnknownReplayKeyError``."""
         _check_items("model_citations", model_citations)
@@ -209,10 +212,22 @@ class Service:
             raise ConfigError(f"tool_results are over {MAX_SIGNAL_BYTES} characters; send less")
         if outcome is not None:
             _check_text("outcome", outcome)
+        if reason is not None:
+            _check_text("reason", reason)
         ws = self._ready()
         if ws.config.ledger:
             self._known(replay_key)
-        return ws.feedback(replay_key, model_citations, tool_results, outcome)
+        return ws.feedback(replay_key, model_citations, tool_results, outcome, reason)
+
+    def bundle(
+        self, goal: str, objects: Sequence[str] = (), budget: int = DEFAULT_BUNDLE_BUDGET
+    ) -> Bundle:
+        """``Workspace.bundle`` with the servers' input limits."""
+        _check_text("goal", goal)
+        _check_items("objects", objects)
+        for o in objects:
+            _check_text("objects", o)
+        return self._ready().bundle(goal, list(objects), budget)
 
     def search(
         self, query: str, mode: str = "hybrid", k: int = 10, goal: str = ""

@@ -261,3 +261,15 @@ def test_bad_arguments_are_one_line_and_exit_2(
         os.environ.pop("CORTEX_DENSE_MODEL", None)
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and err.count("\n") == 1 and says in err, err
+
+
+def test_bundle_command(indexed: Path) -> None:
+    """cortex bundle prints the bundle's text; --json gives the one record shape."""
+    code, text = _run("bundle", "what does handler return", "--budget", "600",
+                      "--path", str(indexed), "--json")  # fmt: skip
+    body = json.loads(text)
+    assert code == EXIT_OK and body["tokens_used"] <= 600 and body["budget"] == 600
+    code, text = _run("bundle", "what does handler return", "--path", str(indexed))
+    assert code == EXIT_OK and text.startswith("# Start here: what does handler return")
+    code, _ = _run("bundle", "x", "--budget", "9000", "--path", str(indexed))
+    assert code != EXIT_OK

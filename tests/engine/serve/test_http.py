@@ -389,3 +389,21 @@ def test_status_shows_no_absolute_path(server: Server) -> None:
     assert status == 200 and body["root"] == "."
     text = json.dumps(body)
     assert str(server.repo) not in text and str(server.state) not in text
+
+
+def test_bundle_route_and_attest_rate_limit(server: Server) -> None:
+    """POST /v1/bundle answers the bundle under its budget; feedback with an outcome past
+    five at once for one intent is a 429, and a reason without an outcome a 400."""
+    status, bundle = server.request("POST", "/v1/bundle", {"goal": "register a hook",
+                                                            "objects": ["hooks.py"],
+                                                            "budget": 400})  # fmt: skip
+    assert status == 200 and bundle["tokens_used"] <= 400 and bundle["items"]
+    status, _ = server.request("POST", "/v1/bundle", {"goal": "x", "budget": 5000})
+    assert status == 400
+    _, pack = server.request("POST", "/v1/context", {"goal": "hook limits", "budget_tokens": 300})
+    body = {"replay_key": pack["replay_key"], "model_citations": [1], "outcome": "success"}
+    codes = [server.request("POST", "/v1/feedback", body)[0] for _ in range(6)]
+    assert codes == [200] * 5 + [429]
+    status, _ = server.request("POST", "/v1/feedback", {**body, "outcome": None,
+                                                         "reason": "factual_error"})  # fmt: skip
+    assert status == 400

@@ -24,10 +24,10 @@ from engine.serve import MAX_TEXT_BYTES, Proof, Service
 from indexers import sha256_text
 from tests.engine.test_workspace import GIT_ENV, make_repo
 
-TOOLS = {"build_context", "feedback", "search", "resolve", "replay", "status", "index",
+TOOLS = {"build_context", "feedback", "bundle", "search", "resolve", "replay", "status", "index",
          "session_add", "session_decide", "session_show", "session_compact",
-         "session_checkpoint", "memory_save", "memory_search", "memory_get", "memory_timeline",
-         "memory_relate", "memory_graph"}  # fmt: skip
+         "session_checkpoint", "memory_save", "memory_search", "memory_get",
+         "memory_timeline", "memory_relate", "memory_graph"}  # fmt: skip
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -75,7 +75,7 @@ def mcp_call(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Call, A
 
 
 def test_lists_the_agent_tools_with_descriptions(mcp_call: tuple[Call, Any]) -> None:
-    """tools/list has the agent profile's eighteen tools, each saying when to call it."""
+    """tools/list has the agent profile's nineteen tools, each saying when to call it."""
     _, (portal, client) = mcp_call
     tools = {t.name: t for t in portal.call(client.list_tools).tools}
     assert set(tools) == TOOLS
@@ -321,3 +321,12 @@ def test_each_bad_input_is_a_named_tool_error(
     assert words in result.content[0].text.lower(), result.content[0].text
     assert "traceback" not in result.content[0].text.lower()
     assert not call("status", {}).is_error
+
+
+def test_bundle_tool_matches_the_library(mcp_call: tuple[Call, Any]) -> None:
+    """The bundle tool answers the cold-start bundle: its render, items and token count."""
+    call, _ = mcp_call
+    out = call("bundle", {"goal": "register a hook", "objects": ["hooks.py"], "budget": 500})
+    body = out.structured_content
+    assert not out.is_error and body["tokens_used"] <= 500 and body["items"]
+    assert out.content[0].text == body["text"]
