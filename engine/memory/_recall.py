@@ -42,7 +42,7 @@ __all__ = [
     "importance_score",
 ]
 
-EPISODE_PENALTY = 0.8  # a note beside one already shown keeps this share of its score
+EPISODE_PENALTY = 0.9  # a note beside one already shown keeps this share of its score
 IMPORTANCE_WEIGHT = 0.3  # at most +30% on the fused score: orders near-ties only
 _DAY = 86_400.0
 _RECENCY_HALF_LIFE_DAYS = 30.0  # a note read a month ago counts half as recent

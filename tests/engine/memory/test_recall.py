@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pytest import MonkeyPatch
 
 from engine.core import Config
 from engine.embed import make_embedder
-from engine.memory import Memory, NoteStore
+from engine.memory import Memory, NoteStore, _memory
 from engine.memory._recall import IMPORTANCE_WEIGHT, diversify, fuse
 from engine.segment import code_terms
 
@@ -63,18 +64,18 @@ def test_diversify_without_neighbours_keeps_the_order(pairs: list[tuple[int, flo
     assert diversify(scored, {}, 0.8) == scored
 
 
-def test_search_shows_distinct_episodes_first(mem: Memory) -> None:
-    """Two exchanges both about a topic: each is in the top two, not one exchange twice."""
-    ids = []
-    for text in ("kiln firing pottery", "kiln firing pottery went well", "lunch plans",
-                 "weather talk", "a new bike", "a long book", "tea or coffee",
-                 "pottery kiln firing class for beginners"):  # fmt: skip
-        saved = mem.save(text, "note")
-        if ids:
-            mem.relate(saved.id, ids[-1], "follows")
-        ids.append(saved.id)
-    top = [h.id for h in mem.search("kiln firing pottery", 2)]
-    assert top == [ids[0], ids[7]]  # the first exchange's second note waits
+def test_search_shows_distinct_episodes_first(mem: Memory, monkeypatch: MonkeyPatch) -> None:
+    """Two exchanges match: with the episode penalty the second place goes to the other
+    exchange; without it, to the first exchange's next note."""
+    ids = [mem.save(text, "note").id for text in (
+        "kiln firing pottery", "kiln firing pottery went well", "lunch plans", "weather talk",
+        "a new bike", "a long book", "tea or coffee",
+        "notes from the class on pottery glazes and a kiln firing")]  # fmt: skip
+    mem.relate(ids[1], ids[0], "follows")
+    monkeypatch.setattr(_memory, "EPISODE_PENALTY", 1.0)
+    assert [h.id for h in mem.search("kiln firing pottery", 2)] == [ids[0], ids[1]]
+    monkeypatch.setattr(_memory, "EPISODE_PENALTY", 0.5)
+    assert [h.id for h in mem.search("kiln firing pottery", 2)] == [ids[0], ids[7]]
 
 
 def test_the_answer_after_a_question_is_recalled(mem: Memory) -> None:
