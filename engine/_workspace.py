@@ -52,6 +52,8 @@ from engine.core import (
     Recalled,
     Replay,
     Resolved,
+    SaveResult,
+    Scope,
     SearchHit,
     SearchMode,
     SessionState,
@@ -96,6 +98,7 @@ from engine.memory import (
     check_citations,
     cited_keys,
     ema_step,
+    end_session,
     file_lines,
     item_changes,
     rules_sections,
@@ -658,6 +661,15 @@ class Workspace:
                 found = self._sessions[session_id] = Session(self.journal, session_id,
                                                              self.counter)  # fmt: skip
             return found
+
+    def end_session(self, session_id: str, scope: Scope | str = Scope.PERSONAL) -> SaveResult:
+        """Save session ``session_id``'s summary as a memory note (goal, decisions with
+        their rationale, failures and their fixes, files changed; extracted, not generated)
+        under the topic key ``session/<id>``: ending it again updates that note in place."""
+        session = self.session(session_id)
+        if not session.exists():
+            raise NotFoundError(f"no session {session_id!r} here (for this user) to end")
+        return end_session(self.memory, session, self.counter, scope)
 
     @property
     def ledger_path(self) -> Path:

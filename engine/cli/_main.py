@@ -251,7 +251,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``cortex session add|decide|show|compact|checkpoint|hook``."""
+    """``cortex session add|decide|show|compact|checkpoint|hook|end``."""
     doc = cmd_session.__doc__ or ""
     session = sub.add_parser("session", help=doc.split("\n", 1)[0], description=doc)
     actions = session.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -262,6 +262,7 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "compact": "compact into --budget tokens and journal a checkpoint",
         "checkpoint": "journal a checkpoint at STEP, or --load the one there",
         "hook": "add a Claude Code hook payload (standard input) to its session",
+        "end": "save the session's summary as a memory note (ending again updates it)",
     }
     parsers = {}
     for name, text in helps.items():
@@ -298,6 +299,8 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     checkpoint.add_argument("step", type=int, help="the step to checkpoint at")
     checkpoint.add_argument("--load", action="store_true", help="read the checkpoint back")
     checkpoint.add_argument("--budget", type=int, default=4000, help="tokens (default 4000)")
+    parsers["end"].add_argument("--scope", choices=["personal", "project"], default="personal",
+                                help="who sees the note (default: personal)")  # fmt: skip
 
 
 def _config_from(args: argparse.Namespace) -> Config:

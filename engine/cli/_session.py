@@ -3,10 +3,10 @@
 Each command is a few lines over ``Workspace.session``: ``add`` journals a step (TEXT ``-``
 reads standard input, any size, any bytes), ``decide`` a decision, ``show`` the steps (or
 one in full, or the history lane at a budget), ``compact`` and ``checkpoint`` write
-checkpoints. ``hook`` reads one Claude Code hook payload (``UserPromptSubmit``,
-``PostToolUse``, ``PostToolUseFailure``) from standard input and adds it as a step of the
-session Claude Code names, in the workspace it names: an agent's session is filled without
-changing the agent.
+checkpoints, ``end`` saves the session's summary as a memory note. ``hook`` reads one
+Claude Code hook payload (``UserPromptSubmit``, ``PostToolUse``, ``PostToolUseFailure``)
+from standard input and adds it as a step of the session Claude Code names, in the
+workspace it names: an agent's session is filled without changing the agent.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def _compaction(done: Compaction, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_session(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    """Journal and read a planner's session: add, decide, show, compact, checkpoint, hook."""
+    """Journal and read a planner's session: add, decide, show, compact, checkpoint, hook,
+    end (its summary saved as a memory note)."""
     if args.action == "hook":
         return _hook(args, config, out)
     with Workspace.open(args.where, config) as ws:
@@ -67,6 +68,12 @@ def cmd_session(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             return EXIT_OK
         if args.action == "show":
             return _show(session, args, out)
+        if args.action == "end":
+            saved = ws.end_session(args.session, args.scope)
+            out.write(json.dumps(to_json(saved), indent=2, ensure_ascii=False) + "\n" if args.json
+                      else f"memory:{saved.id} {saved.action.value} (revision {saved.revision}): "
+                      f"the summary of session {args.session}\n")  # fmt: skip
+            return EXIT_OK
         if args.action == "compact":
             return _compaction(session.compact(args.load_bearing or (), args.budget, args.step),
                                args, out)  # fmt: skip

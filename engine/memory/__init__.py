@@ -48,6 +48,7 @@ from engine.memory._pinned import RULES_FILES, rules_sections
 from engine.memory._purge import LedgerPurge, purge_ledger
 from engine.memory._salience import SalienceState, SalienceTables, item_salience, weights_payload
 from engine.memory._session import SESSION_ID, Session, clean_text, session_uri
+from engine.memory._summary import SessionSummary, end_session, session_summary
 
 __all__ = [
     "DEDUPE_WINDOW_S",
@@ -77,6 +78,7 @@ __all__ = [
     "SalienceState",
     "SalienceTables",
     "Session",
+    "SessionSummary",
     "TokenBucket",
     "build_lane",
     "check_attest",
@@ -88,6 +90,7 @@ __all__ = [
     "compact",
     "digest_lines",
     "ema_step",
+    "end_session",
     "file_lines",
     "goal_lines",
     "item_changes",
@@ -98,6 +101,7 @@ __all__ = [
     "recall_lines",
     "rules_sections",
     "search_items",
+    "session_summary",
     "session_uri",
     "short_form",
     "split_rows",

@@ -14,6 +14,7 @@ For planners that do not speak MCP::
     GET  /v1/session/{id}?step=       the steps (without text), or one step in full
     POST /v1/session/{id}/compact     {load_bearing, budget_tokens, step} -> the compaction
     POST /v1/session/{id}/checkpoint  {step, budget_tokens}   GET .../checkpoint/{step}
+    POST /v1/session/{id}/end         {scope} -> the summary note's save result
     POST /v1/memory                   {title, type, what, why, where, learned, topic_key,
                                        scope} -> what the save did
     GET  /v1/memory/search?q=&k=&types=&include_superseded=1   titles and previews
@@ -324,6 +325,16 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
 
         return await _answer(work)
 
+    async def session_end(request: Request) -> Response:
+        async def work() -> object:
+            body = await _json_body(request)
+            only(body, "scope")
+            saved = await call(service.session_end, request.path_params["session"],
+                               field(body, "scope", str, "personal"))  # fmt: skip
+            return to_json(saved)
+
+        return await _answer(work)
+
     async def session_checkpoint(request: Request) -> Response:
         async def work() -> object:
             session = request.path_params["session"]
@@ -467,6 +478,7 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
         Route("/v1/session/{session}/compact", session_compact, methods=["POST"]),
         Route("/v1/session/{session}/checkpoint", session_checkpoint, methods=["POST"]),
         Route("/v1/session/{session}/checkpoint/{step}", session_checkpoint, methods=["GET"]),
+        Route("/v1/session/{session}/end", session_end, methods=["POST"]),
         Route("/v1/memory", memory_save, methods=["POST"]),
         Route("/v1/memory/search", memory_search, methods=["GET"]),
         *([Route("/v1/memory/stats", memory_stats, methods=["GET"])]
@@ -703,6 +715,11 @@ OPENAPI: dict[str, Any] = {
             "summary": "The latest checkpoint at step, as written",
             "parameters": [_SID, {"name": "step", "in": "path", "required": True,
                                   "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/end": {"post": {
+            "summary": "Save the session's summary as a memory note (ending again updates it)",
+            "parameters": [_SID],
+            "requestBody": _body({"scope": {"enum": ["personal", "project"]}}, []),
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/memory": {"post": {
             "summary": "Save a note (same topic_key: updated in place; same content: nothing "

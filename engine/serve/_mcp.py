@@ -114,6 +114,11 @@ SESSION_CHECKPOINT = """\
 Journal a checkpoint of the session's working set at step, or with load=true read the
 latest checkpoint at step back as written (to resume without recomputing)."""
 
+SESSION_END = """\
+End the session: its summary (goal, decisions and why, failures and their fixes, files
+changed; extracted from the steps, not generated) is saved as a memory note that later
+sessions find with memory_search. Ending it again updates the same note."""
+
 MEMORY_SAVE = """\
 Save what you learned so a later session finds it: a decision and why, a bug's cause, a
 pattern, a configuration fact, a constraint. title (one line) and type (decision, bugfix,
@@ -169,7 +174,7 @@ AGENT_MEMORY_TOOLS = ("memory_save", "memory_search", "memory_get", "memory_time
 ADMIN_TOOLS = ("memory_delete", "memory_stats", "memory_archive")
 _BASE_TOOLS = ("build_context", "feedback", "bundle", "search", "resolve", "replay", "status",
                "index", "session_add", "session_decide", "session_show", "session_compact",
-               "session_checkpoint")  # fmt: skip
+               "session_checkpoint", "session_end")  # fmt: skip
 PROFILES = {
     "agent": (*_BASE_TOOLS, *AGENT_MEMORY_TOOLS),
     "admin": (*_BASE_TOOLS, *AGENT_MEMORY_TOOLS, *ADMIN_TOOLS),
@@ -399,6 +404,13 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
             )
         )
         return result(to_json(done))
+
+    @server.tool(description=SESSION_END, annotations=writes)
+    async def session_end(
+        session: str,
+        scope: Annotated[str, Field(description="personal (default) or project")] = "personal",
+    ) -> CallToolResult:
+        return result(to_json(await run(service.session_end, session, scope)))
 
     @server.tool(description=INDEX, annotations=writes)
     async def index(

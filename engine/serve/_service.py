@@ -349,6 +349,12 @@ class Service:
             return self.ws.session(session).load_checkpoint(step)
         return self.session_compact(session, (), budget_tokens, step)
 
+    def session_end(self, session: str, scope: str = "personal") -> SaveResult:
+        """``Workspace.end_session``: the session's summary saved as a memory note (ending
+        it again updates that note)."""
+        _check_text("session", session)
+        return self.ws.end_session(session, scope)
+
     # -- memory -------------------------------------------------------------------------
     # Notes live in their own store, not the index: these work before the first index
     # (links to code resolve once there is one).
