@@ -295,6 +295,9 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                          help="a step kept whole; repeatable")  # fmt: skip
     compact.add_argument("--budget", type=int, default=4000, help="tokens (default 4000)")
     compact.add_argument("--step", type=int, metavar="N", help="up to this step (default: all)")
+    compact.add_argument("--in-context", type=int, action="append", metavar="N",
+                         help="a step the planner's context holds; repeatable (default: "
+                         "all; the goal stays pinned)")  # fmt: skip
     checkpoint = parsers["checkpoint"]
     checkpoint.add_argument("step", type=int, help="the step to checkpoint at")
     checkpoint.add_argument("--load", action="store_true", help="read the checkpoint back")

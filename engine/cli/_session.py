@@ -75,8 +75,8 @@ def cmd_session(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                       f"the summary of session {args.session}\n")  # fmt: skip
             return EXIT_OK
         if args.action == "compact":
-            return _compaction(session.compact(args.load_bearing or (), args.budget, args.step),
-                               args, out)  # fmt: skip
+            return _compaction(session.compact(args.load_bearing or (), args.budget, args.step,
+                                               args.in_context), args, out)  # fmt: skip
         if args.load:
             return _compaction(session.load_checkpoint(args.step), args, out)
         return _compaction(session.checkpoint(args.step, args.budget), args, out)

@@ -12,7 +12,8 @@ For planners that do not speak MCP::
     POST /v1/session/{id}/steps       {role, text, tool, is_error, exit_status} -> the step
     POST /v1/session/{id}/decisions   {text, rationale, evidence} -> the step
     GET  /v1/session/{id}?step=       the steps (without text), or one step in full
-    POST /v1/session/{id}/compact     {load_bearing, budget_tokens, step} -> the compaction
+    POST /v1/session/{id}/compact     {load_bearing, budget_tokens, step, in_context}
+                                      -> the compaction
     POST /v1/session/{id}/checkpoint  {step, budget_tokens}   GET .../checkpoint/{step}
     POST /v1/session/{id}/end         {scope} -> the summary note's save result
     POST /v1/memory                   {title, type, what, why, where, learned, topic_key,
@@ -316,11 +317,13 @@ def build_app(service: Service, *, token: str | None = None, host: str = "127.0.
     async def session_compact(request: Request) -> Response:
         async def work() -> object:
             body = await _json_body(request)
-            only(body, "load_bearing", "budget_tokens", "step")
+            only(body, "load_bearing", "budget_tokens", "step", "in_context")
+            held = body.get("in_context")
             done = await call(service.session_compact, request.path_params["session"],
                               steps_of(body.get("load_bearing")),
                               field(body, "budget_tokens", int, 4000),
-                              field(body, "step", (int, type(None)), None))  # fmt: skip
+                              field(body, "step", (int, type(None)), None),
+                              None if held is None else steps_of(held, "in_context"))  # fmt: skip
             return to_json(done)
 
         return await _answer(work)
@@ -703,7 +706,7 @@ OPENAPI: dict[str, Any] = {
                        "stubs do not fit)",
             "parameters": [_SID],
             "requestBody": _body({"load_bearing": _INTS, "budget_tokens": {"type": "integer"},
-                                  "step": {"type": "integer"}}, []),
+                                  "step": {"type": "integer"}, "in_context": _INTS}, []),
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/session/{session}/checkpoint": {"post": {
             "summary": "Journal a checkpoint of the working set at step",

@@ -107,7 +107,8 @@ history lane stands for, byte for byte as it was journaled."""
 SESSION_COMPACT = """\
 Compact the session up to step (default: the last) into budget_tokens: the goal and the
 load_bearing steps stay whole, the rest become stubs of at most 50 tokens, and a
-checkpoint is journaled. Refuses (an error) rather than truncate when even the stubs do
+checkpoint is journaled. in_context: the steps your context holds now (default: all; the
+goal stays pinned either way). Refuses (an error) rather than truncate when even the stubs do
 not fit."""
 
 SESSION_CHECKPOINT = """\
@@ -388,10 +389,14 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         load_bearing: Annotated[list[int], Field(description="kept whole")] = [],  # noqa: B006
         budget_tokens: int = 4000,
         step: int | None = None,
+        in_context: Annotated[
+            list[int] | None, Field(description="the steps your context holds (default: all)")
+        ] = None,
     ) -> CallToolResult:
         steps = steps_of
+        held = None if in_context is None else steps(in_context, "in_context")
         done = await run(lambda: service.session_compact(session, steps(load_bearing),
-                                                         budget_tokens, step))  # fmt: skip
+                                                         budget_tokens, step, held))  # fmt: skip
         return result(to_json(done))
 
     @server.tool(description=SESSION_CHECKPOINT, annotations=writes)

@@ -330,15 +330,18 @@ class Service:
         load_bearing: Sequence[int] = (),
         budget_tokens: int = 4000,
         step: int | None = None,
+        in_context: Sequence[int] | None = None,
     ) -> Compaction:
         """``Session.compact``: journals a checkpoint; ``BudgetUnreachableError`` rather
-        than truncate."""
+        than truncate. ``in_context``: the steps the planner's context holds (None: all)."""
         _check_text("session", session)
         _check_items("load_bearing", load_bearing)
+        if in_context is not None:
+            _check_items("in_context", in_context)
         low, high = MIN_BUDGET_TOKENS, MAX_BUDGET_TOKENS
         if not low <= budget_tokens <= high:
             raise ConfigError(f"budget_tokens must be within {low}..{high}")
-        return self.ws.session(session).compact(load_bearing, budget_tokens, step)
+        return self.ws.session(session).compact(load_bearing, budget_tokens, step, in_context)
 
     def session_checkpoint(self, session: str, step: int, *, load: bool = False,
                            budget_tokens: int = 4000) -> Compaction:  # fmt: skip

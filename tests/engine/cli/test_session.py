@@ -60,6 +60,24 @@ def test_add_show_decide_compact_checkpoint(tmp_path: Path) -> None:
     assert _run("session", "show", "--session", "nobody", *p)[0] == EXIT_ERROR
 
 
+def test_compact_in_context(tmp_path: Path) -> None:
+    """``compact --in-context N`` compacts only the steps held (the goal stays pinned), as
+    the library does; a step the session lacks is an error."""
+    repo = _repo(tmp_path)
+    p = ("--path", str(repo))
+    _run("session", "add", "--session", "s", "--role", "user", "fix handler", *p)
+    for i in range(3):
+        _run("session", "add", "--session", "s", "--role", "tool", f"output {i}", *p)
+    code, out = _run("session", "compact", "--session", "s", "--in-context", "3",
+                     "--in-context", "4", "--json", *p)  # fmt: skip
+    done = json.loads(out)
+    held = set(done["kept"]) | {int(s["ref"].rsplit("#", 1)[1]) for s in done["stubs"]}
+    assert code == EXIT_OK and held == {1, 3, 4}
+    with Workspace.open(repo, Config.from_env()) as ws:
+        assert ws.session("s").load_checkpoint(4).checkpoint.sha256 == done["checkpoint"]["sha256"]
+    assert _run("session", "compact", "--session", "s", "--in-context", "9", *p)[0] == EXIT_ERROR
+
+
 def test_context_with_a_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``cortex context --session`` packs the history lane and journals the request."""
     monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")

@@ -65,3 +65,36 @@ def test_session_tools_over_mcp(server: Server) -> None:  # noqa: F811
     added, shown, bad = anyio.run(mcp)
     assert added["step"] == 1 and shown == server.request("GET", "/v1/session/mcp-1?step=1")[1]
     assert bad
+
+
+def _held(done: dict[str, Any]) -> set[int]:
+    return set(done["kept"]) | {int(s["ref"].rsplit("#", 1)[1]) for s in done["stubs"]}
+
+
+def test_compact_in_context_on_http_and_mcp(server: Server) -> None:  # noqa: F811
+    """compact's in_context means the same over HTTP and MCP as in the library: only the
+    steps held (and the goal) are compacted; a step the session lacks is a 404 / tool
+    error, a list that is not of step numbers a 400 / tool error."""
+    sid = "/v1/session/held-1"
+    server.request("POST", f"{sid}/steps", {"role": "user", "text": "fix hooks"})
+    for _ in range(4):
+        server.request("POST", f"{sid}/steps", {"role": "tool", "text": LOG, "tool": "bash"})
+    ask = {"budget_tokens": 2000, "in_context": [3, 4]}
+    status, done = server.request("POST", f"{sid}/compact", ask)
+    assert status == 200 and _held(done) == {1, 3, 4}
+    assert server.request("POST", f"{sid}/compact", {"in_context": [9]})[0] == 404
+    assert server.request("POST", f"{sid}/compact", {"in_context": ["3"]})[0] == 400
+    assert server.request("POST", f"{sid}/compact", {"in_context": 3})[0] == 400
+
+    async def mcp() -> Any:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as client_http,
+            Client(streamable_http_client(server.url + "/mcp", http_client=client_http)) as c,
+        ):
+            same = await c.call_tool("session_compact", {"session": "held-1", **ask})
+            bad = await c.call_tool("session_compact", {"session": "held-1", "in_context": [9]})
+            return same.structured_content, bad.is_error
+
+    same, bad = anyio.run(mcp)
+    assert same == done and bad
