@@ -41,6 +41,7 @@ _THOUGHT_CHARS = 80  # an agent turn's stub keeps the start of its reasoning
 _PASSED_SHOWN = 12  # passing test ids a stub names (failing ones: all)
 _LOCATIONS = 12  # path:line locations a stub names (files: all it saw, up to the cap)
 _QUESTIONS = 3  # open questions a digest keeps (the latest)
+_RUNS_KEPT = 4096  # digests memoised per session before the cache starts again
 _QUESTION = re.compile(r"[^.!?\n]{12,200}\?")
 
 
@@ -54,13 +55,36 @@ class Memo:
     tokens: dict[str, int] = field(default_factory=dict)
     blocks: dict[tuple[str, Step], tuple[list[str], int]] = field(default_factory=dict)
     commands: dict[Step, str] = field(default_factory=dict)
-    words: dict[Step, list[frozenset[str]]] = field(default_factory=dict)
+    said: dict[Step, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    runs: dict[tuple[str, Step, Step, int], tuple[list[str], int]] = field(default_factory=dict)
+    lines: dict[Step, object] = field(default_factory=dict)  # the lane's recallable lines
 
     def command(self, item: Step) -> str:
         """The shell command of an agent's turn, or "" (memoised)."""
         found = self.commands.get(item)
         if found is None:
             found = self.commands[item] = command_of(item.text)
+        return found
+
+    def names(self, item: Step) -> tuple[tuple[str, ...], ...]:
+        """(paths, test ids, exception names, symbols) in the item's whole text (memoised)."""
+        found = self.said.get(item)
+        if found is None:
+            found = self.said[item] = names_in(item.text)
+        return found
+
+    def run(self, kind: str, items: Sequence[Step]) -> tuple[list[str], int]:
+        """A run of items as a ``digest`` or as ``goals`` and lessons, and its cost
+        (memoised by the run's first and last item and its length)."""
+        if not items:
+            return [], 0
+        key = (kind, items[0], items[-1], len(items))
+        found = self.runs.get(key)
+        if found is None:
+            if len(self.runs) >= _RUNS_KEPT:
+                self.runs.clear()
+            lines = digest_lines(items, self) if kind == "digest" else goal_lines(items, self)
+            found = self.runs[key] = (lines, self.cost(lines))
         return found
 
     def block(self, kind: str, item: Step) -> tuple[list[str], int]:
@@ -183,7 +207,7 @@ def stub_lines(item: Step, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
             return [short]
         # The names a command used (files it ran or wrote, tests) outlive its short form.
         obs = memo.observe(item)
-        paths, tests, errors, _ = names_in(item.text)
+        paths, tests, errors, _ = memo.names(item)
         said = dict.fromkeys((*obs.files, *paths, *tests, *obs.failed_tests, *errors))
         names = [n for n in said if n not in short]
         return [short, "  names: " + ", ".join(names)] if names else [short]
@@ -214,6 +238,9 @@ def stub_lines(item: Step, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
         more = len(obs.passed_tests) - _PASSED_SHOWN
         facts.append("passed: " + ", ".join(obs.passed_tests[:_PASSED_SHOWN])
                      + (f" and {more} more" if more > 0 else ""))  # fmt: skip
+    raised = [e for e in obs.exceptions if not any(e in ln for ln in shown)]
+    if raised:
+        facts.append("raised: " + ", ".join(raised))
     if obs.files:
         facts.append("files: " + ", ".join(obs.files))
     located = [p for p in obs.paths if p.rsplit(":", 1)[-1].isdigit()][:_LOCATIONS]
@@ -274,11 +301,14 @@ def _names(items: Sequence[Step], memo: Memo) -> tuple[list[str], list[str], lis
     symbols: dict[str, None] = {}
     for item in items:
         obs = memo.observe(item)
-        for p in obs.files:
+        said: tuple[tuple[str, ...], ...] = ((), (), ())
+        if item.role is StepRole.ASSISTANT:  # the names its reasoning used, not only its command
+            said = memo.names(item)[:3]
+        for p in (*obs.files, *said[0]):
             paths.setdefault(p)
-        for t in (*obs.failed_tests, *obs.passed_tests):
+        for t in (*obs.failed_tests, *obs.passed_tests, *said[1]):
             tests.setdefault(t)
-        for e in obs.exceptions:
+        for e in (*obs.exceptions, *said[2]):
             errors.setdefault(e)
         for s in obs.symbols:
             symbols.setdefault(s)

@@ -1,14 +1,17 @@
 """The history lane: a session's items, newest whole and older ones compacted, in a room of
 tokens that is never exceeded and never cut.
 
-The newest items are shown verbatim (L0, at most ``recent_turns`` and ``recent_share`` of
-the room); older tool outputs are masked to stubs (L1); when the stubs do not fit, the
-oldest of them are folded into a digest (L2), and when the digest does not fit either, the
-oldest part of it into goals and lessons (L3). Room left over is spent on the lines of the
-masked outputs that share most words with the request. Whatever is not shown whole is
-listed in ``HistoryLane.compacted`` with a ``session:ID#N`` uri that resolves to it; if
-even the shortest form (one line naming every step) does not fit, ``build_lane`` raises
-``BudgetUnreachableError`` rather than drop anything.
+With a request, ``recall_share`` of the room is kept first for the lines of compacted tool
+outputs the request points at (the words it shares with them, the blocks around those, and
+whole definitions it names); what those lines do not use goes back to the rest. The newest
+items are shown verbatim (L0, at most ``recent_turns`` and ``recent_share`` of the room
+left, or all of it once every line the request matches is in); older tool outputs are
+masked to stubs (L1); when the stubs do not fit, the oldest of them are folded into a
+digest (L2), and when the digest does not fit either, the oldest part of it into goals and
+lessons (L3). Whatever is not shown whole is listed in ``HistoryLane.compacted`` with a
+``session:ID#N`` uri that resolves to it; if even the shortest form (one line naming every
+step) does not fit, ``build_lane`` raises ``BudgetUnreachableError`` rather than drop
+anything.
 """
 
 from __future__ import annotations
@@ -20,12 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.core import BudgetUnreachableError, HistoryLane, Pointer, Step, StepRole
-from engine.memory._history import (
-    VERBATIM_CHARS,
-    Memo,
-    digest_lines,
-    goal_lines,
-)
+from engine.memory._history import VERBATIM_CHARS, Memo
 from engine.memory._observe import MAX_LINE_CHARS
 
 __all__ = ["LaneSettings", "build_lane", "lane_header", "recall_lines", "search_items"]
@@ -33,6 +31,13 @@ __all__ = ["LaneSettings", "build_lane", "lane_header", "recall_lines", "search_
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _MIN_LINE = 25  # shorter lines carry too little to be worth recalling into a stub
 _RECALLED = "Recalled for this request from compacted steps:"
+# Code as tools print it: a line number ("12:", "  12<tab>") before the code, and the
+# definitions that open a block (the block is every deeper-indented line after).
+_NUMBERED = re.compile(r"^\s*\d+(?::|\t)")
+# A step whose code defines a name the query uses is what a search for it wants: each such
+# name adds this many times its idf (over the definitions) to the step's BM25 score.
+SEARCH_DEFINITION_WEIGHT = 2.0
+_DEFINES = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +45,23 @@ class LaneSettings:
     """How the history lane spends its room (part of a session turn's replay key)."""
 
     recent_turns: int = 10  # L0: the newest items shown whole, at most this many
-    # L0's cap as a share of the lane's room: an agent copies most from the last output or
-    # two, and the rest of the room keeps every older step visible as a stub.
+    # L0's cap as a share of the room the recalled lines leave: an agent copies most from
+    # the last output or two, and the rest of the room keeps every older step visible.
     recent_share: float = 0.7
+    # Room kept first for lines of compacted outputs recalled for the request (when there is
+    # one): agents copy from older outputs what their request names, rarely a stub's line.
+    recall_share: float = 0.6
     # Lines of compacted outputs recalled for the request at most (the room decides first).
     recall_lines: int = 300
     neighbour_weight: float = 0.5  # a recalled line's score gains this share of its neighbours'
-    recency_weight: float = 2.0  # the newest output's lines score (1 + this) times, decaying
+    neighbour_span: int = 3  # neighbours this many lines either side count, by 1/distance
+    # A line inside a definition the request names gains this many times the name's idf: an
+    # agent that names a function rewrites it, so its body comes before lines that merely
+    # share a word.
+    definition_weight: float = 8.0
+    # A recalled line's score is divided by (1 + steps back / this): agents copy most from
+    # what they saw last.
+    recency_steps: float = 20.0
 
 
 def _words(text: str) -> list[str]:
@@ -71,8 +86,8 @@ def _render(items: Sequence[Step], plan: _Plan, memo: Memo, session: str,
             recalled: Sequence[str]) -> list[str]:  # fmt: skip
     older = items[: len(items) - plan.recent]
     lines = [lane_header(session, items)]
-    lines += goal_lines(older[: plan.goals], memo)
-    lines += digest_lines(older[plan.goals : plan.goals + plan.digest], memo)
+    lines += memo.run("goals", older[: plan.goals])[0]
+    lines += memo.run("digest", older[plan.goals : plan.goals + plan.digest])[0]
     for item in older[plan.goals + plan.digest :]:
         lines += memo.block("stub", item)[0]
     if recalled:
@@ -93,8 +108,8 @@ def _cost(items: Sequence[Step], plan: _Plan, memo: Memo, session: str) -> int:
     from the memoised blocks."""
     older = items[: len(items) - plan.recent]
     total = memo.cost([lane_header(session, items)])
-    total += memo.cost(goal_lines(older[: plan.goals], memo))
-    total += memo.cost(digest_lines(older[plan.goals : plan.goals + plan.digest], memo))
+    total += memo.run("goals", older[: plan.goals])[1]
+    total += memo.run("digest", older[plan.goals : plan.goals + plan.digest])[1]
     total += sum(memo.block("stub", item)[1] for item in older[plan.goals + plan.digest :])
     if plan.recent:
         total += memo.cost([_recent_header(items, plan)])
@@ -125,10 +140,13 @@ def _smallest(lo: int, hi: int, fits: Callable[[int], bool]) -> int | None:
 
 
 def _plan(items: Sequence[Step], room: int, memo: Memo, session: str,
-          settings: LaneSettings) -> _Plan | None:  # fmt: skip
-    """The plan that shows the most whole and the least folded within ``room`` (by summed
-    line counts), or None when not even everything folded into goals fits."""
-    cap = int(room * settings.recent_share)
+          settings: LaneSettings, reserve: int = 0, share: float | None = None,
+          ) -> _Plan | None:  # fmt: skip
+    """The plan that shows the most whole and the least folded within ``room`` less
+    ``reserve`` (by summed line counts; the newest whole in at most ``share`` of it), or
+    None when not even everything folded into goals fits."""
+    room -= reserve
+    cap = int(room * (settings.recent_share if share is None else share))
     recent, used = 0, 0
     for item in reversed(items):
         if recent >= settings.recent_turns or len(item.text) > VERBATIM_CHARS:
@@ -185,29 +203,59 @@ def recall_lines(item: Step, query_words: set[str], limit: int) -> list[str]:
     return [text for _, _, text in sorted(scored[:limit], key=lambda s: s[1])]
 
 
-def _line_words(item: Step, memo: Memo) -> list[tuple[str, frozenset[str]]]:
-    """The recallable lines of an item with their words (memoised)."""
-    key = ("words", item)
-    found = memo.blocks.get(key)
-    if found is None:
-        lines = []
-        if len(item.text) <= VERBATIM_CHARS:
-            for line in item.text.splitlines():
-                text = line.rstrip()
-                if len(text.strip()) >= _MIN_LINE and len(text) <= MAX_LINE_CHARS:
-                    lines.append(text)
-        found = memo.blocks[key] = (lines, 0)
-    words = memo.words.get(item)
-    if words is None:
-        words = memo.words[item] = [frozenset(_words(ln)) for ln in found[0]]
-    return list(zip(found[0], words, strict=True))
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    """An item's recallable lines, their words, and the definitions each sits in."""
+
+    text: tuple[str, ...]
+    words: tuple[frozenset[str], ...]
+    within: dict[str, tuple[int, ...]]  # a def/class name (lower case) -> its lines
+    defines: frozenset[str]  # every def/class name it opens (lower case)
+
+
+def _lines(item: Step, memo: Memo | None) -> _Lines:
+    """The recallable lines of a tool output (memoised when given a memo): each with its
+    words and, for code (a file shown whole or in part, numbered or not), the definitions
+    it is inside."""
+    found = memo.lines.get(item) if memo is not None else None
+    if found is not None:
+        assert isinstance(found, _Lines)
+        return found
+    text: list[str] = []
+    within: dict[str, list[int]] = {}
+    scope: list[tuple[int, str]] = []  # open definitions: (indent, name)
+    defines: set[str] = set()
+    if len(item.text) <= VERBATIM_CHARS:
+        for raw in item.text.splitlines():
+            line = raw.rstrip()
+            body = _NUMBERED.sub("", line, count=1)
+            if not body.strip():
+                continue
+            indent = len(body) - len(body.lstrip())
+            while scope and scope[-1][0] >= indent:
+                scope.pop()
+            opened = _DEFINES.match(body)
+            if opened:
+                scope.append((indent, opened.group(1).lower()))
+                defines.add(scope[-1][1])
+            if len(line.strip()) >= _MIN_LINE and len(line) <= MAX_LINE_CHARS:
+                for _, name in scope:
+                    within.setdefault(name, []).append(len(text))
+                text.append(line)
+    found = _Lines(tuple(text), tuple(frozenset(_words(ln)) for ln in text),
+                   {k: tuple(v) for k, v in within.items()}, frozenset(defines))  # fmt: skip
+    if memo is not None:
+        memo.lines[item] = found
+    return found
 
 
 def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: int,
            query: str, settings: LaneSettings) -> list[str]:  # fmt: skip
-    """Room left after the plan, spent on the lines of compacted tool outputs that share the
-    rarest words with the request (by the summed idf of the shared words; ties: newer
-    steps, then earlier lines), each tagged with its step."""
+    """Room left after the plan, spent on the lines of compacted tool outputs the request
+    points at, each tagged with its step: a line scores the summed idf of the words it
+    shares with the request, plus a share of its neighbours' (agents copy blocks) and of a
+    definition it sits in that the request names (agents rewrite what they name), divided
+    by how far back it is (ties: newer steps, then earlier lines)."""
     words = set(_words(query))
     if not words:
         return []
@@ -216,33 +264,42 @@ def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: i
     if left <= 0:
         return []
     shown = {ln for i in older[plan.goals + plan.digest :] for ln in memo.block("stub", i)[0]}
-    hits: list[tuple[int, int, str, frozenset[str]]] = []
+    outputs = [(item, _lines(item, memo)) for item in older if item.role is StepRole.TOOL]
     df: Counter[str] = Counter()
     total = 0
-    for item in older:
-        if item.role is not StepRole.TOOL:
-            continue
-        for n, (line, line_words) in enumerate(_line_words(item, memo)):
-            total += 1
-            shared = line_words & words
-            if shared:
-                df.update(shared)
-                hits.append((item.step, n, line, shared))
-    own = {(h[0], h[1]): sum(math.log(1 + total / df[w]) for w in h[3]) for h in hits}
-
-    newest = {s: n for n, s in enumerate(sorted({h[0] for h in hits}, reverse=True))}
-
-    def score(h: tuple[int, int, str, frozenset[str]]) -> float:
-        # Agents copy blocks: a line among matching neighbours is worth more; and they
-        # copy most from the outputs they saw last.
-        near = own.get((h[0], h[1] - 1), 0.0) + own.get((h[0], h[1] + 1), 0.0)
-        base = own[(h[0], h[1])] + settings.neighbour_weight * near
-        return base * (1 + settings.recency_weight / (1 + newest[h[0]]))
-
-    ranked = sorted(hits, key=lambda h: (-score(h), -h[0], h[1]))
+    shared: dict[tuple[int, int], frozenset[str]] = {}
+    for item, lines in outputs:
+        for n, line_words in enumerate(lines.words):
+            common = line_words & words
+            if common:
+                df.update(common)
+                shared[(item.step, n)] = common
+        total += len(lines.text)
+    idf = {w: math.log(1 + total / df[w]) for w in df}
+    own = {key: sum(idf[w] for w in common) for key, common in shared.items()}
+    span = range(1, settings.neighbour_span + 1)
+    score: dict[tuple[int, int], float] = {}
+    for (step, n), value in own.items():  # a matching line lends to its neighbours
+        score[(step, n)] = score.get((step, n), 0.0) + value
+        for d in span:
+            for m in (n - d, n + d):
+                score[(step, m)] = score.get((step, m), 0.0) + settings.neighbour_weight * value / d
+    for item, lines in outputs:  # a definition the request names lends to its lines
+        for name in words & lines.within.keys():
+            lend = settings.definition_weight * idf.get(name, 0.0)
+            for n in lines.within[name]:
+                score[(item.step, n)] = score.get((item.step, n), 0.0) + lend
+    texts = {item.step: lines.text for item, lines in outputs}
+    last = items[-1].step
+    ranked = sorted(
+        ((value / (1 + (last - step) / settings.recency_steps), step, n)
+         for (step, n), value in score.items() if 0 <= n < len(texts[step]) and value > 0),
+        key=lambda h: (-h[0], -h[1], h[2]),
+    )  # fmt: skip
     chosen: list[tuple[int, int, str]] = []
     seen: set[str] = set()
-    for step, n, line, _ in ranked[: settings.recall_lines]:
+    for _, step, n in ranked[: settings.recall_lines]:
+        line = texts[step][n]
         if line in seen or ("  " + line) in shown or ("! " + line) in shown:
             continue
         cost = memo.count(f"~#{step} {line}") + 1
@@ -252,6 +309,25 @@ def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: i
         chosen.append((step, n, line))
         left -= cost
     return [f"~#{step} {line}" for step, _, line in sorted(chosen)]
+
+
+def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: str,
+             settings: LaneSettings) -> tuple[_Plan | None, list[str]]:  # fmt: skip
+    """The plan and the lines recalled for the request: room is kept for the recalled
+    lines first, and what they do not use goes back to the plan."""
+    reserve = int(room * settings.recall_share) if _words(query) else 0
+    plan = _plan(items, room, memo, session, settings, reserve) if reserve else None
+    if plan is not None:
+        extra = _spend(items, plan, memo, session, room, query, settings)
+        used = memo.cost([_RECALLED, *extra]) if extra else 0
+        if used >= reserve - room // 50:
+            return plan, extra
+        # Every line the request matches is in: the rest of the room shows the newest whole.
+        plan = _plan(items, room, memo, session, settings, used, 1.0)
+    else:
+        plan = _plan(items, room, memo, session, settings)
+    extra = [] if plan is None else _spend(items, plan, memo, session, room, query, settings)
+    return plan, extra
 
 
 def build_lane(
@@ -270,9 +346,7 @@ def build_lane(
     """
     margin = 0
     while True:
-        plan = _plan(items, room - margin, memo, session, settings)
-        extra = [] if plan is None else _spend(items, plan, memo, session, room - margin,
-                                                query, settings)  # fmt: skip
+        plan, extra = _planned(items, room - margin, memo, session, query, settings)
         lines = (_minimal(items, session) if plan is None
                  else _render(items, plan, memo, session, extra))  # fmt: skip
         text = "\n".join(lines)
@@ -309,9 +383,11 @@ def _compacted(items: Sequence[Step], plan: _Plan | None, session: str,
 
 
 def search_items(items: Sequence[Step], query: str, k: int = 3,
-                 role: StepRole | None = None) -> list[Step]:  # fmt: skip
-    """The ``k`` items (of ``role``, when given) whose text best matches ``query`` by BM25
-    (ties: newest first): how a stubbed step is found again by what a later step says."""
+                 role: StepRole | None = None, memo: Memo | None = None) -> list[Step]:  # fmt: skip
+    """The ``k`` items (of ``role``, when given) whose text best matches ``query`` by BM25,
+    plus ``SEARCH_DEFINITION_WEIGHT`` times the idf of each name the query uses that the
+    item's code defines (ties: newest first): how a stubbed step is found again by what a
+    later step says. ``memo`` caches each item's definitions."""
     if role is not None:
         items = [i for i in items if i.role is role]
     words = _words(query)
@@ -322,15 +398,20 @@ def search_items(items: Sequence[Step], query: str, k: int = 3,
     avg = sum(lengths) / len(docs) or 1.0
     df = Counter(w for d in docs for w in d)
     n = len(docs)
+    asked = set(words)
+    defined = [asked & _lines(i, memo).defines for i in items]
+    named = Counter(w for d in defined for w in d)
     k1, b = 1.2, 0.75
     scores = []
     for idx, (doc, length) in enumerate(zip(docs, lengths, strict=True)):
         s = 0.0
-        for w in set(words):
+        for w in asked:
             tf = doc.get(w, 0)
             if tf:
                 idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
                 s += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
+        for w in defined[idx]:
+            s += SEARCH_DEFINITION_WEIGHT * math.log(1 + (n - named[w] + 0.5) / (named[w] + 0.5))
         if s > 0:
             scores.append((-s, -items[idx].step, idx))
     scores.sort()

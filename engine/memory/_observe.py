@@ -160,9 +160,11 @@ def observe(text: str, exit_status: int | None = None) -> Observation:
     """
     whole = len(text) <= 2 * SCAN_CHARS
     scan = text if whole else text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]
+    head = _RETURNCODE.search(scan[:200])
     if exit_status is None:
-        found = _RETURNCODE.search(scan[:200])
-        exit_status = int(found.group(1)) if found else None
+        exit_status = int(head.group(1)) if head else None
+    if head:  # the status is in the stub's label: its digits are no first line
+        scan = scan[: head.start()] + scan[head.end() :]
     body = _TAGS.sub("", scan)
     lines = [ln for ln in body.splitlines() if ln.strip()]
     paths: list[str] = []

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.core import BudgetUnreachableError, Step, StepRole
-from engine.memory import Memo, build_lane, search_items
+from engine.memory import Memo, build_lane, digest_lines, search_items, stub_lines
 from indexers import TiktokenCounter
 from tests.engine.memory.test_observe import PYTEST
 
@@ -68,3 +68,62 @@ def test_search_finds_a_stubbed_step() -> None:
     """BM25 over the steps finds the traceback's step for words from it."""
     found = search_items(_session(6), "empty header ValueError parse", 3)
     assert found and found[0].role is StepRole.TOOL and "ValueError" in found[0].text
+
+
+def _file_view() -> str:
+    """A numbered view of a module with many small functions (as ``nl -ba`` prints it)."""
+    lines = []
+    for f in range(30):
+        lines += [f"def helper_{f}(value):", f"    total_{f} = compute_thing(value, {f})",
+                  f"    return finish_up_{f}(total_{f}) + offset_number_{f}", ""]  # fmt: skip
+    lines[40:40] = ["def parse_header(raw):", "    cleaned = raw.strip().lower()",
+                    "    return cleaned or DEFAULT_PLACEHOLDER_VALUE", ""]  # fmt: skip
+    return "\n".join(f"{n + 1:6}\t{line}" for n, line in enumerate(lines))
+
+
+def test_a_definition_the_request_names_is_recalled_whole() -> None:
+    """A masked file view's lines inside the definition the request names come back, even
+    those that share no word with the request; other functions' lines do not."""
+    items = [Step(1, StepRole.USER, "Fix: empty headers are rejected"),
+             Step(2, StepRole.ASSISTANT, "THOUGHT: read it\n```bash\nnl -ba src/h.py\n```"),
+             Step(3, StepRole.TOOL, _file_view(), tool="bash")]  # fmt: skip
+    for i in range(12):
+        turn = f"THOUGHT: run {i}\n```bash\nls\n```"
+        items.append(Step(len(items) + 1, StepRole.ASSISTANT, turn))
+        items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
+    asked = "I will rewrite `parse_header` so that it accepts empty values"
+    lane = build_lane(items, 900, Memo(COUNTER), session="s", query=asked)
+    assert "session:s#3" in {p.source_uri for p in lane.compacted}
+    assert "return cleaned or DEFAULT_PLACEHOLDER_VALUE" in lane.text
+    assert "cleaned = raw.strip().lower()" in lane.text
+    assert "finish_up_3(total_3)" not in lane.text
+
+
+def test_room_the_request_does_not_use_goes_to_the_newest_steps() -> None:
+    """With a request that matches nothing, the newest steps are shown whole as without
+    one: the room kept for recalled lines is given back."""
+    items = _session(12)
+    asked = build_lane(items, 1500, Memo(COUNTER), session="s", query="zebra quokka")
+    plain = build_lane(items, 1500, Memo(COUNTER), session="s")
+    assert asked.text.count("Recent steps, verbatim") == 1
+    assert len(asked.compacted) <= len(plain.compacted)
+
+
+def test_search_prefers_the_step_that_defines_a_name() -> None:
+    """A step whose code defines the name a query uses ranks above one that only mentions
+    it, however often."""
+    log = Step(2, StepRole.TOOL, "calling parse_header\nparse_header done\nparse_header ok")
+    code = Step(4, StepRole.TOOL, "def parse_header(raw):\n    return raw.strip()")
+    found = search_items([log, code], "why does parse_header drop values", 1)
+    assert found == [code]
+
+
+def test_digest_and_stubs_keep_the_names_steps_used() -> None:
+    """A digest names the paths an agent's reasoning used (not only its command's), and a
+    stub names an exception its output printed outside any error line."""
+    memo = Memo(COUNTER)
+    turn = Step(1, StepRole.ASSISTANT, "THOUGHT: src/pkg/util.py is the culprit\n```bash\nls\n```")
+    assert any("src/pkg/util.py" in line for line in digest_lines([turn], memo))
+    body = ["start one", "start two", "result: KeyError('x') caught", "end one", "end two"]
+    out = Step(2, StepRole.TOOL, "<returncode>0</returncode>\n" + "\n".join(body))
+    assert "  raised: KeyError" in stub_lines(out, memo)

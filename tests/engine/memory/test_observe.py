@@ -51,3 +51,9 @@ def test_commands_and_names() -> None:
     paths, tests, errors, symbols = names_in("def run():\n t/test_x.py::test_y KeyError")
     assert "t/test_x.py" in paths and tests == ("t/test_x.py::test_y",)
     assert errors == ("KeyError",) and symbols == ("run",)
+
+
+def test_the_status_tag_is_no_first_line() -> None:
+    """The harness's ``<returncode>`` tag gives the exit status and is not kept as a line."""
+    obs = observe("<returncode>0</returncode>\n<output>\nhello world\n</output>")
+    assert obs.exit_status == 0 and obs.first == ("hello world",)
