@@ -12,7 +12,7 @@ def _row(i: int) -> Row:
     # The gold file's section holds the request's name; a doc section has the better recall.
     return Row({"instance_id": f"x-{i}", "gold_files": ["src/a.py"], "candidates": [
         {"path": "docs/a.md", "features": {"recall": 1.0, "defines": 0.0, "source": 0.3}},
-        {"path": "src/a.py", "features": {"recall": 0.6, "defines": 1.0, "source": 1.0}},
+        {"path": "src/a.py", "features": {"recall": 0.8, "defines": 1.0, "source": 1.0}},
         {"path": "src/b.py", "features": {"recall": 0.0, "defines": 0.0, "source": 1.0}},
     ]})  # fmt: skip
 
