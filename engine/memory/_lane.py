@@ -317,6 +317,10 @@ def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: 
     lines first, and what they do not use goes back to the plan."""
     reserve = int(room * settings.recall_share) if _words(query) else 0
     plan = _plan(items, room, memo, session, settings, reserve) if reserve else None
+    while reserve and (plan is None or plan.goals):
+        # Recalled lines never push a step below the digest (which keeps its names).
+        reserve //= 2
+        plan = _plan(items, room, memo, session, settings, reserve) if reserve else None
     if plan is not None:
         extra = _spend(items, plan, memo, session, room, query, settings)
         used = memo.cost([_RECALLED, *extra]) if extra else 0

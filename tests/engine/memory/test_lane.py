@@ -127,3 +127,18 @@ def test_digest_and_stubs_keep_the_names_steps_used() -> None:
     body = ["start one", "start two", "result: KeyError('x') caught", "end one", "end two"]
     out = Step(2, StepRole.TOOL, "<returncode>0</returncode>\n" + "\n".join(body))
     assert "  raised: KeyError" in stub_lines(out, memo)
+
+
+def test_recalled_lines_never_push_steps_below_the_digest() -> None:
+    """Where the digest fits without the room kept for recalled lines, a request does not
+    fold any step into goals and lessons (which drop the names a digest keeps)."""
+    items = [Step(1, StepRole.USER, "Fix the parser")]
+    for i in range(20):
+        turn = f"THOUGHT: look {i}\n```bash\ncat src/pkg/module_{i}.py\n```"
+        items.append(Step(len(items) + 1, StepRole.ASSISTANT, turn))
+        body = "\n".join(f"def handler_{i}_{j}(value): return value + {j}  # sum" for j in range(3))
+        items.append(Step(len(items) + 1, StepRole.TOOL, body, tool="bash"))
+    plain = build_lane(items, 800, Memo(COUNTER), session="s")
+    asked = build_lane(items, 800, Memo(COUNTER), session="s", query="why does value sum")
+    assert "Goals and lessons" not in plain.text and "Goals and lessons" not in asked.text
+    assert "src/pkg/module_3.py" in asked.text
