@@ -1068,7 +1068,7 @@ class Workspace:
         notes = self._memory is not None or self._memory_path.exists()
         if notes:
             kinds = (NoteType.IDENTITY, NoteType.CONSTRAINT, NoteType.GOAL)
-            for hit in self.memory.search(goal, _PINNED_NOTES, types=kinds, check_links=False):
+            for hit in self.memory.search(goal, _PINNED_NOTES, types=kinds):
                 sal = max(PINNED_FLOOR, 0.7 + 0.2 * hit.importance)
                 title = f"{hit.type.value}: {hit.title}"
                 items.append(BundleItem(Tier.PINNED, hit.uri, title, hit.preview, sal))
@@ -1105,10 +1105,11 @@ class Workspace:
             sal = min(0.69, 0.6 * max(0.0, h.score) / best + (0.09 if asked else 0.0))
             items.append(BundleItem(Tier.FRAME, uri, f"{c.path} {c.symbol}".strip(), c.text, sal))
         if notes:
-            for item in self.memory.items(goal, _BUNDLE_NOTES):
-                sal = 0.3 + 0.2 * item.hit.importance
-                items.append(BundleItem(Tier.FRAME, item.hit.uri, item.hit.title,
-                                        item.shown_short, sal))  # fmt: skip
+            # Previews: the bundle names the note (resolve it for the whole); the full text
+            # with every link re-checked is the memory lane's, at a context's cost.
+            for hit in self.memory.search(goal, _BUNDLE_NOTES):
+                sal = 0.3 + 0.2 * hit.importance
+                items.append(BundleItem(Tier.FRAME, hit.uri, hit.title, hit.preview, sal))
         kept, overflow, text, tokens = fit_bundle(goal, items, budget, self.counter)
         latency = round((time.perf_counter() - started) * 1000, 3)
         return Bundle(goal, budget, kept, overflow, tokens, text, latency)

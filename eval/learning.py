@@ -1,7 +1,9 @@
 """Does ranking learn from outcomes? SWE-bench dev instances, per repository in creation order.
 
     python -m eval.learning --repos DIR --out DIR [--data JSONL] [--instances ID,GLOB]
-        [--limit-per-repo N] [--flip 0.2] [--budget 4000] [--workdir DIR]
+        [--repo OWNER/NAME ...] [--limit-per-repo N] [--flip 0.2] [--budget 4000]
+        [--workdir DIR]
+    python -m eval.learning --summarise OUT/results.jsonl [OUT2/results.jsonl ...]
 
 Each repository's instances are taken in creation order (by pull-request number); each
 instance's tree is swapped in under one path and indexed as an overlay (one base per
@@ -202,8 +204,10 @@ def summarise(rows: Sequence[dict[str, Any]], budget: int) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/eval/swebench_dev.jsonl"))
-    parser.add_argument("--repos", type=Path, required=True, help="where the git dirs are")
-    parser.add_argument("--out", type=Path, required=True, help="results folder")
+    parser.add_argument("--repos", type=Path, help="where the git dirs are")
+    parser.add_argument("--out", type=Path, help="results folder")
+    parser.add_argument("--summarise", type=Path, nargs="+", default=None,
+                        help="summarise earlier runs' results.jsonl together")  # fmt: skip
     parser.add_argument("--instances", default="", help="comma-separated ids or globs")
     parser.add_argument("--repo", action="append", default=[], help="only these repositories")
     parser.add_argument("--limit-per-repo", type=int, default=None)
@@ -212,6 +216,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=4000)
     parser.add_argument("--workdir", type=Path, default=None, help="keep trees and indexes")
     args = parser.parse_args(argv)
+    if args.summarise:
+        done = [json.loads(line) for path in args.summarise
+                for line in path.read_text("utf-8").splitlines() if line.strip()]  # fmt: skip
+        print(json.dumps(summarise(done, args.budget), indent=2))
+        return 0
+    if args.repos is None or args.out is None:
+        parser.error("--repos and --out are required (or --summarise)")
     select = [s for s in args.instances.split(",") if s]
     instances = load_instances(args.data, select)
     by_repo: dict[str, list[Instance]] = {}

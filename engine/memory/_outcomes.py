@@ -37,6 +37,8 @@ class _Past:
     reason: str | None
     cited: tuple[str, ...]
     terms: Counter[str]
+    length: int
+    at: int  # the order it was (last) attested in: ties go to the newest
 
 
 class OutcomeIndex:
@@ -48,6 +50,10 @@ class OutcomeIndex:
         self._lock = threading.Lock()
         self._seq = 0
         self._past: dict[str, _Past] = {}  # by intent text: the latest outcome of each
+        self._postings: dict[str, set[str]] = {}  # term -> intents that use it
+        self._by_file: dict[str, set[str]] = {}  # cited file -> intents that cited it
+        self._words = 0  # terms over every intent, for BM25's average length
+        self._count = 0
 
     def update(self, journal: Journal) -> None:
         """Read the attest records appended since the last update."""
@@ -71,44 +77,64 @@ class OutcomeIndex:
                 cited = payload.get("cited", [])
                 uris = tuple(by_id[n] for n in cited if isinstance(n, int) and n in by_id)  # type: ignore[union-attr]
                 reason = payload.get("reason")
-                self._past.pop(intent, None)  # re-inserted: dict order stays journal order
-                self._past[intent] = _Past(
+                self._forget(intent)
+                terms = Counter(self._terms(intent[:_MAX_INTENT_CHARS]).split())
+                self._count += 1
+                self._past[intent] = past = _Past(
                     record.turn_id, record.time, intent, str(payload.get("outcome", "")),
-                    reason if isinstance(reason, str) else None, uris,
-                    Counter(self._terms(intent[:_MAX_INTENT_CHARS]).split()),
+                    reason if isinstance(reason, str) else None, uris, terms,
+                    sum(terms.values()), self._count,
                 )  # fmt: skip
+                self._words += past.length
+                for t in terms:
+                    self._postings.setdefault(t, set()).add(intent)
+                for f in {u.split("#", 1)[0] for u in uris}:
+                    self._by_file.setdefault(f, set()).add(intent)
+
+    def _forget(self, intent: str) -> None:
+        """Drop an intent's earlier entry (a later outcome of it replaces it)."""
+        old = self._past.pop(intent, None)
+        if old is None:
+            return
+        self._words -= old.length
+        for t in old.terms:
+            self._postings[t].discard(intent)
+        for f in {u.split("#", 1)[0] for u in old.cited}:
+            self._by_file[f].discard(intent)
 
     def rank(self, text: str, top_files: Sequence[str], k: int, *, exclude: str = ""
              ) -> list[PastOutcome]:  # fmt: skip
         """The ``k`` earlier intents most like ``text``, best first (ties: newest first);
         ``exclude``: an intent text to leave out (the request's own, when it was attested)."""
-        with self._lock:
-            past = [p for p in self._past.values() if p.intent != exclude.strip()]
-        if not past or k < 1:
-            return []
         query = set(self._terms(text[:_MAX_INTENT_CHARS]).split())
-        n = len(past)
-        avg = sum(sum(p.terms.values()) for p in past) / n or 1.0
-        df = Counter(t for p in past for t in query if t in p.terms)
+        place = {f: i for i, f in enumerate(top_files)}
+        with self._lock:
+            n = len(self._past)
+            if not n or k < 1:
+                return []
+            avg = self._words / n or 1.0
+            df = {t: len(self._postings.get(t, ())) for t in query}
+            found = {i for t in query for i in self._postings.get(t, ())}
+            found |= {i for f in place for i in self._by_file.get(f, ())}
+            found.discard(exclude.strip())
+            past = [self._past[i] for i in found]
         lexical = []
         for p in past:
-            length = sum(p.terms.values())
             score = 0.0
             for t in query:
                 tf = p.terms.get(t, 0)
                 if tf:
                     idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                    score += idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * length / avg))
+                    score += idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * p.length / avg))
             lexical.append(score)
-        best = max(lexical) or 1.0
-        place = {f: i for i, f in enumerate(top_files)}
+        best = max(lexical, default=0.0) or 1.0
         scored = []
-        for i, (p, lex) in enumerate(zip(past, lexical, strict=True)):
+        for p, lex in zip(past, lexical, strict=True):
             files = {u.split("#", 1)[0] for u in p.cited}
             near = max((1.0 / (1 + place[f]) for f in files if f in place), default=0.0)
             score = lex / best + FILE_WEIGHT * near
             if score > 0:
-                scored.append((score, i, p))
+                scored.append((score, p.at, p))
         scored.sort(key=lambda x: (-x[0], -x[1]))
         return [PastOutcome(p.turn_id, p.time, p.intent, p.outcome, p.reason, p.cited,
                             round(s, 6)) for s, _, p in scored[:k]]  # fmt: skip

@@ -1,0 +1,41 @@
+"""eval.learning's scoring helpers: creation order, BM25 over issue texts, tier scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval.learning import bm25_rank, creation_order, main, outcome_scores
+from eval.swebench_data import Instance
+
+
+def _inst(iid: str, text: str = "") -> Instance:
+    return Instance(iid, "o/r", "c" * 40, text, ("a.py",), (), None)
+
+
+def test_creation_order_is_by_pull_request_number() -> None:
+    """pytest-10081 comes after pytest-5103, not before it as text would sort."""
+    ids = [i.instance_id for i in creation_order([_inst("p-10081"), _inst("p-5103")])]
+    assert ids == ["p-5103", "p-10081"]
+
+
+def test_bm25_rank_and_outcome_scores() -> None:
+    """The issue sharing rare words ranks first; the first shared gold file sets the rank."""
+    assert bm25_rank("fixture teardown order", ["docs build", "fixture teardown"])[0] == 1
+    assert outcome_scores([{"x.py"}, {"a.py"}], {"a.py"}) == {
+        "hit@1": 0.0, "hit@3": 1.0, "hit@5": 1.0, "mrr": 0.5}  # fmt: skip
+    assert outcome_scores([], {"a.py"})["mrr"] == 0.0
+
+
+def test_summarise_reads_earlier_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--summarise averages the second halves of saved rows per arm."""
+    arm = {"acc@1": True, "acc@5": True, "hit@4000": False}
+    row = {"repo": "o/r", "second_half": True, "none": arm, "learn": arm, "flip": arm}
+    (tmp_path / "r.jsonl").write_text(json.dumps(row) + "\n")
+    assert main(["--summarise", str(tmp_path / "r.jsonl")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["learn"] == {"acc@1": 100.0, "acc@5": 100.0, "hit@4000": 0.0}
