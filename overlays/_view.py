@@ -58,6 +58,7 @@ class View:
         # View's in-memory side is advanced by what changed, not rebuilt.
         self._shared = memory if memory is not None else OverlayMemory()
         self._docs: dict[str, Memory] = {}
+        self._counts: dict[str, dict[str, int]] = {}  # table -> term -> documents holding it
         self._files: dict[str, Any] | None = None
 
     @property
@@ -78,14 +79,17 @@ class View:
         return self._lexical("pages", query, k, None)
 
     def term_counts(self, table: str, terms: Sequence[str]) -> dict[str, int]:
-        """How many of ``table``'s documents in this View hold each term (in any field)."""
-        if not terms:
-            return {}
-        stats = self.base.lexical_stats(table, terms)
-        if self.layered:
-            stats = self._memory(table).stats(stats, terms)
-        return {t: max((f.df.get(t, 0) for f in stats.fields.values()), default=0)
-                for t in terms}  # fmt: skip
+        """How many of ``table``'s documents in this View hold each term (in any field);
+        remembered for the View's life (its documents never change)."""
+        known = self._counts.setdefault(table, {})
+        missing = [t for t in dict.fromkeys(terms) if t not in known]
+        if missing:
+            stats = self.base.lexical_stats(table, missing)
+            if self.layered:
+                stats = self._memory(table).stats(stats, missing)
+            for t in missing:
+                known[t] = max((f.df.get(t, 0) for f in stats.fields.values()), default=0)
+        return {t: known[t] for t in terms}
 
     def _lexical(
         self, table: str, query: str, k: int, paths: Collection[str] | None

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cache
+from functools import cache, lru_cache
 
 __all__ = [
     "MAX_INTENT_WORDS",
@@ -250,6 +250,7 @@ _FORM_STOP = _STOP | frozenset((
     "them", "than", "some", "what", "your", "about", "after", "before", "each", "every",
     "make", "makes", "made", "just", "need", "want", "work", "works", "happen", "happens",
 ))  # fmt: skip
+_FORMS_CACHE = 1 << 16  # words whose forms are remembered: a session repeats its vocabulary
 _PLAIN_WORD = re.compile(r"(?<![\w.])[A-Za-z]{4,}(?![\w.])")  # prose words, not names
 
 
@@ -278,21 +279,25 @@ def word_forms(text: str) -> dict[str, list[str]]:
     word), the other spellings that share its stem: ``minifying`` → ``minify``, ``minified``,
     …; ``suggest`` → ``suggestion``, …. Which of them a repository uses is for the caller to
     check; the words come in first-seen order."""
-    words = list(dict.fromkeys(
+    words = dict.fromkeys(
         w for w in _PLAIN_WORD.findall(text) if w.islower() and w not in _FORM_STOP
-    ))  # fmt: skip
-    if not words:
-        return {}
-    stems = _stems(words)
+    )  # fmt: skip
     out: dict[str, list[str]] = {}
-    for word, stem in zip(words, stems, strict=True):
-        roots = {stem}
-        if stem.endswith("i"):  # "minifi" is spelled "minify"
-            roots.add(stem[:-1] + "y")
-        if len(stem) >= 3 and stem[-1] not in "aeiouwxy" and stem[-2] in "aeiou":
-            roots.add(stem + stem[-1])  # "stripp" + "ed"
-        cands = sorted({r + e for r in roots for e in _ENDINGS} - {word})
-        same = [c for c, s in zip(cands, _stems(cands), strict=True) if s == stem]
+    for word in words:
+        same = _forms_of(word)
         if same:
-            out[word] = same
+            out[word] = list(same)
     return out
+
+
+@lru_cache(maxsize=_FORMS_CACHE)
+def _forms_of(word: str) -> tuple[str, ...]:
+    """``word``'s other spellings with its stem (a pure function of the word: cached)."""
+    (stem,) = _stems([word])
+    roots = {stem}
+    if stem.endswith("i"):  # "minifi" is spelled "minify"
+        roots.add(stem[:-1] + "y")
+    if len(stem) >= 3 and stem[-1] not in "aeiouwxy" and stem[-2] in "aeiou":
+        roots.add(stem + stem[-1])  # "stripp" + "ed"
+    cands = sorted({r + e for r in roots for e in _ENDINGS} - {word})
+    return tuple(c for c, s in zip(cands, _stems(cands), strict=True) if s == stem)
