@@ -697,7 +697,7 @@ class Workspace:
                     user=self._layers.user,
                     terms=code_terms,
                     embedder=self.embedder,
-                    code=CodeAccess(self._link_entity, self._text_now),
+                    code=CodeAccess(self._link_entities, self._text_now),
                 )
                 self._memory = Memory(store)
             return self._memory
@@ -763,13 +763,18 @@ class Workspace:
         except OSError:
             return None
 
-    def _link_entity(self, entity: Candidate) -> CodeLink | None:
-        """The indexed lines a note's entity names (a file, ``path:line`` or a symbol), with
-        their sha256 as the caller sees them now; None when it names nothing indexed."""
+    def _link_entities(self, entities: Sequence[Candidate]) -> list[CodeLink | None]:
+        """The indexed lines each of a note's entities names, against one View (one check
+        of the working tree for the note, not one per entity); all None before an index."""
         try:
             view, _ = self.view()
         except (IndexNotBuiltError, IndexStateError):
-            return None
+            return [None] * len(entities)
+        return [self._link_entity(view, e) for e in entities]
+
+    def _link_entity(self, view: View, entity: Candidate) -> CodeLink | None:
+        """The indexed lines a note's entity names (a file, ``path:line`` or a symbol), with
+        their sha256 as the caller sees them now; None when it names nothing indexed."""
         if entity.kind == "symbol":
             names = [entity.value, entity.value.rsplit(".", 1)[-1]]
             found = view.defining(list(dict.fromkeys(names)), limit=1)

@@ -11,7 +11,7 @@ lines are hashed again: the same text is ``current``; the same lines elsewhere i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.core import MAX_ENTITIES, MAX_LINKS, CodeLink, LinkCheck, LinkState
@@ -21,15 +21,19 @@ from indexers import sha256_text
 __all__ = ["CodeAccess", "check_link", "checked_links", "file_lines", "link_entities", "link_head"]
 
 
+_CODE_KINDS = ("path", "place", "symbol")  # entities that may name indexed code
+
+
 @dataclass(frozen=True, slots=True)
 class CodeAccess:
     """What the store needs of the index, as plain callables from the workspace.
 
-    ``resolve``: a path, ``path:line`` place or symbol candidate → the indexed lines it
-    names (path, span, sha256 of the lines as the caller sees them), or None.
+    ``resolve``: path, ``path:line`` place or symbol candidates → for each, the indexed
+    lines it names (path, span, sha256 of the lines as the caller sees them), or None; all
+    of one note at once, so they are resolved against one View.
     ``read``: a file's text as the caller sees it now (None when it is gone)."""
 
-    resolve: Callable[[Candidate], CodeLink | None]
+    resolve: Callable[[Sequence[Candidate]], list[CodeLink | None]]
     read: Callable[[str], str | None]
 
 
@@ -40,9 +44,12 @@ def link_entities(
     the short hash of its first line; links to the same lines are kept once."""
     kept: list[str] = []
     links: list[tuple[CodeLink, str]] = []
-    for c in extract(text, MAX_ENTITIES * 2):
-        if c.kind in ("path", "place", "symbol") and code is not None:
-            link = code.resolve(c)
+    found = extract(text, MAX_ENTITIES * 2)
+    coded = [c for c in found if c.kind in _CODE_KINDS]
+    resolved = iter(code.resolve(coded) if code is not None and coded else [])
+    for c in found:
+        if c.kind in _CODE_KINDS and code is not None:
+            link = next(resolved)
             if link is None:
                 continue
             span = (link.path, link.start_line, link.end_line)
