@@ -4,8 +4,11 @@
 
 - ``changed_paths`` and friends: which files of a working tree may differ from a base
   commit (committed on the branch, staged, unstaged, untracked), read with GitPython;
-- ``View``: a base segment plus an overlay segment and the base paths it hides, answering
-  as one segment holding the View's files would (BM25 rescored with combined statistics);
+- ``Scope`` and ``Backend``: what one branch sees (base + overlay + tombstones) and the
+  narrow protocol an index engine answers within a scope (BM25, dense, chunks, definitions,
+  files); ``Embedded`` answers it over local segments (BM25 rescored with the scope's
+  statistics), ``engine.backend`` from Qdrant;
+- ``View``: a scope over a backend, what recall and packing ask;
 - ``check_proof``: proof of possession before text leaves the index.
 """
 
@@ -21,19 +24,25 @@ from overlays._diff import (
     rev_parse,
     tree_token,
 )
+from overlays._embedded import Embedded
 from overlays._git import Hunk, git_tracks, head_commit, working_diff
 from overlays._memory import OverlayMemory
 from overlays._part import Found, Part
+from overlays._scope import Backend, Scope, Table
 from overlays._view import View
 
 __all__ = [
+    "Backend",
     "DocTerms",
+    "Embedded",
     "FieldStats",
     "Found",
     "GitState",
     "Hunk",
     "OverlayMemory",
     "Part",
+    "Scope",
+    "Table",
     "TableStats",
     "TermTable",
     "View",
