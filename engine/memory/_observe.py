@@ -58,7 +58,11 @@ _WRITES = re.compile(
     r"(?:'[^']*'|\"[^\"]*\"))\s+)+|\bpatch\s+(?:-p\d\s+)?)"
     r"((?:[\w.-]+/)*[\w-][\w.-]*\.\w+)"
 )
-_FENCE = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
+# A fenced block's opening line (CommonMark: up to 3 spaces, 3+ backticks or tildes, an
+# info string whose first word is the language); it closes at a line of the same fence
+# character, at least as long, with nothing after it.
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*([^`\s]*)[^`]*$")
+_SHELLS = frozenset({"bash", "sh", "shell", "console", "zsh"})
 _TRACEBACK = "Traceback (most recent call last):"
 
 
@@ -87,10 +91,39 @@ class Observation:
         return bool(self.exit_status) or bool(self.failed_tests) or bool(self.traceback)
 
 
+def _fenced(text: str) -> list[tuple[str, str]]:
+    """(language, body) of each fenced block in ``text``, in order; a block left open runs
+    to the end. Fences are paired line by line, so the closing fence of one block is never
+    read as the opening of the next (a python block before a bash block)."""
+    blocks: list[tuple[str, str]] = []
+    fence, lang = "", ""
+    body: list[str] = []
+    for line in text.splitlines():
+        if fence:
+            stripped = line.strip()
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                blocks.append((lang, "\n".join(body)))
+                fence = ""
+            else:
+                body.append(line)
+            continue
+        opened = _FENCE_OPEN.match(line)
+        if opened:
+            fence, lang, body = opened.group(1), opened.group(2).lower(), []
+    if fence:
+        blocks.append((lang, "\n".join(body)))
+    return blocks
+
+
 def command_of(text: str) -> str:
-    """The shell command of an agent's turn: its last fenced bash block, or ""."""
-    blocks = _FENCE.findall(text)
-    return blocks[-1].strip() if blocks else ""
+    """The shell command of an agent's turn, or "": its last fenced block tagged as a shell
+    (bash, sh, shell, console, zsh), else its last untagged block. A block in another
+    language (a python snippet the agent quotes) is never the command."""
+    blocks = _fenced(text)
+    shell = [body for lang, body in blocks if lang in _SHELLS]
+    untagged = [body for lang, body in blocks if not lang]
+    found = shell or untagged
+    return found[-1].strip() if found else ""
 
 
 def _cut(line: str) -> str:

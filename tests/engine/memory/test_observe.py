@@ -57,3 +57,25 @@ def test_the_status_tag_is_no_first_line() -> None:
     """The harness's ``<returncode>`` tag gives the exit status and is not kept as a line."""
     obs = observe("<returncode>0</returncode>\n<output>\nhello world\n</output>")
     assert obs.exit_status == 0 and obs.first == ("hello world",)
+
+
+def test_a_quoted_python_block_before_the_bash_block_is_not_the_command() -> None:
+    """A python block quoted before the bash block: the command is the bash block, never
+    the prose between the two (the python block's closing fence opens nothing)."""
+    turn = (
+        "THOUGHT: the function reads\n\n```python\ndef f(x):\n    return x\n```\n\n"
+        "So I will patch it.\n\n```bash\nsed -i 's/x/y/' src/f.py\n```\n"
+    )
+    assert command_of(turn) == "sed -i 's/x/y/' src/f.py"
+    assert observe(command_of(turn)).writes == ("src/f.py",)
+
+
+def test_which_fenced_block_is_the_command() -> None:
+    """A shell-tagged block wins over a later untagged one; an untagged block counts when
+    no block is tagged as a shell; a block in another language alone is no command; a
+    block left open runs to the end."""
+    assert command_of("```bash\nls\n```\nthen\n```\noutput\n```") == "ls"
+    assert command_of("look:\n```\ngrep -n x a.py\n```") == "grep -n x a.py"
+    assert command_of("```python\nprint(1)\n```") == ""
+    assert command_of("```bash\npytest -x tests/") == "pytest -x tests/"
+    assert command_of("````bash\necho '```'\n````") == "echo '```'"
