@@ -20,7 +20,8 @@ ENGINE_ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "embed": {"core"},
     "segment": {"core"},
-    "index": {"core", "embed", "segment"},
+    "backend": {"core", "embed", "segment"},  # engines behind overlays.Backend (Qdrant)
+    "index": {"core", "embed", "segment", "backend"},  # keeps a backend's layers fresh too
     "retrieval": {"core"},
     "packing": {"core", "retrieval", "embed"},  # never memory: its outputs arrive as data
     "memory": {"core"},

@@ -14,10 +14,11 @@ from engine.segment._lexical import (
     section_fields,
 )
 from engine.segment._meta import FileRecord, MetaStore
-from engine.segment._segment import Segment, model_slug
+from engine.segment._segment import LEXICAL_WEIGHTS, Segment, model_slug
 
 __all__ = [
     "EXACT_MAX",
+    "LEXICAL_WEIGHTS",
     "MAX_QUERY_TERMS",
     "MAX_TERM_CHARS",
     "TARGET_RECALL",

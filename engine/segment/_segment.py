@@ -14,7 +14,7 @@ import json
 import re
 import threading
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from engine.segment._dense import DenseIndex
     from engine.segment._lexical import LexicalIndex
 
-__all__ = ["Segment", "model_slug"]
+__all__ = ["LEXICAL_WEIGHTS", "Segment", "model_slug"]
 
 _DOC_CACHE = 200_000  # analysed documents remembered per segment (rescoring in a View)
 # The boosts ``LexicalIndex.open`` uses by default, for segments scored in memory.
@@ -38,6 +38,7 @@ _WEIGHTS = {
     "sections": {"symbol_terms": 3.0, "path_terms": 2.0, "body": 1.0},
     "pages": {"path_terms": 2.0, "body": 1.0},
 }
+LEXICAL_WEIGHTS: Mapping[str, Mapping[str, float]] = _WEIGHTS  # read-only: other backends
 
 
 def model_slug(model_id: str) -> str:

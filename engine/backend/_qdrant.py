@@ -1,0 +1,351 @@
+"""The Qdrant backend: a ``Backend`` answered by one Qdrant collection, and its writer.
+
+Points are documents, one per section and one per page, each in a *layer*: a base (a
+commit, shared by every branch and user built on it) or an overlay (one user's branch of
+one workspace: the files that differ from its base). Payload::
+
+    t        "sections" | "pages" | "layers"      which table (BM25 statistics never mix)
+    layer    the layer's name                     keyword index
+    path     the file                             keyword index
+    id       chunk id or page id                  keyword index
+    defines  names a section defines              keyword index (definitions by name)
+    f_symbol_terms, f_path_terms, f_body          BM25-scored text indexes
+    chunk | file                                  the section's Chunk / the page's FileRecord
+    key                                           page: changes whenever the file's documents do
+
+A ``Scope`` becomes a filter: the base layer without the hidden paths, or the overlay layer
+within its paths. BM25 runs on the Qdrant side, per field, with the IDF corpus set to that
+same filter, so the document count, average lengths and document frequencies are the
+scope's, as in one index of the branch; the per-field scores are combined with the
+embedded index's boosts, reading deeper until no unread document could enter the top k.
+
+Terms are analysed here, with the embedded index's ``code_terms``, and written so that
+Qdrant's word tokenizer keeps each one whole: ``q`` becomes ``qq`` and ``_`` becomes ``qu``
+(letters and digits only, one-to-one). A field with no term holds ``qz`` (no encoded term
+can be ``qz``): Qdrant leaves a document without tokens out of a field's statistics, tantivy
+counts it, and the marker keeps the document counts equal.
+
+Where scores differ from the embedded backend (the documented tolerance): tantivy stores a
+field's length in one byte, exact up to 40 tokens and rounded down beyond (at most 1/8
+less); Qdrant keeps lengths exact below 8192 tokens; and the marker adds one token to a
+field that had none, so a field's average length is higher by (documents without the
+field) / (documents). Ids, ties and filters are otherwise the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from engine.backend._store import Cond, Point, Store, Where
+from engine.core import IndexStateError, embedding_text, is_trivial, page_text
+from engine.embed import Embedder, EmbeddingCache, embed_with_cache
+from engine.segment import (
+    LEXICAL_WEIGHTS,
+    FileRecord,
+    Segment,
+    model_slug,
+    page_fields,
+    query_terms,
+    section_fields,
+)
+from indexers import Chunk, ChunkKind, DocType, Span
+from overlays import Found, Scope, Table
+
+__all__ = ["KEYWORDS", "TEXTS", "QdrantBackend", "encode_terms", "scope_filter"]
+
+_BOOSTS = LEXICAL_WEIGHTS  # the embedded index's per-field boosts, so scores compare
+KEYWORDS = ("t", "layer", "path", "id", "defines")
+TEXTS = tuple(dict.fromkeys(f"f_{name}" for table in _BOOSTS.values() for name in table))
+_EMPTY_FIELD = "qz"  # never an encoded term: after q comes only q or u
+_DEPTH_SLACK = 16  # extra hits per field on the first read, so most queries need one pass
+_EPSILON = 1e-5  # relative slack on the unseen bound: Qdrant scores are f32
+_ID_PATH = ("id", "path")
+_TIE_SLACK = 16  # extra dense hits read so ties at the cut are ordered by id
+_BATCH = 256  # points per upsert call
+_CHUNK_KEYS = ("id", "page_id", "path", "text", "sha256", "language", "kind", "doc_type",
+               "symbol", "context", "defines", "references", "tokens", "license", "depth",
+               "part", "parts")  # fmt: skip
+
+
+def encode_terms(terms: str) -> str:
+    """Space-separated analysed terms as Qdrant word tokens, one token per term.
+
+    >>> encode_terms("register_hook register hook quux")
+    'registerquhook register hook qquux'
+    """
+    return terms.replace("q", "qq").replace("_", "qu")
+
+
+def _point_id(layer: str, table: str, ident: str) -> str:
+    digest = hashlib.sha256(f"{layer}\n{table}\n{ident}".encode()).hexdigest()
+    return str(uuid.UUID(hex=digest[:32]))
+
+
+def _vector_name(model_id: str) -> str:
+    return "d_" + model_slug(model_id)
+
+
+def _fields(raw: Mapping[str, str]) -> dict[str, str]:
+    return {f"f_{name}": encode_terms(terms) or _EMPTY_FIELD for name, terms in raw.items()}
+
+
+def _chunk_payload(chunk: Chunk) -> dict[str, Any]:
+    out = {k: getattr(chunk, k) for k in _CHUNK_KEYS}
+    out["defines"], out["references"] = list(chunk.defines), list(chunk.references)
+    out["start"], out["end"] = chunk.span.start_line, chunk.span.end_line
+    return out
+
+
+def _chunk(raw: Mapping[str, Any]) -> Chunk:
+    return Chunk(
+        id=raw["id"], page_id=raw["page_id"], path=raw["path"],
+        span=Span(int(raw["start"]), int(raw["end"])), text=raw["text"], sha256=raw["sha256"],
+        language=raw["language"], kind=ChunkKind(raw["kind"]), doc_type=DocType(raw["doc_type"]),
+        symbol=raw["symbol"], context=raw["context"], defines=tuple(raw["defines"]),
+        references=tuple(raw["references"]), tokens=int(raw["tokens"]), license=raw["license"],
+        depth=int(raw["depth"]), part=int(raw["part"]), parts=int(raw["parts"]),
+    )  # fmt: skip
+
+
+def _line_order(chunks: Iterable[Chunk]) -> list[Chunk]:
+    return sorted(chunks, key=lambda c: (c.span.start_line, c.span.end_line, c.id))
+
+
+def scope_filter(scope: Scope, table: str) -> Where:
+    """The points of ``table`` that ``scope`` sees."""
+    base = Where(must=(Cond("t", (table,)), Cond("layer", (scope.base,))),
+                 must_not=(Cond("path", tuple(sorted(scope.hidden))),) if scope.hidden else ())
+    if not scope.layered:
+        return base
+    overlay = Where(must=(Cond("t", (table,)), Cond("layer", (scope.overlay,)),
+                          Cond("path", tuple(sorted(scope.overlay_paths)))))  # fmt: skip
+    if not scope.overlay_paths:
+        return base
+    return Where(should=(base, overlay))
+
+
+class QdrantBackend:
+    """``overlays.Backend`` over one Qdrant collection (``Store``); ``mirror`` writes a
+    segment into a layer, upserting and deleting only the files that changed."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        store.ensure_indexes(KEYWORDS, TEXTS)
+
+    def close(self) -> None:
+        """Release the store."""
+        self.store.close()
+
+    # -- BM25 -----------------------------------------------------------------------
+
+    def search(
+        self, scope: Scope, table: Table, query: str, k: int, paths: Collection[str] | None = None
+    ) -> list[Found]:
+        """Top ``k`` of ``table`` by BM25 with the scope's statistics, ties by id."""
+        terms = query_terms(query)
+        if not terms or k <= 0 or (paths is not None and not paths):
+            return []
+        if not self.store.scoped_idf:
+            raise IndexStateError(
+                "this Qdrant store cannot compute BM25 statistics over a branch's scope "
+                "(qdrant-client's local mode); use a server (http://…) or the edge engine (edge:…)"
+            )
+        text = encode_terms(" ".join(terms))
+        corpus = scope_filter(scope, table)
+        where = corpus if paths is None else corpus.and_(Cond("path", tuple(sorted(paths))))
+        boosts = _BOOSTS[table]
+        depth = k + _DEPTH_SLACK
+        while True:
+            per_field: dict[str, dict[str, float]] = {}
+            full: dict[str, float] = {}  # fields that returned ``depth`` hits: their last score
+            where_of: dict[str, str] = {}
+            for name in boosts:
+                hits = self.store.text_search(f"f_{name}", text, where, corpus, depth, _ID_PATH)
+                per_field[name] = {h.payload["id"]: h.score for h in hits}
+                where_of.update((h.payload["id"], h.payload["path"]) for h in hits)
+                if len(hits) >= depth:
+                    full[name] = hits[-1].score
+            # A candidate missing from a field that was cut off may still score there: ask.
+            for name in full:
+                missing = tuple(sorted(set(where_of) - set(per_field[name])))
+                if missing:
+                    got = self.store.text_search(f"f_{name}", text, where.and_(Cond("id", missing)),
+                                                 corpus, len(missing), ("id",))  # fmt: skip
+                    per_field[name].update((h.payload["id"], h.score) for h in got)
+            scored = [
+                Found(i, p, sum(boosts[n] * per_field[n].get(i, 0.0) for n in boosts))
+                for i, p in where_of.items()
+            ]
+            scored.sort(key=lambda f: (-f.score, f.id))
+            unseen = sum(boosts[n] * s for n, s in full.items()) * (1 + _EPSILON)
+            if not full or (len(scored) >= k and scored[k - 1].score > unseen):
+                return scored[:k]
+            depth *= 4
+
+    def term_counts(self, scope: Scope, table: Table, terms: Sequence[str]) -> dict[str, int]:
+        """Per term, the scope's documents of ``table`` holding it (most over the fields)."""
+        corpus = scope_filter(scope, table)
+        out: dict[str, int] = {}
+        for term in dict.fromkeys(terms):
+            token = encode_terms(term)
+            if not token or " " in token:
+                out[term] = 0
+                continue
+            out[term] = max(self.store.count(corpus.and_(Cond(f"f_{name}", (token,), "text")))
+                            for name in _BOOSTS[table])  # fmt: skip
+        return {t: out[t] for t in terms}
+
+    # -- dense ----------------------------------------------------------------------
+
+    def has_dense(self, scope: Scope, model_id: str) -> bool:
+        """Whether the scope's layers were written with ``model_id``'s vectors."""
+        layers = [scope.base] + ([scope.overlay] if scope.layered else [])
+        where = Where(must=(Cond("t", ("layers",)), Cond("layer", tuple(layers))))
+        records = list(self.store.scroll(where, ("layer", "models")))
+        return len(records) == len(layers) and all(model_id in r["models"] for r in records)
+
+    def search_dense(
+        self, scope: Scope, vector: np.ndarray, model_id: str, k: int
+    ) -> list[tuple[str, float]]:
+        """Top ``k`` (chunk id, cosine) of the scope's sections, ties by id."""
+        name = _vector_name(model_id)
+        if k <= 0 or name not in self.store.vectors():
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
+        hits = self.store.nearest(name, query, scope_filter(scope, "sections"),
+                                  k + _TIE_SLACK, ("id",))  # fmt: skip
+        pairs = sorted(((h.payload["id"], h.score) for h in hits), key=lambda p: (-p[1], p[0]))
+        return pairs[:k]
+
+    # -- lookups --------------------------------------------------------------------
+
+    def chunks(self, scope: Scope, ids: Sequence[str]) -> dict[str, Chunk]:
+        """The scope's chunks by id."""
+        if not ids:
+            return {}
+        where = scope_filter(scope, "sections").and_(Cond("id", tuple(dict.fromkeys(ids))))
+        read = (_chunk(p["chunk"]) for p in self.store.scroll(where, ("chunk",)))
+        found = {c.id: c for c in read}
+        return {i: found[i] for i in ids if i in found}
+
+    def chunks_of(self, scope: Scope, path: str) -> list[Chunk]:
+        """A file's chunks in line order."""
+        where = scope_filter(scope, "sections").and_(Cond("path", (path,)))
+        return _line_order(_chunk(p["chunk"]) for p in self.store.scroll(where, ("chunk",)))
+
+    def chunks_near(self, scope: Scope, path: str, first_line: int, last_line: int) -> list[Chunk]:
+        """A file's chunks touching ``first_line..last_line``, in line order."""
+        return [c for c in self.chunks_of(scope, path)
+                if c.span.end_line >= first_line and c.span.start_line <= last_line]  # fmt: skip
+
+    def definitions(self, scope: Scope, names: Sequence[str], limit: int) -> dict[str, list[str]]:
+        """Chunk ids defining each name, id order, at most ``limit`` per name."""
+        wanted = tuple(dict.fromkeys(names))
+        if not wanted:
+            return {}
+        where = scope_filter(scope, "sections").and_(Cond("defines", wanted))
+        out: dict[str, set[str]] = {}
+        for p in self.store.scroll(where, ("id", "defines")):
+            for name in set(p["defines"]) & set(wanted):
+                out.setdefault(name, set()).add(p["id"])
+        return {n: sorted(out[n])[:limit] for n in wanted if n in out}
+
+    def paths_like(self, scope: Scope, suffix: str, limit: int) -> list[str]:
+        """The scope's paths equal to ``suffix`` or ending in ``/suffix``, shortest first."""
+        where = scope_filter(scope, "pages")
+        terms = page_fields(suffix, "")["path_terms"]
+        if terms:  # every term of such a suffix is a term of the path: let Qdrant narrow
+            where = where.and_(Cond("f_path_terms", (encode_terms(terms),), "text"))
+        found = {p["path"] for p in self.store.scroll(where, ("path",))
+                 if p["path"] == suffix or p["path"].endswith("/" + suffix)}  # fmt: skip
+        return sorted(found, key=lambda p: (len(p), p))[:limit]
+
+    def files(self, scope: Scope) -> dict[str, FileRecord]:
+        """Every file record of the scope by path."""
+        records = (FileRecord(**p["file"]) for p in self.store.scroll(scope_filter(scope, "pages"),
+                                                                       ("file",)))  # fmt: skip
+        return {r.path: r for r in sorted(records, key=lambda r: r.path)}
+
+    # -- writing --------------------------------------------------------------------
+
+    def layer_keys(self, layer: str) -> dict[str, str]:
+        """Per path held in ``layer``: the key its documents were written with."""
+        where = Where(must=(Cond("t", ("pages",)), Cond("layer", (layer,))))
+        return {p["path"]: p["key"] for p in self.store.scroll(where, ("path", "key"))}
+
+    def mirror(
+        self,
+        segment: Segment,
+        layer: str,
+        *,
+        embedder: Embedder | None = None,
+        cache: EmbeddingCache | None = None,
+    ) -> tuple[int, int]:
+        """Make ``layer`` hold exactly ``segment``'s documents (and ``embedder``'s vectors):
+        files whose key changed are deleted and written again, files gone are deleted, the
+        rest is left alone. Returns (files written, files deleted)."""
+        records = segment.files()
+        keys = segment.file_keys(sorted(records))
+        model = embedder.model_id if embedder is not None and cache is not None else None
+        where = Where(must=(Cond("t", ("layers",)), Cond("layer", (layer,))))
+        known = next(iter(self.store.scroll(where, ("models",))), None)
+        models = sorted(known["models"]) if known is not None else []
+        held = self.layer_keys(layer) if known is not None else {}
+        rewrite_all = model is not None and model not in models
+        todo = sorted(p for p in records if rewrite_all or held.get(p) != keys.get(p))
+        gone = sorted(set(held) - set(records))
+        stale = tuple(sorted({*todo, *gone} & set(held)))
+        if stale:
+            self.store.delete(Where(must=(Cond("layer", (layer,)), Cond("path", stale))))
+        for start in range(0, len(todo), _BATCH // 8 or 1):
+            batch = todo[start : start + _BATCH // 8 or 1]
+            self._write(segment, layer, [(records[p], keys.get(p, "")) for p in batch],
+                        embedder if model else None, cache)  # fmt: skip
+        if model is not None:
+            models = sorted({*models, model})
+        record = {"t": "layers", "layer": layer, "path": "", "id": layer, "models": models}
+        self.store.upsert([Point(_point_id(layer, "layers", layer), {}, record)])
+        return len(todo), len(gone)
+
+    def _write(
+        self,
+        segment: Segment,
+        layer: str,
+        files: Sequence[tuple[FileRecord, str]],
+        embedder: Embedder | None,
+        cache: EmbeddingCache | None,
+    ) -> None:
+        points: list[Point] = []
+        sections: list[Chunk] = []
+        for record, key in files:
+            chunks = segment.chunks_of(record.path)
+            sections.extend(chunks)
+            page = {"t": "pages", "layer": layer, "path": record.path, "id": record.page_id,
+                    "key": key, "file": asdict(record),
+                    **_fields(page_fields(record.path, page_text(chunks)))}  # fmt: skip
+            points.append(Point(_point_id(layer, "pages", record.page_id), {}, page))
+        vectors: dict[str, list[float]] = {}
+        name = ""
+        if embedder is not None and cache is not None:
+            name = _vector_name(embedder.model_id)
+            targets = [c for c in sections if not is_trivial(c)]
+            if targets:
+                got = embed_with_cache(embedder, cache, [embedding_text(c) for c in targets])
+                self.store.ensure_vector(name, int(got.vectors.shape[1]))
+                vectors = {c.id: row.tolist() for c, row in zip(targets, got.vectors, strict=True)}
+        for chunk in sections:
+            payload = {
+                "t": "sections", "layer": layer, "path": chunk.path, "id": chunk.id,
+                "defines": list(dict.fromkeys(chunk.defines)), "chunk": _chunk_payload(chunk),
+                **_fields(section_fields(chunk)),
+            }  # fmt: skip
+            named = {name: vectors[chunk.id]} if chunk.id in vectors else {}
+            points.append(Point(_point_id(layer, "sections", chunk.id), named, payload))
+        for start in range(0, len(points), _BATCH):
+            self.store.upsert(points[start : start + _BATCH])

@@ -1,0 +1,61 @@
+"""Which backend a workspace uses, read from the environment in this one function.
+
+    CORTEX_BACKEND            "embedded" (default: tantivy + faiss + SQLite files) or "qdrant"
+    CORTEX_QDRANT_URL         http(s)://host:port (a server or cluster, >= 1.20),
+                              edge:<folder> (the engine in process), local:<folder> or
+                              :memory: (qdrant-client's local mode); empty: an edge shard
+                              in the workspace's state folder
+    CORTEX_QDRANT_COLLECTION  the collection (default "cortex"): one per workspace family
+    CORTEX_QDRANT_API_KEY     the cluster's API key; kept out of ``Config`` (and so out of
+                              every report and record) and out of this object's repr
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from engine.backend._qdrant import QdrantBackend
+from engine.backend._store import open_store
+from engine.core import ConfigError
+
+__all__ = ["BackendSettings", "connect"]
+
+DEFAULT_COLLECTION = "cortex"  # one collection holds many repositories' layers
+EDGE_FOLDER = "qdrant-edge"  # under the state folder when no URL is given
+
+
+@dataclass(frozen=True, slots=True)
+class BackendSettings:
+    """The backend choice: kind, where, which collection, and the secret to reach it."""
+
+    kind: Literal["embedded", "qdrant"] = "embedded"
+    url: str = ""
+    collection: str = DEFAULT_COLLECTION
+    api_key: str = field(default="", repr=False)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> BackendSettings:
+        """The settings ``CORTEX_BACKEND`` and ``CORTEX_QDRANT_*`` name (defaults otherwise)."""
+        env = os.environ if environ is None else environ
+        kind = env.get("CORTEX_BACKEND", "embedded").strip().lower() or "embedded"
+        if kind not in ("embedded", "qdrant"):
+            raise ConfigError(f"CORTEX_BACKEND={kind!r}: use 'embedded' (default) or 'qdrant'")
+        return cls(
+            "qdrant" if kind == "qdrant" else "embedded",
+            env.get("CORTEX_QDRANT_URL", "").strip(),
+            env.get("CORTEX_QDRANT_COLLECTION", "").strip() or DEFAULT_COLLECTION,
+            env.get("CORTEX_QDRANT_API_KEY", ""),
+        )
+
+
+def connect(settings: BackendSettings, state_dir: Path) -> QdrantBackend | None:
+    """The Qdrant backend ``settings`` name (None for the embedded one); a server's version
+    is checked here, with a ``ConfigError`` that says what to do."""
+    if settings.kind != "qdrant":
+        return None
+    url = settings.url or f"edge:{state_dir / EDGE_FOLDER}"
+    return QdrantBackend(open_store(url, settings.collection, api_key=settings.api_key or None))
