@@ -1,0 +1,130 @@
+"""``Contexts``: the context a planner's turn gets: its request checked and scrubbed, the
+View, the active diff, the history and memory lanes, the pack, and the turn recorded."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from engine._workspace._index import Indexer
+from engine._workspace._learning import Learning
+from engine._workspace._notes import Notes
+from engine._workspace._sessions import Sessions
+from engine._workspace._state import State, scrubbed
+from engine.core import (
+    MAX_BUDGET_TOKENS,
+    MIN_BUDGET_TOKENS,
+    ConfigError,
+    ContextPack,
+    ContextSettings,
+    LedgerStateError,
+    SessionState,
+    ToolSignal,
+)
+from engine.memory import Inputs, RecentCitations
+from engine.packing import build_pack
+from engine.retrieval import Scored
+from indexers import redact, sha256_text
+from overlays import Hunk, View, git_tracks, working_diff
+
+
+class Contexts:
+    """``Workspace.build_context``, over the parts a turn's context reads."""
+
+    def __init__(
+        self, state: State, indexer: Indexer, notes: Notes, sessions: Sessions, learning: Learning
+    ) -> None:
+        self._state = state
+        self._indexer = indexer
+        self._notes = notes
+        self._sessions = sessions
+        self._learning = learning
+        self.recent = RecentCitations()  # with the ledger off: what feedback checks against
+        self._git_tracked: bool | None = None
+
+    def build(
+        self,
+        goal: str,
+        query: str,
+        tool_signals: Sequence[ToolSignal | str] | None,
+        state: SessionState | None,
+        *,
+        budget_tokens: int | None,
+        explain: list[Scored] | None,
+        record: bool,
+        timings: dict[str, float] | None,
+        settings: ContextSettings | None,
+        history_upto: int | None,
+    ) -> ContextPack:
+        """The context for the planner's next step (see ``Workspace.build_context``)."""
+        shared = self._state
+        budget = shared.config.budget_tokens if budget_tokens is None else budget_tokens
+        if not MIN_BUDGET_TOKENS <= budget <= MAX_BUDGET_TOKENS:
+            raise ConfigError(f"budget_tokens must be between {MIN_BUDGET_TOKENS} and "
+                              f"{MAX_BUDGET_TOKENS:,}, got {budget}")  # fmt: skip
+        if not goal.strip() and not query.strip():
+            raise ConfigError("build_context needs a goal or a query")
+        goal = goal if goal.strip() else query
+        signals = tuple(
+            s if isinstance(s, ToolSignal) else ToolSignal(str(s)) for s in tool_signals or ()
+        )
+        # Credentials in what the caller sent never reach the prompt, the key or the ledger.
+        goal, query, signals, state = scrubbed(goal, query, signals, state or SessionState())
+        view, stale = self._indexer.view()
+        embedder = shared.embedder
+        dense_ready = embedder is not None and view.has_dense(embedder.model_id)
+        if self._git_tracked is None:
+            self._git_tracked = git_tracks(shared.root)
+        diff = working_diff(shared.root) if self._git_tracked else []
+        diff = [replace(h, text=redact(h.text, h.path).text) for h in diff]
+        history = None
+        if state.session:
+            history = self._sessions.history(state, goal, query, diff, budget, upto=history_upto)
+        inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0)
+        recalled = self._notes.recalled(query or goal, budget)
+        scored: list[Scored] = explain if explain is not None else []
+        pack = build_pack(
+            view,
+            goal=goal,
+            query=query,
+            tool_signals=signals,
+            state=inputs.state,
+            budget=budget,
+            counter=shared.counter,
+            embedder=embedder if dense_ready else None,
+            cache=shared.cache if dense_ready else None,
+            diff=diff,
+            view_id=self._view_id(view, diff),
+            settings=settings or shared.config.context_settings(),
+            scored_out=scored,
+            timings=timings,
+            history=history,
+            memory=recalled,
+            learned=self._learning.learned(),
+        )
+        if shared.config.ledger and record:
+            self._learning.remember(pack.replay_key, scored)
+        if stale:
+            pack = replace(pack, advisory=(*pack.advisory, *stale))
+        if record and shared.config.ledger:
+            started = time.perf_counter()
+            try:
+                shared.journal.record_turn(pack, inputs)
+            except (LedgerStateError, OSError) as exc:
+                note = f"ledger: this turn was not recorded ({exc})"
+                pack = replace(pack, advisory=(*pack.advisory, note))
+            if timings is not None:
+                timings["ledger"] = timings.get("ledger", 0.0) + time.perf_counter() - started
+        if not shared.config.ledger:
+            self.recent.remember(pack.replay_key, pack.citations)
+        if state.session and record:
+            cited = "".join(f"\n[{s.id}] {s.source_uri}" for s in pack.citations)
+            self._sessions.get(state.session).add("request", f"{query}{cited}")
+        return pack
+
+    def _view_id(self, view: View, diff: Sequence[Hunk]) -> str:
+        """What the answer depends on besides the inputs: the View (base commit, overlay
+        generation, working-tree token), the dense model, and the diff shown in the prompt."""
+        diff_sha = sha256_text("\n".join(f"{h.path}\n{h.text}" for h in diff))[:16]
+        return f"{view.ident}:{self._state.config.dense_model}:{diff_sha}"

@@ -1,0 +1,128 @@
+"""``Forgetter``: removing files' and a string's stored text from everything a workspace
+keeps (segments, vector cache, ledger texts, saved notes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine._workspace._index import REBUILD_DIR, REPLACED_DIR, Indexer, remove_tree
+from engine._workspace._notes import Notes
+from engine._workspace._sessions import Sessions
+from engine._workspace._state import State
+from engine.core import (
+    ConfigError,
+    ForgetReport,
+    IndexNotBuiltError,
+    IndexStateError,
+    Progress,
+)
+from engine.index import WriterLock, forget_in_segment, matches_path, segment_dirs
+from engine.memory import LedgerPurge
+from engine.segment import Segment
+from ledger import JSON
+
+FORGET_MIN_CHARS = 6  # shortest text ``forget`` takes: shorter ones match ordinary code
+
+
+class Forgetter:
+    """``Workspace.forget``, over the parts that hold stored text."""
+
+    def __init__(self, state: State, indexer: Indexer, notes: Notes, sessions: Sessions) -> None:
+        self._state = state
+        self._indexer = indexer
+        self._notes = notes
+        self._sessions = sessions
+
+    def forget(
+        self,
+        paths: Sequence[str],
+        text: str | None,
+        *,
+        dry_run: bool,
+        progress: Progress | None,
+    ) -> ForgetReport:
+        """Forget ``paths`` and ``text`` everywhere (see ``Workspace.forget``)."""
+        state = self._state
+        targets = sorted({self._relative(p) for p in paths})
+        if text is not None and len(text.strip()) < FORGET_MIN_CHARS:
+            raise ConfigError(
+                f"the text to forget must have at least {FORGET_MIN_CHARS} characters "
+                "besides spaces (a shorter one would match ordinary code)"
+            )
+        if not targets and not text:
+            raise ConfigError("name the files to forget, the text to forget, or both")
+        with self._indexer.refreshing, WriterLock(state.state_dir / "lock"):
+            self._indexer.finish_swap()
+            try:
+                known = sorted(self._indexer.view()[0].files())
+            except (IndexNotBuiltError, IndexStateError):
+                known = []
+            if not dry_run:  # leftovers of a killed build hold file text in clear
+                for name in (REBUILD_DIR, REPLACED_DIR, "checkout"):
+                    remove_tree(state.state_dir / name)
+            state.layers.close()
+            files: set[str] = set()
+            touched: set[str] = set()
+            chunks = segments = 0
+            keys: set[str] = set()
+            for directory in segment_dirs(state.state_dir, skip=(REBUILD_DIR, REPLACED_DIR)):
+                segment = Segment(directory)
+                try:
+                    found = forget_in_segment(
+                        segment, paths=targets, text=text, dry_run=dry_run, progress=progress
+                    )
+                finally:
+                    segment.close()
+                files.update(found.files)
+                touched.update(found.touched)
+                chunks += found.chunks
+                segments += 1 if found.chunks else 0
+                keys |= found.vector_keys
+            vectors = 0
+            if keys and not dry_run and state.cache_path.exists():
+                vectors = state.cache.delete(keys)
+            purged = LedgerPurge(0, 0, 0)
+            if state.has_journal():
+                note: dict[str, JSON] = {"files": list(targets), "text": text is not None}
+                purged = state.journal.purge(
+                    in_paths=(lambda p: matches_path(p, targets)) if targets else None,
+                    text=text, note=note, dry_run=dry_run,
+                )  # fmt: skip
+                if purged.texts and not dry_run:
+                    self._sessions.forget_texts()  # sessions keep their steps' texts
+            notes = 0
+            if text and self._notes.exists():
+                notes = self._notes.memory.store.purge(text, dry_run=dry_run)
+            state.layers.close()
+        root = state.root
+        present = [p for p in known if matches_path(p, targets) and (root / p).is_file()]
+        if text:
+            present += [p for p in known if p not in present and _holds(root / p, text)]
+        return ForgetReport(
+            dry_run, sorted(files), sorted(touched), chunks, segments, vectors, purged.texts,
+            purged.turns, purged.chained, sorted(present), notes,
+        )  # fmt: skip
+
+    def _relative(self, path: str) -> str:
+        """A workspace-relative '/'-separated path for ``path`` (relative or absolute)."""
+        root = self._state.root
+        if not isinstance(path, str) or not path.strip() or "\0" in path:
+            raise ConfigError(f"not a path: {path!r}")
+        given = Path(path)
+        absolute = given if given.is_absolute() else root / given
+        try:
+            rel = absolute.resolve().relative_to(root.resolve())
+        except ValueError:
+            raise ConfigError(f"{path} is outside the workspace {root}") from None
+        if not rel.parts:
+            raise ConfigError("forgetting the whole workspace: remove its state folder instead")
+        return rel.as_posix()
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether the file at ``path`` holds ``text`` (as UTF-8 bytes)."""
+    try:
+        return text.encode("utf-8") in path.read_bytes()
+    except OSError:
+        return False

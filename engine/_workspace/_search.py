@@ -1,0 +1,79 @@
+"""``Ranker``: a request ranked over a workspace's View (recall, fusion, rerank), as search,
+the bundle and the outcomes tier read it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from engine._workspace._index import Indexer
+from engine._workspace._state import State
+from engine.core import (
+    ConfigError,
+    ContextSettings,
+    IndexStateError,
+    Learned,
+    SearchMode,
+    ToolSignal,
+)
+from engine.packing import Request, retrieve
+from engine.retrieval import Scored
+from overlays import View
+
+if TYPE_CHECKING:
+    from engine.embed import Embedder
+
+
+class Ranker:
+    """The ranking ``build_context`` packs from, for the other reads."""
+
+    def __init__(self, state: State, indexer: Indexer) -> None:
+        self._state = state
+        self._indexer = indexer
+
+    def ranked(
+        self,
+        query: str,
+        goal: str,
+        tool_signals: Sequence[ToolSignal | str] | None,
+        mode: SearchMode,
+        settings: ContextSettings | None,
+        learned: Callable[[], Learned],
+    ) -> list[Scored]:
+        """Every candidate for ``query``, best first (``learned``: what outcomes taught)."""
+        if not query.strip():
+            raise ConfigError("search needs a query")
+        signals = tuple(
+            s if isinstance(s, ToolSignal) else ToolSignal(str(s)) for s in tool_signals or ()
+        )
+        state = self._state
+        view, _ = self._indexer.view()
+        embedder = state.embedder if mode is SearchMode.HYBRID else None
+        if embedder is not None and not view.has_dense(embedder.model_id):
+            embedder = None
+        request = Request.parse(goal or query, query, signals)
+        return retrieve(view, request, embedder, state.cache if embedder is not None else None,
+                        settings or state.config.context_settings(),
+                        learned=learned())  # fmt: skip
+
+    def dense_embedder(self, view: View) -> Embedder:
+        """The embedder dense search reads ``view`` with; an error when there is none."""
+        embedder = self._state.embedder
+        if embedder is None:
+            raise ConfigError("dense search is off (dense_model = none)")
+        if not view.has_dense(embedder.model_id):
+            raise IndexStateError(
+                f"the index has no vectors of {embedder.model_id}; run `cortex index`"
+            )
+        return embedder
+
+
+def search_mode(mode: SearchMode | str, k: int) -> SearchMode:
+    """``mode`` checked, and ``k`` with it."""
+    try:
+        checked = SearchMode(mode)
+    except ValueError as exc:
+        raise ConfigError(f"unknown search mode {mode!r}; use hybrid, bm25 or dense") from exc
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+    return checked

@@ -1,0 +1,82 @@
+"""``Sessions``: this user's sessions in a workspace's ledger, kept warm by id, and the
+history lane each gives a turn of its session."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine._workspace._notes import Notes
+from engine._workspace._state import State
+from engine.core import (
+    BudgetUnreachableError,
+    HistoryLane,
+    NotFoundError,
+    SaveResult,
+    Scope,
+    SessionState,
+)
+from engine.memory import LaneSettings, Session, end_session
+from overlays import Hunk
+
+# The history lane's share of a session turn's budget (the goal's cost comes off first):
+# the rest stays for code evidence, which the history lane must not crowd out.
+HISTORY_SHARE = 0.4
+INSTRUCTION_TOKENS = 64  # the fixed instruction and lane headers, about
+
+
+class Sessions:
+    """The sessions this process has read, by id: each keeps its steps' facts warm."""
+
+    def __init__(self, state: State, notes: Notes) -> None:
+        self._state = state
+        self._notes = notes
+        self._open: dict[str, Session] = {}
+
+    def get(self, session_id: str) -> Session:
+        """The session ``session_id`` (see ``Workspace.session``)."""
+        state = self._state
+        with state.lazy:
+            found = self._open.get(session_id)
+            if found is None and not state.manifest.exists():
+                # Steps may come before the first index (an agent's hooks): the state folder
+                # is made a cortex folder, as indexing would, so it opens and indexes later.
+                state.manifest.write()
+            if found is None:
+                found = self._open[session_id] = Session(state.journal, session_id,
+                                                         state.counter)  # fmt: skip
+            return found
+
+    def forget_texts(self) -> None:
+        """Drop the sessions kept warm, so each reads its steps' texts again (after a purge)."""
+        with self._state.lazy:
+            self._open.clear()
+
+    def end(self, session_id: str, scope: Scope | str) -> SaveResult:
+        """Save session ``session_id``'s summary as a memory note (see
+        ``Workspace.end_session``)."""
+        session = self.get(session_id)
+        if not session.exists():
+            raise NotFoundError(f"no session {session_id!r} here (for this user) to end")
+        return end_session(self._notes.memory, session, self._state.counter, scope)
+
+    def history(self, state: SessionState, goal: str, query: str, diff: Sequence[Hunk],
+                budget: int, upto: int | None) -> HistoryLane:  # fmt: skip
+        """The session's history lane for this call, in its share of what the goal leaves;
+        first journals the files the working tree changed since the session last saw it."""
+        session = self.get(state.session)
+        if upto is None and self._state.config.ledger:
+            paths = " ".join(sorted({h.path for h in diff}))
+            last = next((i for i in reversed(session.items()) if i.role.value == "changes"), None)
+            if paths and (last is None or last.text != paths):
+                session.add("changes", paths)
+        counter = self._state.counter
+        goal_cost = counter.count(f"{goal}\n{chr(10).join(state.constraints)}\n"
+                                  f"{chr(10).join(state.subgoals)}")  # fmt: skip
+        room = min(int(budget * HISTORY_SHARE), budget - goal_cost - INSTRUCTION_TOKENS)
+        if room < 1:
+            raise BudgetUnreachableError(
+                f"budget of {budget} tokens leaves no room for session {state.session}'s "
+                f"history after the goal ({goal_cost} tokens); raise the budget",
+                goal_cost + INSTRUCTION_TOKENS, budget,
+            )  # fmt: skip
+        return session.lane(room, query=query or goal, upto=upto, settings=LaneSettings())
