@@ -25,6 +25,7 @@ __all__ = [
     "function_recall",
     "gold_file_hit",
     "gold_function_coverage",
+    "gold_token_share",
     "mean",
     "reciprocal_rank",
 ]
@@ -91,6 +92,16 @@ def gold_function_coverage(
 ) -> float | None:
     """Share of gold functions with a section in the packed context (None: no gold)."""
     return function_recall(packed, gold_functions, len(packed))
+
+
+def gold_token_share(packed: Sequence[Section], gold_files: Sequence[str]) -> float | None:
+    """Share of the packed evidence tokens that come from gold files (None: nothing packed
+    with a size): how much of the context is the code the fix touches."""
+    total = sum(s.tokens for s in packed)
+    if total <= 0:
+        return None
+    gold = set(gold_files)
+    return sum(s.tokens for s in packed if s.path in gold) / total
 
 
 def mean(values: Iterable[float | bool | None]) -> float | None:

@@ -17,8 +17,9 @@ _SIDES = ("ours", "baseline")
 
 def _metric_names(budgets: Sequence[int]) -> list[str]:
     names = [f"acc@{k}" for k in FILE_KS] + ["mrr"] + [f"func@{k}" for k in FUNCTION_KS]
+    names.append("pool")
     for b in budgets:
-        names += [f"hit@{b}", f"fcov@{b}", f"tokens@{b}"]
+        names += [f"hit@{b}", f"fcov@{b}", f"gold@{b}", f"tokens@{b}"]
     return names
 
 
@@ -91,14 +92,17 @@ def write_report(
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
     file_cols = [f"acc@{k}" for k in FILE_KS] + ["mrr"] + [f"func@{k}" for k in FUNCTION_KS]
-    budget_cols = [f"{m}@{b}" for b in budgets for m in ("hit", "fcov", "tokens")]
+    file_cols.append("pool")
+    budget_cols = [f"{m}@{b}" for b in budgets for m in ("hit", "fcov", "gold", "tokens")]
     lines = [
         "# SWE-bench localisation report",
         "",
         f"Settings: `{json.dumps(settings, sort_keys=True)}`. Percentages except MRR; "
         "acc@k = every gold file in the top k files; func@k = gold functions among the top k "
-        "sections; hit@B = every gold file has a section in the B-token context; fcov@B = "
-        "share of gold functions in it. The baseline is file-level BM25 packing whole files.",
+        "sections; pool = every gold file among the reranked candidates (the ceiling no "
+        "budget passes); hit@B = every gold file has a section in the B-token context; "
+        "fcov@B = share of gold functions in it; gold@B = share of its evidence tokens from "
+        "gold files. The baseline is file-level BM25 packing whole files.",
         "",
         f"Timing: `{json.dumps(summary['timing'], sort_keys=True)}`",
         "",

@@ -100,11 +100,13 @@ def _ask_context(
     budgets: Sequence[int],
     packs: dict[int, tuple[list[str], list[Section], int]],
     dump: list[dict[str, Any]] | None = None,
+    pool: set[str] | None = None,
 ) -> tuple[list[str], list[Section], list[float]]:
     """Rankings from the public search (files with ``search_files``, sections with
     ``search``: the ranking build_context packs from, so what users get is what is
     reported); packs from build_context's citations; the milliseconds of each budget's
-    build_context call."""
+    build_context call. ``pool`` receives the files of every reranked candidate."""
+    pool = set() if pool is None else pool
     times = []
     # A planner passes a short goal (pinned verbatim in the prompt) and a query: here the
     # issue's title and its whole text. The query steers retrieval but is not rendered.
@@ -123,6 +125,7 @@ def _ask_context(
     hits = ws.search(inst.problem_statement, goal=title[:500], k=ALL_FILES)
     if dump is not None:
         dump.extend(_candidate(h) for h in hits)
+    pool.update(h.chunk.path for h in hits)
     return [f.path for f in files], [_section(h.chunk) for h in hits[:RANK_DEPTH]], times
 
 
@@ -152,11 +155,14 @@ def _score(
     files: Sequence[str],
     sections: Sequence[Section],
     packs: dict[int, tuple[list[str], list[Section], int]],
+    pool: set[str] | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         f"acc@{k}": metrics.file_accuracy(files, inst.gold_files, k) for k in metrics.FILE_KS
     }
     out["mrr"] = metrics.reciprocal_rank(files, inst.gold_files)
+    # Every gold file among the reranked candidates: the ceiling no budget can pass.
+    out["pool"] = None if pool is None else all(g in pool for g in inst.gold_files)
     for k in metrics.FUNCTION_KS:
         out[f"func@{k}"] = metrics.function_recall(sections, inst.gold_functions, k)
     for budget, (packed_files, packed_sections, used) in packs.items():
@@ -164,6 +170,7 @@ def _score(
         out[f"hit@{budget}"] = all(g in present for g in inst.gold_files)
         out[f"fcov@{budget}"] = metrics.gold_function_coverage(packed_sections, inst.gold_functions)
         out[f"tokens@{budget}"] = used
+        out[f"gold@{budget}"] = metrics.gold_token_share(packed_sections, inst.gold_files)
     return out
 
 
@@ -194,13 +201,15 @@ def _ask_and_score(
     packs: dict[int, tuple[list[str], list[Section], int]] = {}
     if mode == "context":
         candidates: list[dict[str, Any]] | None = [] if dump else None
-        files, sections, times = _ask_context(ws, inst, budgets, packs, candidates)
+        pool: set[str] | None = set()
+        files, sections, times = _ask_context(ws, inst, budgets, packs, candidates, pool)
         if candidates is not None:
             row["candidates"] = candidates
         row["query_ms"] = round(sorted(times)[len(times) // 2], 2)
         # The first question after an index also loads what later ones reuse.
         row["first_query_ms"] = round(times[0], 2)
     else:
+        pool = None  # a single retriever's list is not the reranked pool
         start = time.perf_counter()
         hits: list[SearchHit] = ws.search(inst.problem_statement, mode=mode, k=RANK_DEPTH)
         row["query_ms"] = row["first_query_ms"] = round((time.perf_counter() - start) * 1000, 2)
@@ -210,13 +219,14 @@ def _ask_and_score(
             packed = _pack_sections(sections, budget)
             used = sum(s.tokens + SNIPPET_OVERHEAD for s in packed)
             packs[budget] = (_files_in_order(packed), packed, used)
-    row["ours"] = _score(inst, files, sections, packs)
+    row["ours"] = _score(inst, files, sections, packs, pool)
     row["ours"]["top_files"] = files[:10]
     if baseline:
         start = time.perf_counter()
         bm25 = Bm25Files(tree, suffixes=source_suffixes(inst.language))
         ranked = bm25.rank(inst.problem_statement)
         base_packs: dict[int, tuple[list[str], list[Section], int]] = {}
+        gold_share: dict[int, float | None] = {}
         for budget in budgets:
             whole = bm25.pack(ranked, budget)
             # A whole file holds every function in it: one pseudo-section per gold one.
@@ -226,7 +236,12 @@ def _ask_and_score(
                 if g.partition(":")[0] in {f.path for f in whole}
             ]
             base_packs[budget] = ([f.path for f in whole], covered, sum(f.tokens for f in whole))
+            total = sum(f.tokens for f in whole)
+            gold = sum(f.tokens for f in whole if f.path in inst.gold_files)
+            gold_share[budget] = gold / total if total else None
         row["baseline"] = _score(inst, ranked, [], base_packs)
+        for budget, share in gold_share.items():
+            row["baseline"][f"gold@{budget}"] = share
         for k in metrics.FUNCTION_KS:
             row["baseline"][f"func@{k}"] = None  # files, not sections: not comparable
         row["baseline"]["top_files"] = ranked[:10]

@@ -93,6 +93,9 @@ def test_metrics_by_hand() -> None:
     assert metrics.gold_function_coverage(sections, ["a.py:f"]) == 1.0
     assert metrics.gold_file_hit(sections, ["a.py", "b.py"]) is True
     assert metrics.mean([1.0, None, 0.0, True]) == pytest.approx(2 / 3)
+    assert metrics.gold_token_share([*sections, Section("c.py", "h", 1, 9, 20)],
+                                    ["b.py"]) == 0.25  # fmt: skip
+    assert metrics.gold_token_share([], ["b.py"]) is None
 
 
 def test_naming_rule(dataset: tuple[Path, Path]) -> None:
@@ -118,6 +121,8 @@ def test_end_to_end_metrics_resume_and_report(dataset: tuple[Path, Path], tmp_pa
     assert (ours["acc@1"], ours["mrr"], ours["func@5"]) == (True, 1.0, 1.0)
     assert ours["hit@4000"] is True and ours["fcov@4000"] == 1.0
     assert 0 < ours["tokens@4000"] <= 4000 and ours["tokens@60"] <= 60
+    assert ours["pool"] is None  # one retriever's list is not the reranked pool
+    assert base["gold@4000"] == 1.0  # only the gold file was packed whole
     assert base["top_files"][0] == "widgets/headers.py" and base["acc@1"] is True
     assert base["hit@4000"] is True and base["fcov@4000"] == 1.0
     assert base["hit@60"] is False  # the whole file costs more than 60 tokens
