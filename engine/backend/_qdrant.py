@@ -218,10 +218,14 @@ class QdrantBackend:
         if k <= 0 or name not in self.store.vectors():
             return []
         query = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
-        hits = self.store.nearest(name, query, scope_filter(scope, "sections"),
-                                  k + _TIE_SLACK, ("id",))  # fmt: skip
-        pairs = sorted(((h.payload["id"], h.score) for h in hits), key=lambda p: (-p[1], p[0]))
-        return pairs[:k]
+        where = scope_filter(scope, "sections")
+        depth = k + _TIE_SLACK
+        while True:  # deeper while a tie straddles the cut: ties are ordered by id
+            hits = self.store.nearest(name, query, where, depth, ("id",))
+            pairs = sorted(((h.payload["id"], h.score) for h in hits), key=lambda p: (-p[1], p[0]))
+            if len(hits) < depth or len(pairs) < k or hits[-1].score < pairs[k - 1][1]:
+                return pairs[:k]
+            depth *= 4
 
     # -- lookups --------------------------------------------------------------------
 
@@ -272,7 +276,18 @@ class QdrantBackend:
                                                                        ("file",)))  # fmt: skip
         return {r.path: r for r in sorted(records, key=lambda r: r.path)}
 
+    def missing_layers(self, scope: Scope) -> list[str]:
+        """The scope's layers this collection has never had written."""
+        layers = [scope.base] + ([scope.overlay] if scope.overlay else [])
+        where = Where(must=(Cond("t", ("layers",)), Cond("layer", tuple(layers))))
+        written = {r["layer"] for r in self.store.scroll(where, ("layer",))}
+        return [layer for layer in layers if layer not in written]
+
     # -- writing --------------------------------------------------------------------
+
+    def drop_layer(self, layer: str) -> None:
+        """Delete every point of ``layer`` (an overlay whose branch is gone)."""
+        self.store.delete(Where(must=(Cond("layer", (layer,)),)))
 
     def layer_keys(self, layer: str) -> dict[str, str]:
         """Per path held in ``layer``: the key its documents were written with."""

@@ -9,6 +9,11 @@
 
 Many branches and working trees share one base; each overlay holds only its diff. ``overlays``
 says what differs (git) and composes the View; this module builds the Segments.
+
+With ``CORTEX_BACKEND=qdrant`` (``engine.backend``) the segments are still built here, then
+mirrored into Qdrant layers (base ``base:<commit>:<chunker>``, overlay
+``overlay:<workspace>:<branch>:<user>``; only changed files are written), and the View is
+the branch's scope over the Qdrant backend instead of the local segments.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.backend import BackendSettings, QdrantBackend, connect
 from engine.core import (
     Config,
     ConfigError,
@@ -38,6 +44,7 @@ from engine.segment import Segment
 from indexers import SourceFile, TokenCounter, walk
 from overlays import (
     OverlayMemory,
+    Scope,
     View,
     base_commit,
     changed_paths,
@@ -93,13 +100,48 @@ class Layers:
         # The state folder, when it lives in the tree: never part of what differs.
         inside = state_dir.resolve()
         self.inside = (inside.relative_to(root).as_posix(),) if inside.is_relative_to(root) else ()
+        self.backend = BackendSettings.from_env()
+        self._qdrant: QdrantBackend | None = None
 
     def close(self) -> None:
-        """Close every open segment."""
+        """Close every open segment (and the Qdrant connection)."""
         for segment in self._segments.values():
             segment.close()
         self._segments.clear()
         self.drop_memories()
+        if self._qdrant is not None:
+            self._qdrant.close()
+            self._qdrant = None
+
+    # -- the Qdrant backend -------------------------------------------------------------
+
+    def qdrant(self) -> QdrantBackend | None:
+        """The Qdrant backend when ``CORTEX_BACKEND=qdrant`` (connected once), else None."""
+        if self.backend.kind == "qdrant" and self._qdrant is None:
+            self._qdrant = connect(self.backend, self.state_dir)
+        return self._qdrant
+
+    def base_layer(self, base: str) -> str:
+        """The Qdrant layer of the base at ``base``: one per commit and chunker settings,
+        shared by every workspace and user (a folder outside git: its own)."""
+        chunker = self.segment(self.base_dir(base)).meta.get_info("chunker") or ""
+        name = f"tree-{self.workspace}" if base == _NO_GIT else base
+        return f"base:{name}:{hashlib.sha256(chunker.encode()).hexdigest()[:12]}"
+
+    def overlay_layer(self, branch: str) -> str:
+        """The Qdrant layer of this user's overlay of ``branch`` in this workspace."""
+        return f"overlay:{self.workspace}:{branch}:{self.user}"
+
+    def _mirror(
+        self, base: str, branch: str, embedder: Embedder | None, cache: EmbeddingCache | None
+    ) -> None:
+        qdrant = self.qdrant()
+        if qdrant is None:
+            return
+        base_segment = self.segment(self.base_dir(base))
+        overlay = self.segment(self.overlay_dir(branch), create=True)
+        qdrant.mirror(base_segment, self.base_layer(base), embedder=embedder, cache=cache)
+        qdrant.mirror(overlay, self.overlay_layer(branch), embedder=embedder, cache=cache)
 
     # -- where things are -------------------------------------------------------------
 
@@ -178,6 +220,7 @@ class Layers:
         report, record = self._build_overlay(
             base, branch, token, candidates, counter, embedder, cache, progress
         )
+        self._mirror(base, branch, embedder, cache)
         self._view = None
         return report, record, base_report
 
@@ -304,6 +347,20 @@ class Layers:
         key = (info.token, base.meta.generation, overlay.meta.generation)
         if self._view is not None and self._view[0] == key:
             return self._view[1]
+        ident = f"{info.base}:{overlay.meta.generation}:{info.token[:16]}"
+        qdrant = self.qdrant()
+        if qdrant is not None:
+            scope = Scope(self.base_layer(info.base), self.overlay_layer(info.branch),
+                          frozenset(info.paths), frozenset(info.tombstones))  # fmt: skip
+            missing = qdrant.missing_layers(scope)
+            if missing:
+                raise IndexNotBuiltError(
+                    f"the Qdrant collection has no layer {missing[0]!r}: run `cortex index` "
+                    "with CORTEX_BACKEND=qdrant to write this branch's layers"
+                )
+            view = View.over(qdrant, scope, ident=ident)
+            self._view = (key, view)
+            return view
         pair = (self.base_dir(info.base), self.overlay_dir(info.branch))
         memory = self._memories.setdefault(pair, OverlayMemory())
         view = View(
@@ -311,7 +368,7 @@ class Layers:
             overlay,
             overlay_paths=info.paths,
             tombstones=info.tombstones,
-            ident=f"{info.base}:{overlay.meta.generation}:{info.token[:16]}",
+            ident=ident,
             memory=memory,
         )
         self._view = (key, view)
@@ -367,6 +424,9 @@ class Layers:
             removed.append(str(marker.parent.relative_to(self.state_dir)))
             if not dry_run:
                 self._drop(marker.parent)
+                qdrant = self.qdrant() if info is not None else None
+                if qdrant is not None and info is not None:  # overlays are per user: ours
+                    qdrant.drop_layer(self.overlay_layer(info.branch))
         gone_bases: list[str] = []
         for directory in sorted((self.state_dir / "bases").glob("*")):
             name = (directory / "complete").read_text("utf-8").strip() if (

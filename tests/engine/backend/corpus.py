@@ -8,11 +8,14 @@ from scratch: what every backend's answers within the scope are compared with.
 
 from __future__ import annotations
 
+import math
+import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine import Config
-from engine.backend import ClientStore, EdgeStore, QdrantBackend
+from engine.backend import ClientStore, EdgeStore, QdrantBackend, Store
 from engine.embed import Embedder, EmbeddingCache, make_embedder
 from engine.index import update_segment
 from engine.segment import Segment
@@ -124,10 +127,42 @@ def build(top: Path) -> Built:
 
 def qdrant(built: Built, kind: str, where: Path) -> QdrantBackend:
     """A Qdrant backend of ``kind`` ("local": qdrant-client's local mode; "edge": the
-    engine in process) holding the base and overlay as layers."""
-    store = ClientStore(":memory:", "cortex", api_key=None) if kind == "local" else \
-        EdgeStore(where / "edge")  # fmt: skip
+    engine in process; "server": the cluster at ``QDRANT_URL``, in a collection of its own
+    that ``close`` drops) holding the base and overlay as layers."""
+    store: Store
+    if kind == "local":
+        store = ClientStore(":memory:", "cortex", api_key=None)
+    elif kind == "server":
+        store = LiveStore(os.environ["QDRANT_URL"], f"cortex-test-{uuid.uuid4().hex[:12]}",
+                          api_key=os.environ.get("QDRANT_API_KEY") or None)  # fmt: skip
+    else:
+        store = EdgeStore(where / "edge")
     backend = QdrantBackend(store)
     backend.mirror(built.base, BASE, embedder=built.embedder, cache=built.cache)
     backend.mirror(built.overlay, OVERLAY, embedder=built.embedder, cache=built.cache)
     return backend
+
+
+class LiveStore(ClientStore):
+    """A server collection made for one test and dropped when closed."""
+
+    def close(self) -> None:
+        self._client.delete_collection(self.collection)
+        super().close()
+
+
+def assert_same_ranking(
+    got: list[tuple[str, float]], want: list[tuple[str, float]], rel: float, context: object = ""
+) -> None:
+    """``got`` ranks as ``want``: scores equal rank by rank within ``rel``, and ids equal
+    except among scores that tie within the tolerance (f32 noise may order those, or pick
+    which of them makes the cut, either way)."""
+    assert len(got) == len(want), context
+    tol = 2 * rel
+    for i, ((gid, gs), (wid, ws)) in enumerate(zip(got, want, strict=True)):
+        assert math.isclose(gs, ws, rel_tol=rel, abs_tol=1e-6), (context, i, got, want)
+        if gid != wid:
+            near = [w for j, (_, w) in enumerate(want)
+                    if j != i and math.isclose(w, ws, rel_tol=tol, abs_tol=1e-6)]  # fmt: skip
+            at_cut = math.isclose(ws, want[-1][1], rel_tol=tol, abs_tol=1e-6)
+            assert near or at_cut, (context, i, got, want)

@@ -10,6 +10,7 @@ within a scope (qdrant-client's local mode cannot: it has no IDF corpus for text
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from engine.core import IndexStateError
 from overlays import Backend, Scope, View
 from tests.engine.backend.corpus import BASE, OVERLAY, Built, build, qdrant
 
-KINDS = ["embedded", "local", "edge"]
+# A live server or cluster joins when QDRANT_URL names one (QDRANT_API_KEY if it needs one).
+KINDS = ["embedded", "local", "edge", *(["server"] if os.environ.get("QDRANT_URL") else [])]
 QUERIES = ["parse value", "render token cache", "merge query", "fn_3", "notes", "extra cache",
            "value_render", "nothing_matches_this"]  # fmt: skip
 REL = 1e-4  # Qdrant scores in f32; the embedded View rescores in f64
@@ -165,7 +167,7 @@ def test_a_view_over_the_backend_answers_as_the_embedded_view(
     assert view.hidden == embedded.hidden and OVERLAY
 
 
-@pytest.mark.parametrize("kind", ["local", "edge"])
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "embedded"])
 def test_mirror_writes_only_what_changed(built: Built, kind: str, tmp_path: Path) -> None:
     """A second mirror of the same segment writes nothing; a changed layer is rewritten
     for its changed files only, and files gone from it are deleted."""

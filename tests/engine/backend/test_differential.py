@@ -1,0 +1,142 @@
+"""Random branch scripts: a workspace on Qdrant's engine answers as the embedded one does.
+
+Hypothesis writes scripts of branch creation, checkouts, edits, adds, deletes, renames,
+staging and commits on a real git repository (``tests.overlays.test_differential``'s
+steps). Two workspaces index the same tree, one embedded, one with ``CORTEX_BACKEND=qdrant``
+on the edge engine (the same segments, mirrored into Qdrant layers; the View a scope over
+Qdrant). After every step both are asked BM25, dense and hybrid searches and build_context:
+the same chunk ids in the same order, scores within ``REL`` (ids may differ only among
+scores that tie within that tolerance: f32 noise orders those). The modules keep every
+section's fields under 40 terms, where tantivy stores lengths exactly; past that, scores
+differ by tantivy's length rounding (see ``engine.backend._qdrant``) and are compared in
+``test_real_code.py`` instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import Workspace
+from engine.retrieval import Scored
+from tests.engine.backend.corpus import assert_same_ranking
+from tests.overlays.test_differential import (
+    CONFIG,
+    QUERIES,
+    SETTINGS,
+    Step,
+    _apply,
+    _git,
+    _module,
+    _pin_mtimes,
+)
+
+REL = 1e-4  # Qdrant scores in f32, the embedded View rescores in f64
+DENSE_REL = 1e-3  # Qdrant renormalises stored vectors for cosine, in f32
+# Fused scores: f32 noise can swap two dense hits whose cosines tie, which moves their
+# reciprocal-rank terms (1/(60+r) vs 1/(61+r): under 1% of a fused score).
+FUSED_REL = 1e-2
+
+OPS = ["edit", "add", "delete", "rename", "branch", "checkout", "commit", "stage", "drop_function"]
+steps = st.lists(
+    st.tuples(
+        st.sampled_from(OPS),
+        st.integers(0, 50),
+        st.integers(0, 50),
+    ),
+    min_size=2,
+    max_size=4,
+)
+
+
+@contextmanager
+def _qdrant_env(edge: Path) -> Iterator[None]:
+    env = {"CORTEX_BACKEND": "qdrant", "CORTEX_QDRANT_URL": f"edge:{edge}"}
+    with mock.patch.dict(os.environ, env):
+        yield
+
+
+def _same(a: Workspace, b: Workspace, edge: Path, context: str) -> None:
+    with _qdrant_env(edge):
+        b.index()
+    a.index()
+    for query in QUERIES:
+        for mode in ("bm25", "dense", "hybrid"):
+            want = a.search(query, mode=mode, k=8)
+            with _qdrant_env(edge):
+                got = b.search(query, mode=mode, k=8)
+            rel = {"bm25": REL, "dense": DENSE_REL, "hybrid": FUSED_REL}[mode]
+            pairs = [(h.chunk.id, h.score) for h in got], [(h.chunk.id, h.score) for h in want]
+            assert_same_ranking(*pairs, rel, (context, query, mode))
+    for query in QUERIES[:2]:
+        ranked_a: list[Scored] = []
+        ranked_b: list[Scored] = []
+        pa = a.build_context(query, budget_tokens=1200, record=False, explain=ranked_a,
+                             settings=SETTINGS)  # fmt: skip
+        with _qdrant_env(edge):
+            pb = b.build_context(query, budget_tokens=1200, record=False, explain=ranked_b,
+                                 settings=SETTINGS)  # fmt: skip
+        # The whole reranked candidate list, every feature contributing (dense cosine too).
+        ranks = [(c.chunk.id, c.score) for c in ranked_b], [(c.chunk.id, c.score) for c in ranked_a]
+        assert_same_ranking(*ranks, FUSED_REL, context)
+        if [c.chunk.id for c in ranked_b] == [c.chunk.id for c in ranked_a]:
+            assert [s.chunk_id for s in pb.citations] == [s.chunk_id for s in pa.citations]
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=not os.environ.get("CORTEX_EXPLORE"),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(script=steps)
+def test_qdrant_workspace_equals_embedded_after_every_step(
+    tmp_path_factory: pytest.TempPathFactory, script: list[Step]
+) -> None:
+    """Random branch scripts: after each step the Qdrant-backed workspace answers as the
+    embedded one (ids and order equal, scores within f32 precision)."""
+    _run(tmp_path_factory.mktemp("qdiff"), script)
+
+
+def test_one_branch_script(tmp_path: Path) -> None:
+    """One fixed script (edit, add, delete, rename on a branch, then commit): the Qdrant
+    workspace answers as the embedded one after every step."""
+    _run(tmp_path, [("branch", 1, 0), ("edit", 2, 3), ("add", 7, 1), ("delete", 0, 0),
+                    ("rename", 3, 9), ("commit", 4, 0)])  # fmt: skip
+
+
+def _run(top: Path, script: list[Step]) -> None:
+    root = top / "repo"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "T")
+    for n in range(5):
+        (root / f"m{n}.py").write_text(_module(n, 0))
+    (root / "README.md").write_text("# Notes\n\nparse value and render token\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "init")
+    _pin_mtimes(root)
+    branches = ["main"]
+    edge = top / "edge"
+    embedded = Workspace.open(root, CONFIG.with_(state_dir=str(top / "state-embedded")))
+    with _qdrant_env(edge):
+        on_qdrant = Workspace.open(root, CONFIG.with_(state_dir=str(top / "state-qdrant")))
+    try:
+        _same(embedded, on_qdrant, edge, "initial")
+        for i, step in enumerate(script):
+            _apply(root, step, branches)
+            _pin_mtimes(root)
+            _same(embedded, on_qdrant, edge, f"after step {i}: {step} of {script}")
+    finally:
+        embedded.close()
+        with _qdrant_env(edge):
+            on_qdrant.close()
