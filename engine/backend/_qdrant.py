@@ -336,31 +336,45 @@ class QdrantBackend:
         embedder: Embedder | None,
         cache: EmbeddingCache | None,
     ) -> None:
+        batch = [(record, key, segment.chunks_of(record.path)) for record, key in files]
+        vectors: dict[str, Sequence[float]] = {}
+        model = None
+        if embedder is not None and cache is not None:
+            model = embedder.model_id
+            targets = [c for _, _, chunks in batch for c in chunks if not is_trivial(c)]
+            if targets:
+                got = embed_with_cache(embedder, cache, [embedding_text(c) for c in targets])
+                vectors = {c.id: row for c, row in zip(targets, got.vectors.tolist(), strict=True)}
+        self.write(layer, batch, model, vectors)
+
+    def write(
+        self,
+        layer: str,
+        files: Sequence[tuple[FileRecord, str, Sequence[Chunk]]],
+        model_id: str | None = None,
+        vectors: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:
+        """Upsert the page and section points of ``files`` ((record, key, chunks) each) into
+        ``layer``, sections with their ``model_id`` vector where ``vectors`` has one (by
+        chunk id). ``mirror`` is the incremental path; this is its last step, public for
+        tools that write synthetic layers (``eval.bench_backend``'s scale copies)."""
+        vectors = vectors or {}
+        name = _vector_name(model_id) if model_id else ""
+        if name and vectors:
+            self.store.ensure_vector(name, len(next(iter(vectors.values()))))
         points: list[Point] = []
-        sections: list[Chunk] = []
-        for record, key in files:
-            chunks = segment.chunks_of(record.path)
-            sections.extend(chunks)
+        for record, key, chunks in files:
             page = {"t": "pages", "layer": layer, "path": record.path, "id": record.page_id,
                     "key": key, "file": asdict(record),
                     **_fields(page_fields(record.path, page_text(chunks)))}  # fmt: skip
             points.append(Point(_point_id(layer, "pages", record.page_id), {}, page))
-        vectors: dict[str, list[float]] = {}
-        name = ""
-        if embedder is not None and cache is not None:
-            name = _vector_name(embedder.model_id)
-            targets = [c for c in sections if not is_trivial(c)]
-            if targets:
-                got = embed_with_cache(embedder, cache, [embedding_text(c) for c in targets])
-                self.store.ensure_vector(name, int(got.vectors.shape[1]))
-                vectors = {c.id: row.tolist() for c, row in zip(targets, got.vectors, strict=True)}
-        for chunk in sections:
-            payload = {
-                "t": "sections", "layer": layer, "path": chunk.path, "id": chunk.id,
-                "defines": list(dict.fromkeys(chunk.defines)), "chunk": _chunk_payload(chunk),
-                **_fields(section_fields(chunk)),
-            }  # fmt: skip
-            named = {name: vectors[chunk.id]} if chunk.id in vectors else {}
-            points.append(Point(_point_id(layer, "sections", chunk.id), named, payload))
+            for chunk in chunks:
+                payload = {
+                    "t": "sections", "layer": layer, "path": chunk.path, "id": chunk.id,
+                    "defines": list(dict.fromkeys(chunk.defines)), "chunk": _chunk_payload(chunk),
+                    **_fields(section_fields(chunk)),
+                }  # fmt: skip
+                named = {name: vectors[chunk.id]} if name and chunk.id in vectors else {}
+                points.append(Point(_point_id(layer, "sections", chunk.id), named, payload))
         for start in range(0, len(points), _BATCH):
             self.store.upsert(points[start : start + _BATCH])
