@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from engine import Config, SessionState, Turn, Workspace
 from engine.cli import main
 from engine.serve import MAX_BODY_BYTES, Service, to_json
-from engine.serve._http import _status
+from engine.serve._answers import status_of as _status
 from indexers import sha256_text
 from tests.engine.serve.test_mcp import REPO_ROOT, indexed_repo, server_env
 

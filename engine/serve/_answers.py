@@ -1,0 +1,119 @@
+"""The JSON API's answers: request bodies read under a size limit, errors mapped from
+the exception tree to HTTP statuses in one place, and every handler's answer or error as JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from engine.core import (
+    BudgetUnreachableError,
+    ConfigError,
+    CortexError,
+    IndexBusyError,
+    IndexNotBuiltError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RateLimitedError,
+)
+from engine.serve._service import REQUEST_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+MAX_BODY_BYTES = 1 << 20  # 1 MiB: 32 KiB of query plus 256 KiB of signals, JSON-escaped, fits
+# A body a little over the limit is read to its end before the 413, so the client can read
+# the answer (a server that stops reading makes most clients fail with a broken pipe).
+_DRAIN_BYTES = 8 * MAX_BODY_BYTES
+
+
+def status_of(exc: BaseException) -> tuple[int, str]:
+    """The HTTP status and error type for an exception (the one place they are mapped)."""
+    if isinstance(exc, PayloadTooLargeError):
+        return 413, "too_large"
+    if isinstance(exc, BudgetUnreachableError):  # what must be kept is over the budget
+        return 413, "budget_unreachable"
+    if isinstance(exc, NotFoundError):
+        return 404, "not_found"
+    if isinstance(exc, ConfigError):
+        return 400, "bad_request"
+    if isinstance(exc, RateLimitedError):
+        return 429, "rate_limited"
+    if isinstance(exc, IndexNotBuiltError):
+        return 503, "not_ready"
+    if isinstance(exc, IndexBusyError):
+        return 503, "busy"
+    if isinstance(exc, CortexError):  # the index, ledger, cache or model cannot be used now
+        return 503, "unavailable"
+    if isinstance(exc, TimeoutError):
+        return 504, "timeout"
+    return 500, "internal"
+
+
+def error(status: int, kind: str, message: str) -> Response:
+    """An error answer (a 401 names the Bearer scheme)."""
+    from starlette.responses import JSONResponse
+
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    body = {"error": {"type": kind, "message": message}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def answer(work: Callable[[], Awaitable[object]]) -> Response:
+    """``work``'s result as JSON, or its error as ``{"error": {"type", "message"}}``."""
+    from starlette.responses import JSONResponse
+
+    try:
+        return JSONResponse(await work())
+    except (CortexError, TimeoutError) as exc:
+        status, kind = status_of(exc)
+        message = str(exc) or f"timed out after {REQUEST_TIMEOUT_S:.0f} s"
+        return error(status, kind, message)
+    except Exception as exc:  # a bug: say so without leaking internals, keep serving
+        print(f"cortex: internal error: {exc!r}", file=sys.stderr)
+        return error(500, "internal", "internal error; see the server's log")
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """The request's body: a JSON object of at most ``MAX_BODY_BYTES``, all of it text."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > _DRAIN_BYTES:
+        raise PayloadTooLargeError(f"the body is over {MAX_BODY_BYTES} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size <= MAX_BODY_BYTES:
+            chunks.append(chunk)
+        elif size > _DRAIN_BYTES:
+            break
+    if size > MAX_BODY_BYTES:
+        raise PayloadTooLargeError(f"the body is over {MAX_BODY_BYTES} bytes")
+    try:
+        body = json.loads(b"".join(chunks) or b"{}")
+    except ValueError as exc:
+        raise ConfigError(f"the body is not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ConfigError("the body is nested too deeply") from exc
+    if not isinstance(body, dict):
+        raise ConfigError("the body must be a JSON object")
+    try:  # "\ud800" is valid JSON but no text: refuse it here, not deep in a 500
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConfigError("the body holds a lone surrogate (\\ud800-\\udfff): not text") from exc
+    except RecursionError as exc:
+        raise ConfigError("the body is nested too deeply") from exc
+    return body
+
+
+def whole(params: Mapping[str, str], name: str, default: int) -> int:
+    """A query parameter that must be a whole number (``default`` when absent)."""
+    raw = params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit():
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}")
+    return int(raw)

@@ -1,0 +1,174 @@
+"""The JSON API's OpenAPI document (served at ``/openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# fmt: off
+_ERR = {"$ref": "#/components/schemas/Error"}
+_Q = {"in": "query", "schema": {"type": "string"}}
+_OK = {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}
+_ERRS = {str(c): {"description": d, "content": {"application/json": {"schema": _ERR}}}
+         for c, d in ((400, "bad input"), (401, "missing or wrong token"), (404, "unknown key"),
+                      (413, "body too large"), (503, "index not ready, busy or unusable"),
+                      (504, "timeout"))}
+
+
+def _body(props: dict[str, object], required: list[str]) -> dict[str, object]:
+    schema = {"type": "object", "properties": props, "required": required}
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+_STRS = {"type": "array", "items": {"type": "string"}}
+_TURN = {"type": "object", "properties": {"role": {"type": "string"}, "text": {"type": "string"}},
+         "required": ["role", "text"], "additionalProperties": False}
+_STATE = {"type": "object", "additionalProperties": False,
+          "properties": {"recent_turns": {"type": "array", "items": _TURN},
+                         "constraints": _STRS, "subgoals": _STRS,
+                         "session": {"type": "string"}}}
+_SID = {"name": "session", "in": "path", "required": True, "schema": {"type": "string"}}
+_INTS = {"type": "array", "items": {"type": "integer"}}
+_NID = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+_NOTE_TYPES = ["decision", "bugfix", "pattern", "discovery", "config", "identity", "constraint",
+               "goal", "note"]
+_EDGE_KINDS = ["references", "relates_to", "follows", "supersedes", "contradicts"]
+_PROOF = {"type": "object", "additionalProperties": False, "required": ["path", "sha256"],
+          "properties": {"path": {"type": "string"}, "sha256": {"type": "string"}}}
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "cortex", "version": "1",
+             "description": "Budgeted, cited context for coding agents. MCP lives at /mcp."},
+    "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "schemas": {"Error": {"type": "object", "properties": {"error": {"type": "object",
+                    "properties": {"type": {"type": "string"}, "message": {"type": "string"}}}}}},
+    },
+    "security": [{"bearer": []}],
+    "paths": {
+        "/v1/context": {"post": {
+            "summary": "Build the context for the next step (render is the prompt text)",
+            "requestBody": _body({"goal": {"type": "string"}, "query": {"type": "string"},
+                                  "tool_signals": _STRS, "budget_tokens": {"type": "integer"},
+                                  "state": _STATE}, []),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/feedback": {"post": {
+            "summary": "Report the [n] citations the model used",
+            "requestBody": _body({"replay_key": {"type": "string"},
+                                  "model_citations": {"type": "array", "items": {}},
+                                  "tool_results": {"type": "array", "items": {}},
+                                  "outcome": {"type": "string"},
+                                  "reason": {"type": "string"}}, ["replay_key"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/bundle": {"post": {
+            "summary": "The cold-start bundle: pinned, earlier outcomes, code for the goal",
+            "requestBody": _body({"goal": {"type": "string"}, "objects": _STRS,
+                                  "budget": {"type": "integer"}}, ["goal"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/replay/{key}": {"get": {
+            "summary": "The recorded prompt, byte for byte",
+            "parameters": [{"name": "key", "in": "path", "required": True,
+                            "schema": {"type": "string"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/search": {"get": {
+            "summary": "Sections (or files=1: files) in build_context's ranking",
+            "parameters": [{"name": "q", **_Q, "required": True}, {"name": "goal", **_Q},
+                           {"name": "files", **_Q},
+                           {"name": "mode", "in": "query",
+                            "schema": {"enum": ["bm25", "dense", "hybrid"]}},
+                           {"name": "k", "in": "query", "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/resolve": {"get": {
+            "summary": "The text of path#Lstart-Lend, checked against an optional proof",
+            "parameters": [{"name": "uri", **_Q, "required": True}, {"name": "path", **_Q},
+                           {"name": "sha256", **_Q}],
+            "responses": {"200": _OK, **_ERRS}}, "post": {
+            "summary": "The text of path#Lstart-Lend, checked against an optional proof",
+            "requestBody": _body({"uri": {"type": "string"}, "proof": _PROOF}, ["uri"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/status": {"get": {"summary": "What is indexed, how stale, refresh state",
+                               "responses": {"200": _OK, **_ERRS}}},
+        "/v1/index": {"post": {"summary": "Refresh the index in the background (wait=1 blocks)",
+                               "parameters": [{"name": "wait", **_Q}],
+                               "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/steps": {"post": {
+            "summary": "Journal one step of a session (role user, assistant, tool, changes, "
+                       "request)",
+            "parameters": [_SID],
+            "requestBody": _body({"role": {"type": "string"}, "text": {"type": "string"},
+                                  "tool": {"type": "string"}, "is_error": {"type": "boolean"},
+                                  "exit_status": {"type": "integer"}}, ["role", "text"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/decisions": {"post": {
+            "summary": "Record a decision, its rationale and the evidence it rests on",
+            "parameters": [_SID],
+            "requestBody": _body({"text": {"type": "string"}, "rationale": {"type": "string"},
+                                  "evidence": {"type": "array", "items": {}}}, ["text"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}": {"get": {
+            "summary": "A session's steps, or one step in full (step=N)",
+            "parameters": [_SID, {"name": "step", "in": "query",
+                                  "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/compact": {"post": {
+            "summary": "Compact into budget_tokens and journal a checkpoint (413 when even the "
+                       "stubs do not fit)",
+            "parameters": [_SID],
+            "requestBody": _body({"load_bearing": _INTS, "budget_tokens": {"type": "integer"},
+                                  "step": {"type": "integer"}, "in_context": _INTS}, []),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/checkpoint": {"post": {
+            "summary": "Journal a checkpoint of the working set at step",
+            "parameters": [_SID],
+            "requestBody": _body({"step": {"type": "integer"},
+                                  "budget_tokens": {"type": "integer"}}, ["step"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/checkpoint/{step}": {"get": {
+            "summary": "The latest checkpoint at step, as written",
+            "parameters": [_SID, {"name": "step", "in": "path", "required": True,
+                                  "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/end": {"post": {
+            "summary": "Save the session's summary as a memory note (ending again updates it)",
+            "parameters": [_SID],
+            "requestBody": _body({"scope": {"enum": ["personal", "project"]}}, []),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory": {"post": {
+            "summary": "Save a note (same topic_key: updated in place; same content: nothing "
+                       "added)",
+            "requestBody": _body({"title": {"type": "string"}, "type": {"enum": _NOTE_TYPES},
+                                  "what": {"type": "string"}, "why": {"type": "string"},
+                                  "where": {"type": "string"}, "learned": {"type": "string"},
+                                  "topic_key": {"type": "string"},
+                                  "scope": {"enum": ["project", "personal"]}}, ["title"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/search": {"get": {
+            "summary": "Notes for a query: titles and previews, best first",
+            "parameters": [{"name": "q", **_Q, "required": True},
+                           {"name": "k", "in": "query", "schema": {"type": "integer"}},
+                           {"name": "types", **_Q}, {"name": "include_superseded", **_Q}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/{id}": {"get": {
+            "summary": "One note in full, its code links re-checked",
+            "parameters": [_NID], "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/{id}/timeline": {"get": {
+            "summary": "The notes saved around one, oldest first",
+            "parameters": [_NID, {"name": "before", "in": "query", "schema": {"type": "integer"}},
+                           {"name": "after", "in": "query", "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/{id}/edges": {"post": {
+            "summary": "Link this note to dst (references, relates_to, follows, supersedes, "
+                       "contradicts)",
+            "parameters": [_NID],
+            "requestBody": _body({"dst": {"type": "integer"}, "kind": {"enum": _EDGE_KINDS}},
+                                 ["dst", "kind"]),
+            "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/{id}/graph": {"get": {
+            "summary": "The notes within depth (1-10) edges, and the edges",
+            "parameters": [_NID, {"name": "depth", "in": "query", "schema": {"type": "integer"}},
+                           {"name": "kinds", **_Q}],
+            "responses": {"200": _OK, **_ERRS}}},
+        "/healthz": {"get": {"summary": "Liveness (no token needed)", "security": [],
+                             "responses": {"200": _OK}}},
+    },
+}
+# fmt: on

@@ -1,0 +1,135 @@
+"""Saved notes over HTTP: ``/v1/memory`` (save, search, get, timeline, edges, graph) and,
+in the admin profile, delete, archive and stats."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.core import ConfigError
+from engine.serve._answers import answer, json_body, whole
+from engine.serve._encode import notes_json, to_json
+from engine.serve._requests import field, only
+from engine.serve._service import Service
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+
+def memory_routes(service: Service, admin: set[str]) -> list[Route]:
+    """The saved notes' routes, for ``build_app`` (``admin``: the admin tools this server
+    offers, which add delete, archive and stats)."""
+    from starlette.routing import Route
+
+    call = service.call
+
+    async def memory_save(request: Request) -> Response:
+        async def work() -> object:
+            body = await json_body(request)
+            names = ("title", "type", "what", "why", "where", "learned", "topic_key", "scope")
+            only(body, *names)
+            title = field(body, "title", str, None)
+            if title is None:
+                raise ConfigError("title is required")
+            saved = await call(
+                service.memory_save, title, field(body, "type", str, "note"),
+                *(field(body, n, str, "") for n in ("what", "why", "where", "learned")),
+                field(body, "topic_key", (str, type(None)), None),
+                field(body, "scope", str, "project"),
+            )  # fmt: skip
+            return to_json(saved)
+
+        return await answer(work)
+
+    async def memory_search(request: Request) -> Response:
+        async def work() -> object:
+            q = request.query_params
+            types = [t for t in q.get("types", "").split(",") if t]
+            superseded = q.get("include_superseded", "") in ("1", "true", "yes")
+            hits = await call(service.memory_search, q.get("q", ""), whole(q, "k", 10),
+                              types, superseded)  # fmt: skip
+            return notes_json(hits)
+
+        return await answer(work)
+
+    async def memory_get(request: Request) -> Response:
+        async def work() -> object:
+            return to_json(await call(service.memory_get, request.path_params["id"]))
+
+        return await answer(work)
+
+    async def memory_timeline(request: Request) -> Response:
+        async def work() -> object:
+            q = request.query_params
+            hits = await call(service.memory_timeline, request.path_params["id"],
+                              whole(q, "before", 5), whole(q, "after", 5))  # fmt: skip
+            return notes_json(hits)
+
+        return await answer(work)
+
+    async def memory_edges(request: Request) -> Response:
+        async def work() -> object:
+            body = await json_body(request)
+            only(body, "dst", "kind")
+            dst, kind = field(body, "dst", (int, str), None), field(body, "kind", str, None)
+            if dst is None or kind is None:
+                raise ConfigError("dst and kind are required")
+            return to_json(await call(service.memory_relate, request.path_params["id"], dst,
+                                      kind))  # fmt: skip
+
+        return await answer(work)
+
+    async def memory_graph(request: Request) -> Response:
+        async def work() -> object:
+            q = request.query_params
+            kinds = [k for k in q.get("kinds", "").split(",") if k]
+            graph = await call(service.memory_graph, request.path_params["id"],
+                               whole(q, "depth", 1), kinds)  # fmt: skip
+            return to_json(graph)
+
+        return await answer(work)
+
+    async def memory_delete(request: Request) -> Response:
+        hard = request.query_params.get("hard", "") in ("1", "true", "yes")
+        return await answer(lambda: call(service.memory_forget, request.path_params["id"], hard))
+
+    async def memory_archive(request: Request) -> Response:
+        async def work() -> object:
+            body = await json_body(request)
+            only(body, "archived")
+            archived = field(body, "archived", bool, True)
+            return to_json(await call(service.memory_archive, request.path_params["id"],
+                                      archived))  # fmt: skip
+
+        return await answer(work)
+
+    async def memory_stats(request: Request) -> Response:
+        async def work() -> object:
+            return to_json(await call(service.memory_stats))
+
+        return await answer(work)
+
+    return [
+        Route("/v1/memory", memory_save, methods=["POST"]),
+        Route("/v1/memory/search", memory_search, methods=["GET"]),
+        *(
+            [Route("/v1/memory/stats", memory_stats, methods=["GET"])]
+            if "memory_stats" in admin
+            else []
+        ),
+        Route("/v1/memory/{id}", memory_get, methods=["GET"]),
+        *(
+            [Route("/v1/memory/{id}", memory_delete, methods=["DELETE"])]
+            if "memory_delete" in admin
+            else []
+        ),
+        Route("/v1/memory/{id}/timeline", memory_timeline, methods=["GET"]),
+        Route("/v1/memory/{id}/edges", memory_edges, methods=["POST"]),
+        Route("/v1/memory/{id}/graph", memory_graph, methods=["GET"]),
+        *(
+            [Route("/v1/memory/{id}/archive", memory_archive, methods=["POST"])]
+            if "memory_archive" in admin
+            else []
+        ),
+    ]
