@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from engine.backend._qdrant import QdrantBackend
 from engine.backend._store import open_store
 from engine.core import ConfigError
 
-__all__ = ["BackendSettings", "connect"]
+__all__ = ["BackendSettings", "connect", "release"]
 
 DEFAULT_COLLECTION = "cortex"  # one collection holds many repositories' layers
 EDGE_FOLDER = "qdrant-edge"  # under the state folder when no URL is given
@@ -52,10 +53,38 @@ class BackendSettings:
         )
 
 
+# Open backends by (address, collection), with how many users hold each: an edge shard's
+# files must be opened once per process (an index rebuild opens a second Layers beside the
+# first), and a server connection is worth sharing too.
+_OPEN: dict[tuple[str, str], tuple[QdrantBackend, int]] = {}
+_OPEN_LOCK = threading.Lock()
+
+
 def connect(settings: BackendSettings, state_dir: Path) -> QdrantBackend | None:
-    """The Qdrant backend ``settings`` name (None for the embedded one); a server's version
-    is checked here, with a ``ConfigError`` that says what to do."""
+    """The Qdrant backend ``settings`` name (None for the embedded one), shared within the
+    process until each ``connect`` is matched by a ``release``. A server's version is
+    checked here, with a ``ConfigError`` that says what to do."""
     if settings.kind != "qdrant":
         return None
     url = settings.url or f"edge:{state_dir / EDGE_FOLDER}"
-    return QdrantBackend(open_store(url, settings.collection, api_key=settings.api_key or None))
+    key = (url, settings.collection)
+    with _OPEN_LOCK:
+        backend, users = _OPEN.get(key, (None, 0))
+        if backend is None:
+            store = open_store(url, settings.collection, api_key=settings.api_key or None)
+            backend = QdrantBackend(store)
+        _OPEN[key] = (backend, users + 1)
+        return backend
+
+
+def release(backend: QdrantBackend) -> None:
+    """Give back a backend ``connect`` returned; the last user closes it."""
+    with _OPEN_LOCK:
+        for key, (held, users) in list(_OPEN.items()):
+            if held is backend:
+                if users > 1:
+                    _OPEN[key] = (held, users - 1)
+                    return
+                del _OPEN[key]
+                break
+    backend.close()

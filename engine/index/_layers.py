@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.backend import BackendSettings, QdrantBackend, connect
+from engine.backend import BackendSettings, QdrantBackend, connect, release
 from engine.core import (
     Config,
     ConfigError,
@@ -110,7 +110,7 @@ class Layers:
         self._segments.clear()
         self.drop_memories()
         if self._qdrant is not None:
-            self._qdrant.close()
+            release(self._qdrant)
             self._qdrant = None
 
     # -- the Qdrant backend -------------------------------------------------------------
@@ -118,7 +118,11 @@ class Layers:
     def qdrant(self) -> QdrantBackend | None:
         """The Qdrant backend when ``CORTEX_BACKEND=qdrant`` (connected once), else None."""
         if self.backend.kind == "qdrant" and self._qdrant is None:
-            self._qdrant = connect(self.backend, self.state_dir)
+            # The configured state folder, not this Layers' own: a rebuild stages its
+            # segments elsewhere but must write the workspace's edge shard.
+            state = Path(self.config.state_dir).expanduser()
+            home = state if state.is_absolute() else self.root / state
+            self._qdrant = connect(self.backend, home)
         return self._qdrant
 
     def base_layer(self, base: str) -> str:

@@ -140,3 +140,39 @@ def _run(top: Path, script: list[Step]) -> None:
         embedded.close()
         with _qdrant_env(edge):
             on_qdrant.close()
+
+
+def test_a_rebuild_writes_the_workspace_shard_and_gc_drops_dead_overlays(tmp_path: Path) -> None:
+    """``index(rebuild=True)`` stages segments elsewhere but mirrors into the workspace's
+    own edge shard (searches keep answering after the swap); ``gc`` drops the Qdrant layer
+    of an overlay whose branch is gone."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "T")
+    for n in range(3):
+        (root / f"m{n}.py").write_text(_module(n, 0))
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "init")
+    with _qdrant_env(tmp_path / "edge"):
+        ws = Workspace.open(root, CONFIG.with_(state_dir=str(tmp_path / "state")))
+        try:
+            ws.index()
+            before = [h.chunk.id for h in ws.search("parse value", mode="bm25", k=5)]
+            _git(root, "checkout", "-q", "-b", "topic")
+            (root / "m0.py").write_text(_module(9, 4))
+            ws.index(rebuild=True)
+            qdrant = ws.layers.qdrant()
+            assert qdrant is not None
+            topic = ws.layers.overlay_layer("topic")
+            assert set(qdrant.layer_keys(topic)) == {"m0.py"}  # the overlay: what differs
+            assert ws.search("parse value", mode="bm25", k=5)
+            _git(root, "checkout", "-q", "-f", "main")
+            _git(root, "branch", "-D", "topic")
+            ws.index()
+            assert before == [h.chunk.id for h in ws.search("parse value", mode="bm25", k=5)]
+            ws.gc()
+            assert qdrant.layer_keys(topic) == {}
+        finally:
+            ws.close()

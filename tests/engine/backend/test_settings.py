@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from engine.backend import BackendSettings, EdgeStore, check_version, connect, open_store
+from engine.backend import (
+    BackendSettings,
+    EdgeStore,
+    Where,
+    check_version,
+    connect,
+    open_store,
+    release,
+)
 from engine.core import ConfigError
 
 
@@ -57,4 +65,8 @@ def test_without_a_url_the_edge_engine_lives_in_the_state_folder(tmp_path: Path)
     backend = connect(BackendSettings("qdrant"), tmp_path)
     assert backend is not None and isinstance(backend.store, EdgeStore)
     assert backend.store.directory.is_relative_to(tmp_path)
-    backend.close()
+    again = connect(BackendSettings("qdrant"), tmp_path)
+    assert again is backend  # one shard, opened once per process
+    release(again)
+    backend.store.count(Where())  # still open for the first user
+    release(backend)
