@@ -234,10 +234,11 @@ class Learning:
         for n, text in enumerate(session.subgoals, start=1):
             items.append(BundleItem(Tier.PINNED, f"state:goal/{n}", "active goal",
                                     scrub(text), 0.95))  # fmt: skip
-        notes = self._notes.exists()
-        if notes:
+        # One read of the notes' candidates serves the pinned and the frame tier's searches.
+        pool = self._notes.memory.pool(goal) if self._notes.exists() else None
+        if pool is not None:
             kinds = (NoteType.IDENTITY, NoteType.CONSTRAINT, NoteType.GOAL)
-            for hit in self._notes.memory.search(goal, _PINNED_NOTES, types=kinds):
+            for hit in self._notes.memory.search(goal, _PINNED_NOTES, types=kinds, pool=pool):
                 sal = max(PINNED_FLOOR, 0.7 + 0.2 * hit.importance)
                 title = f"{hit.type.value}: {hit.title}"
                 items.append(BundleItem(Tier.PINNED, hit.uri, title, hit.preview, sal))
@@ -275,10 +276,10 @@ class Learning:
             uri = f"{c.path}#L{c.span.start_line}-L{c.span.end_line}"
             sal = min(0.69, 0.6 * max(0.0, h.score) / best + (0.09 if asked else 0.0))
             items.append(BundleItem(Tier.FRAME, uri, f"{c.path} {c.symbol}".strip(), c.text, sal))
-        if notes:
+        if pool is not None:
             # Previews: the bundle names the note (resolve it for the whole); the full text
             # with every link re-checked is the memory lane's, at a context's cost.
-            for hit in self._notes.memory.search(goal, _BUNDLE_NOTES):
+            for hit in self._notes.memory.search(goal, _BUNDLE_NOTES, pool=pool):
                 sal = 0.3 + 0.2 * hit.importance
                 items.append(BundleItem(Tier.FRAME, hit.uri, hit.title, hit.preview, sal))
         kept, overflow, text, tokens = fit_bundle(goal, items, budget, self._state.counter)

@@ -38,7 +38,7 @@ from engine.memory._recall import EPISODE_PENALTY, diversify, fuse, importance_s
 
 _SPREAD_KINDS = frozenset({EdgeKind.FOLLOWS, EdgeKind.RELATES_TO})
 
-__all__ = ["MAX_K", "MAX_QUERY_CHARS", "RECALL_DEPTH", "Memory", "MemoryItem"]
+__all__ = ["MAX_K", "MAX_QUERY_CHARS", "RECALL_DEPTH", "Memory", "MemoryItem", "NotePool"]
 
 MAX_K = 100  # search results at once; past this a caller wants get or timeline
 MAX_QUERY_CHARS = 4_000  # a question, not a document
@@ -118,6 +118,16 @@ _STOP = frozenset(
         "your",
     ]
 )
+
+
+@dataclass(frozen=True, slots=True)
+class NotePool:
+    """One query's candidates from both retrievers, before any filter: (note id, score)
+    pairs of the text index and of the vectors, each best first."""
+
+    query: str
+    lexical: tuple[tuple[int, float], ...]
+    dense: tuple[tuple[int, float], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,11 +257,30 @@ class Memory:
         types: Sequence[NoteType | str] = (),
         include_superseded: bool = False,
         check_links: bool = True,
+        pool: NotePool | None = None,
     ) -> list[NoteHit]:
         """The ``k`` notes that best match ``query``: titles, previews, scores, and the
-        links that went stale and the contradictions of each."""
-        ranked = self.recall(query, k, types=types, include_superseded=include_superseded)
+        links that went stale and the contradictions of each (``pool``: ``query``'s
+        candidates from ``pool``, read once for several searches of one query)."""
+        ranked = self.recall(
+            query, k, types=types, include_superseded=include_superseded, pool=pool
+        )
         return self._hits([i for i, _ in ranked], dict(ranked), check_links)
+
+    def pool(self, query: str) -> NotePool:
+        """The candidates both retrievers find for ``query`` before any filter: what every
+        search of ``query`` ranks from, so searches that differ only in their filters (the
+        note types, k) read the text index and the vectors once."""
+        _check_query(query)
+        return self._pool(query, lexical=True, dense=True)
+
+    def _pool(self, query: str, *, lexical: bool, dense: bool) -> NotePool:
+        lex = self._lexical(query, RECALL_DEPTH) if lexical else []
+        vectors = self.store.vectors() if dense else None
+        near: list[tuple[int, float]] = []
+        if vectors is not None and self.store.embedder is not None:
+            near = vectors.nearest(self.store.embedder.embed_query(query), None, RECALL_DEPTH)
+        return NotePool(query, tuple(lex), tuple(near))
 
     def recall(
         self,
@@ -262,22 +291,20 @@ class Memory:
         include_superseded: bool = False,
         lexical: bool = True,
         dense: bool = True,
+        pool: NotePool | None = None,
     ) -> list[tuple[int, float]]:
-        """(note id, fused score) of the ``k`` best notes for ``query``, best first."""
-        if not isinstance(query, str) or not query.strip():
-            raise ConfigError("a memory search needs a query")
-        if len(query) > MAX_QUERY_CHARS:
-            raise PayloadTooLargeError(
-                f"the query has {len(query):,} characters; at most {MAX_QUERY_CHARS:,}"
-            )
+        """(note id, fused score) of the ``k`` best notes for ``query``, best first
+        (``pool``: ``query``'s candidates, already read)."""
+        _check_query(query)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ConfigError(f"k must be between 1 and {MAX_K}, got {k!r}")
         kinds = {parse_enum(NoteType, t, "note type").value for t in types}
-        lex = self._lexical(query, RECALL_DEPTH) if lexical else []
-        vectors = self.store.vectors() if dense else None
-        near: list[tuple[int, float]] = []
-        if vectors is not None and self.store.embedder is not None:
-            near = vectors.nearest(self.store.embedder.embed_query(query), None, RECALL_DEPTH)
+        if pool is not None and pool.query != query:
+            raise ConfigError("a note pool serves searches of the query it was read for")
+        if pool is None:
+            pool = self._pool(query, lexical=lexical, dense=dense)
+        lex = list(pool.lexical) if lexical else []
+        near = list(pool.dense) if dense else []
         ids = sorted({i for i, _ in lex} | {i for i, _ in near})
         facts = self.store.facts(ids)
         hidden = set() if include_superseded else self.store.superseded(ids)
@@ -491,4 +518,14 @@ class Memory:
             tuple((t, n) for t, n in by_type),
             tuple((s, n) for s, n in by_scope),
             model,
+        )
+
+
+def _check_query(query: str) -> None:
+    """A search's query: some text, at most ``MAX_QUERY_CHARS`` characters."""
+    if not isinstance(query, str) or not query.strip():
+        raise ConfigError("a memory search needs a query")
+    if len(query) > MAX_QUERY_CHARS:
+        raise PayloadTooLargeError(
+            f"the query has {len(query):,} characters; at most {MAX_QUERY_CHARS:,}"
         )
