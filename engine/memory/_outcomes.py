@@ -39,6 +39,7 @@ class _Past:
     terms: Counter[str]
     length: int
     at: int  # the order it was (last) attested in: ties go to the newest
+    files: frozenset[str]  # the files of what it cited
 
 
 class OutcomeIndex:
@@ -84,11 +85,12 @@ class OutcomeIndex:
                     record.turn_id, record.time, intent, str(payload.get("outcome", "")),
                     reason if isinstance(reason, str) else None, uris, terms,
                     sum(terms.values()), self._count,
+                    frozenset(u.split("#", 1)[0] for u in uris),
                 )  # fmt: skip
                 self._words += past.length
                 for t in terms:
                     self._postings.setdefault(t, set()).add(intent)
-                for f in {u.split("#", 1)[0] for u in uris}:
+                for f in past.files:
                     self._by_file.setdefault(f, set()).add(intent)
 
     def _forget(self, intent: str) -> None:
@@ -99,7 +101,7 @@ class OutcomeIndex:
         self._words -= old.length
         for t in old.terms:
             self._postings[t].discard(intent)
-        for f in {u.split("#", 1)[0] for u in old.cited}:
+        for f in old.files:
             self._by_file[f].discard(intent)
 
     def rank(self, text: str, top_files: Sequence[str], k: int, *, exclude: str = ""
@@ -108,31 +110,39 @@ class OutcomeIndex:
         ``exclude``: an intent text to leave out (the request's own, when it was attested)."""
         query = set(self._terms(text[:_MAX_INTENT_CHARS]).split())
         place = {f: i for i, f in enumerate(top_files)}
+        skip = exclude.strip()
         with self._lock:
             n = len(self._past)
             if not n or k < 1:
                 return []
             avg = self._words / n or 1.0
-            df = {t: len(self._postings.get(t, ())) for t in query}
-            found = {i for t in query for i in self._postings.get(t, ())}
-            found |= {i for f in place for i in self._by_file.get(f, ())}
-            found.discard(exclude.strip())
-            past = [self._past[i] for i in found]
-        lexical = []
-        for p in past:
-            score = 0.0
+            # Term at a time over the postings: each intent's sum takes its terms in the
+            # query's order, as an intent-at-a-time loop would, so the scores are the same.
+            lexical: dict[str, float] = {}
+            norms: dict[str, float] = {}
             for t in query:
-                tf = p.terms.get(t, 0)
-                if tf:
-                    idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                    score += idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * p.length / avg))
-            lexical.append(score)
-        best = max(lexical, default=0.0) or 1.0
+                users = self._postings.get(t, ())
+                if not users:
+                    continue
+                df = len(users)
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                for i in users:
+                    if i == skip:
+                        continue
+                    p = self._past[i]
+                    norm = norms.get(i)
+                    if norm is None:
+                        norm = norms[i] = _K1 * (1 - _B + _B * p.length / avg)
+                    tf = p.terms[t]
+                    lexical[i] = lexical.get(i, 0.0) + idf * tf * (_K1 + 1) / (tf + norm)
+            found = set(lexical) | {i for f in place for i in self._by_file.get(f, ())}
+            found.discard(skip)
+            past = [self._past[i] for i in found]
+        best = max(lexical.values(), default=0.0) or 1.0
         scored = []
-        for p, lex in zip(past, lexical, strict=True):
-            files = {u.split("#", 1)[0] for u in p.cited}
-            near = max((1.0 / (1 + place[f]) for f in files if f in place), default=0.0)
-            score = lex / best + FILE_WEIGHT * near
+        for p in past:
+            near = max((1.0 / (1 + place[f]) for f in p.files if f in place), default=0.0)
+            score = lexical.get(p.intent, 0.0) / best + FILE_WEIGHT * near
             if score > 0:
                 scored.append((score, p.at, p))
         scored.sort(key=lambda x: (-x[0], -x[1]))
