@@ -27,7 +27,13 @@ from indexers._scan import (
 )
 from indexers._secrets import Redacted, Redaction, redact, secret_kinds
 from indexers._text import decode, sha256_text, span_text
-from indexers._tokens import DEFAULT_ENCODING, TiktokenCounter, TokenCounter, WordCounter
+from indexers._tokens import (
+    DEFAULT_ENCODING,
+    MemoCounter,
+    TiktokenCounter,
+    TokenCounter,
+    WordCounter,
+)
 from indexers._walk import Skipped, SkipReason, SourceFile, WalkOptions, walk
 
 __all__ = [
@@ -44,6 +50,7 @@ __all__ = [
     "DocType",
     "Family",
     "Language",
+    "MemoCounter",
     "Page",
     "Redacted",
     "Redaction",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ENCODING",
+    "MemoCounter",
     "TiktokenCounter",
     "TokenCounter",
     "WordCounter",
@@ -26,6 +28,9 @@ _BATCH_THREADS = 2  # tiktoken's batch encoder releases the GIL; the machines ha
 # tiktoken's batch call starts a thread pool and a future per text: worth it only for big
 # batches of big texts, a loop is faster for the many small ones chunkers count.
 _BATCH_MIN_CHARS = 1 << 20
+# A remembered count holds its text: texts past this are counted every time, so the memory
+# a ``MemoCounter`` holds stays bounded (``size`` texts of at most this many characters).
+_MEMO_MAX_CHARS = 1 << 16
 
 
 @runtime_checkable
@@ -86,6 +91,43 @@ class TiktokenCounter:
             return [len(enc.encode_ordinary(t)) for t in texts]
         encoded = enc.encode_ordinary_batch(list(texts), num_threads=_BATCH_THREADS)
         return [len(tokens) for tokens in encoded]
+
+
+class MemoCounter:
+    """A ``TokenCounter`` that remembers the counts of the last ``size`` texts it counted
+    (the inner counter's counts, exactly), for a caller that counts many of the same texts
+    call after call: the cold-start bundle's pinned items, rules files and sections.
+
+    >>> MemoCounter(WordCounter()).count("def f(): pass")
+    6
+    """
+
+    def __init__(self, inner: TokenCounter, size: int = 512) -> None:
+        self._inner = inner
+        self._size = size
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    def count(self, text: str) -> int:
+        with self._lock:
+            found = self._seen.get(text)
+            if found is not None:
+                self._seen.move_to_end(text)
+                return found
+        counted = self._inner.count(text)
+        if len(text) <= _MEMO_MAX_CHARS:
+            with self._lock:
+                self._seen[text] = counted
+                while len(self._seen) > self._size:
+                    self._seen.popitem(last=False)
+        return counted
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [self.count(t) for t in texts]
 
 
 _WORDISH = re.compile(r"\w+|[^\w\s]")

@@ -56,7 +56,7 @@ from engine.memory import (
 )
 from engine.packing import Request, fit_bundle, retrieve
 from engine.retrieval import LEARNED_FEATURES, Scored, file_hits, ranked_hits
-from indexers import sha256_text
+from indexers import MemoCounter, sha256_text
 from ledger import JSON, ToolResult
 
 MAX_OUTCOMES = 10  # earlier intents one outcomes call may list
@@ -86,6 +86,7 @@ class Learning:
         self._attests = TokenBucket()  # per (actor, intent)
         self._salience: SalienceState | None = None  # the fold as of the ledger's head
         self._outcomes: OutcomeIndex | None = None  # earlier attested intents
+        self._counts: MemoCounter | None = None  # the bundle's: most items come back
 
     def remember(self, replay_key: str, scored: Sequence[Scored]) -> None:
         """Keep a turn's best candidates, for an outcome that may follow."""
@@ -282,9 +283,17 @@ class Learning:
             for hit in self._notes.memory.search(goal, _BUNDLE_NOTES, pool=pool):
                 sal = 0.3 + 0.2 * hit.importance
                 items.append(BundleItem(Tier.FRAME, hit.uri, hit.title, hit.preview, sal))
-        kept, overflow, text, tokens = fit_bundle(goal, items, budget, self._state.counter)
+        kept, overflow, text, tokens = fit_bundle(goal, items, budget, self._bundle_counter())
         latency = round((time.perf_counter() - started) * 1000, 3)
         return Bundle(goal, budget, kept, overflow, tokens, text, latency)
+
+    def _bundle_counter(self) -> MemoCounter:
+        """The token counter bundles fit with: the configured one, remembering the counts
+        of the items (pinned notes, rules files, sections) that come back call after call."""
+        with self._state.lazy:
+            if self._counts is None:
+                self._counts = MemoCounter(self._state.counter)
+            return self._counts
 
 
 def _bundle_settings(config: Config) -> ContextSettings:
