@@ -68,6 +68,7 @@ _EPSILON = 1e-5  # relative slack on the unseen bound: Qdrant scores are f32
 _ID_PATH = ("id", "path")
 _TIE_SLACK = 16  # extra dense hits read so ties at the cut are ordered by id
 _BATCH = 256  # points per upsert call
+_COUNT_SCOPES = 64  # scopes whose term counts are remembered
 _CHUNK_KEYS = ("id", "page_id", "path", "text", "sha256", "language", "kind", "doc_type",
                "symbol", "context", "defines", "references", "tokens", "license", "depth",
                "part", "parts")  # fmt: skip
@@ -137,6 +138,9 @@ class QdrantBackend:
     def __init__(self, store: Store) -> None:
         self.store = store
         store.ensure_indexes(KEYWORDS, TEXTS)
+        # Term counts per (scope, table), forgotten whenever this backend writes: a base
+        # layer never changes, and an overlay has one writer (its workspace).
+        self._counts: dict[tuple[Scope, str], dict[str, int]] = {}
 
     def close(self) -> None:
         """Release the store."""
@@ -191,15 +195,24 @@ class QdrantBackend:
     def term_counts(self, scope: Scope, table: Table, terms: Sequence[str]) -> dict[str, int]:
         """Per term, the scope's documents of ``table`` holding it (most over the fields)."""
         corpus = scope_filter(scope, table)
-        out: dict[str, int] = {}
+        known = self._counts.setdefault((scope, table), {})
+        if len(self._counts) > _COUNT_SCOPES:
+            self._counts.clear()
+            known = self._counts.setdefault((scope, table), {})
         for term in dict.fromkeys(terms):
             token = encode_terms(term)
-            if not token or " " in token:
-                out[term] = 0
+            if term in known:
                 continue
-            out[term] = max(self.store.count(corpus.and_(Cond(f"f_{name}", (token,), "text")))
-                            for name in _BOOSTS[table])  # fmt: skip
-        return {t: out[t] for t in terms}
+            if not token or " " in token:
+                known[term] = 0
+                continue
+            fields = [Cond(f"f_{name}", (token,), "text") for name in _BOOSTS[table]]
+            # Most candidate forms occur nowhere: one count over all fields settles those.
+            if not self.store.count(corpus.and_(Where(should=tuple(fields)))):
+                known[term] = 0
+                continue
+            known[term] = max(self.store.count(corpus.and_(f)) for f in fields)
+        return {t: known[t] for t in terms}
 
     # -- dense ----------------------------------------------------------------------
 
@@ -287,6 +300,7 @@ class QdrantBackend:
 
     def drop_layer(self, layer: str) -> None:
         """Delete every point of ``layer`` (an overlay whose branch is gone)."""
+        self._counts.clear()
         self.store.delete(Where(must=(Cond("layer", (layer,)),)))
 
     def layer_keys(self, layer: str) -> dict[str, str]:
@@ -317,6 +331,7 @@ class QdrantBackend:
         gone = sorted(set(held) - set(records))
         stale = tuple(sorted({*todo, *gone} & set(held)))
         if stale:
+            self._counts.clear()
             self.store.delete(Where(must=(Cond("layer", (layer,)), Cond("path", stale))))
         for start in range(0, len(todo), _BATCH // 8 or 1):
             batch = todo[start : start + _BATCH // 8 or 1]
@@ -358,6 +373,7 @@ class QdrantBackend:
         ``layer``, sections with their ``model_id`` vector where ``vectors`` has one (by
         chunk id). ``mirror`` is the incremental path; this is its last step, public for
         tools that write synthetic layers (``eval.bench_backend``'s scale copies)."""
+        self._counts.clear()
         vectors = vectors or {}
         name = _vector_name(model_id) if model_id else ""
         if name and vectors:

@@ -15,7 +15,7 @@ Both libraries are imported on first use. Their errors are translated here, once
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -152,6 +152,20 @@ def open_store(url: str, collection: str, *, api_key: str | None = None) -> Stor
     )
 
 
+FILTER_CACHE = 256  # translated filters kept: a View's scope is asked dozens of times a query
+
+
+def _cached(cache: dict[Where, Any], where: Where, make: Callable[[Where], Any]) -> Any:
+    """``make(where)``, remembered: a scope's filter (hundreds of paths for a large branch)
+    is translated once, not on every call that nests it."""
+    got = cache.get(where)
+    if got is None:
+        if len(cache) >= FILTER_CACHE:
+            cache.clear()
+        got = cache[where] = make(where)
+    return got
+
+
 def _version(text: str) -> tuple[int, ...]:
     parts = []
     for piece in text.lstrip("v").split(".")[:3]:
@@ -178,6 +192,7 @@ class ClientStore:
 
         self._m = models
         self.collection = collection
+        self._filters: dict[Where, Any] = {}
         self.scoped_idf = url.startswith(("http://", "https://"))
         try:
             if url == ":memory:":
@@ -198,7 +213,7 @@ class ClientStore:
     def _cond(self, c: Cond | Where) -> Any:
         m = self._m
         if isinstance(c, Where):
-            return self._filter(c)
+            return _cached(self._filters, c, self._filter)
         if c.op == "text":
             return m.FieldCondition(key=c.key, match=m.MatchText(text=str(c.values[0])))
         return m.FieldCondition(key=c.key, match=m.MatchAny(any=list(c.values)))
@@ -303,6 +318,7 @@ class EdgeStore:
 
         self._q = q
         self.directory = directory
+        self._filters: dict[Where, Any] = {}
         self.scoped_idf = True
         self._sizes: dict[str, int] = {}  # vectors made by this process (the file may lag)
         try:
@@ -320,7 +336,7 @@ class EdgeStore:
     def _cond(self, c: Cond | Where) -> Any:
         q = self._q
         if isinstance(c, Where):
-            return self._filter(c)
+            return _cached(self._filters, c, self._filter)
         if c.op == "text":
             return q.FieldCondition(c.key, match=q.MatchText(str(c.values[0])))
         return q.FieldCondition(c.key, match=q.MatchAny(list(c.values)))
