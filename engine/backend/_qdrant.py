@@ -325,7 +325,7 @@ class QdrantBackend:
         where = Where(must=(Cond("t", ("layers",)), Cond("layer", (layer,))))
         known = next(iter(self.store.scroll(where, ("models",))), None)
         models = sorted(known["models"]) if known is not None else []
-        held = self.layer_keys(layer) if known is not None else {}
+        held = self.layer_keys(layer)  # even without a record: a killed mirror left points
         rewrite_all = model is not None and model not in models
         todo = sorted(p for p in records if rewrite_all or held.get(p) != keys.get(p))
         gone = sorted(set(held) - set(records))

@@ -203,3 +203,16 @@ def test_edge_reopens_from_disk(built: Built, tmp_path: Path) -> None:
                         cache=built.cache) == (0, 0)  # fmt: skip
     assert again.has_dense(built.scope, built.embedder.model_id)
     again.close()
+
+
+def test_a_killed_mirror_is_finished_by_the_next(built: Built, tmp_path: Path) -> None:
+    """Points a mirror wrote before it was killed (no layer record yet) are reconciled:
+    files the segment no longer holds are deleted, the rest rewritten."""
+    backend = QdrantBackend(EdgeStore(tmp_path / "edge"))
+    gone = built.base.files()["pkg/m2.py"]  # deleted on the branch: not in the overlay
+    backend.write(OVERLAY, [(gone, "old-key", built.base.chunks_of(gone.path))])
+    written, deleted = backend.mirror(built.overlay, OVERLAY, embedder=built.embedder,
+                                      cache=built.cache)  # fmt: skip
+    assert (written, deleted) == (len(built.overlay.files()), 1)
+    assert set(backend.layer_keys(OVERLAY)) == set(built.overlay.files())
+    backend.close()
