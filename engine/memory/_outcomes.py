@@ -9,6 +9,7 @@ alike. ``OutcomeIndex`` reads the journal's attest records once and then only th
 
 from __future__ import annotations
 
+import heapq
 import math
 import threading
 from collections import Counter
@@ -135,16 +136,20 @@ class OutcomeIndex:
                         norm = norms[i] = _K1 * (1 - _B + _B * p.length / avg)
                     tf = p.terms[t]
                     lexical[i] = lexical.get(i, 0.0) + idf * tf * (_K1 + 1) / (tf + norm)
-            found = set(lexical) | {i for f in place for i in self._by_file.get(f, ())}
-            found.discard(skip)
-            past = [self._past[i] for i in found]
+            # A cited file's best place among the request's files, through the files' index.
+            near: dict[str, float] = {}
+            for f, at in place.items():
+                share = 1.0 / (1 + at)
+                for i in self._by_file.get(f, ()):
+                    if i != skip and share > near.get(i, 0.0):
+                        near[i] = share
+            past = [self._past[i] for i in lexical.keys() | near.keys()]
         best = max(lexical.values(), default=0.0) or 1.0
         scored = []
         for p in past:
-            near = max((1.0 / (1 + place[f]) for f in p.files if f in place), default=0.0)
-            score = lexical.get(p.intent, 0.0) / best + FILE_WEIGHT * near
+            score = lexical.get(p.intent, 0.0) / best + FILE_WEIGHT * near.get(p.intent, 0.0)
             if score > 0:
                 scored.append((score, p.at, p))
-        scored.sort(key=lambda x: (-x[0], -x[1]))
+        scored = heapq.nsmallest(k, scored, key=lambda x: (-x[0], -x[1]))
         return [PastOutcome(p.turn_id, p.time, p.intent, p.outcome, p.reason, p.cited,
-                            round(s, 6)) for s, _, p in scored[:k]]  # fmt: skip
+                            round(s, 6)) for s, _, p in scored]  # fmt: skip
