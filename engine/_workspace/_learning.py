@@ -4,11 +4,13 @@ earlier intents, and the cold-start bundle that trims every tier under one budge
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from engine._workspace._index import Indexer
 from engine._workspace._notes import Notes
@@ -235,14 +237,43 @@ class Learning:
         for n, text in enumerate(session.subgoals, start=1):
             items.append(BundleItem(Tier.PINNED, f"state:goal/{n}", "active goal",
                                     scrub(text), 0.95))  # fmt: skip
-        # One read of the notes' candidates serves the pinned and the frame tier's searches.
-        pool = self._notes.memory.pool(goal) if self._notes.exists() else None
-        if pool is not None:
-            kinds = (NoteType.IDENTITY, NoteType.CONSTRAINT, NoteType.GOAL)
-            for hit in self._notes.memory.search(goal, _PINNED_NOTES, types=kinds, pool=pool):
-                sal = max(PINNED_FLOOR, 0.7 + 0.2 * hit.importance)
-                title = f"{hit.type.value}: {hit.title}"
-                items.append(BundleItem(Tier.PINNED, hit.uri, title, hit.preview, sal))
+        # The notes are read on a thread of their own while this one ranks the code: the
+        # text index's BM25 and git's status for the View both wait outside the GIL.
+        notes = _Beside(self._notes_for, goal) if self._notes.exists() else None
+        try:
+            code = self._code_items(goal, wanted)
+        finally:  # the notes' error first, as when they were read first
+            pinned_notes, frame_notes = notes.result() if notes is not None else ((), ())
+        items.extend(pinned_notes)
+        items.extend(code)
+        items.extend(frame_notes)
+        kept, overflow, text, tokens = fit_bundle(goal, items, budget, self._bundle_counter())
+        latency = round((time.perf_counter() - started) * 1000, 3)
+        return Bundle(goal, budget, kept, overflow, tokens, text, latency)
+
+    def _notes_for(self, goal: str) -> tuple[list[BundleItem], list[BundleItem]]:
+        """The saved notes a bundle shows: (pinned identity, constraint and goal notes,
+        frame-relevant notes), both ranked from one read of the goal's candidates."""
+        memory = self._notes.memory
+        pool = memory.pool(goal)
+        kinds = (NoteType.IDENTITY, NoteType.CONSTRAINT, NoteType.GOAL)
+        pinned = []
+        for hit in memory.search(goal, _PINNED_NOTES, types=kinds, pool=pool):
+            sal = max(PINNED_FLOOR, 0.7 + 0.2 * hit.importance)
+            title = f"{hit.type.value}: {hit.title}"
+            pinned.append(BundleItem(Tier.PINNED, hit.uri, title, hit.preview, sal))
+        # Previews: the bundle names the note (resolve it for the whole); the full text
+        # with every link re-checked is the memory lane's, at a context's cost.
+        frame = []
+        for hit in memory.search(goal, _BUNDLE_NOTES, pool=pool):
+            sal = 0.3 + 0.2 * hit.importance
+            frame.append(BundleItem(Tier.FRAME, hit.uri, hit.title, hit.preview, sal))
+        return pinned, frame
+
+    def _code_items(self, goal: str, wanted: Sequence[str]) -> list[BundleItem]:
+        """The rules files (pinned), the earlier outcomes and the code sections for the
+        goal and the objects it names, in that order: all from one ranking."""
+        items: list[BundleItem] = []
         learned = self.learned()
         for uri, title, text in rules_sections(self._state.root, goal):
             boost = learned.salience.get(f"file:{uri.split('#', 1)[0]}", 0.0)
@@ -277,15 +308,7 @@ class Learning:
             uri = f"{c.path}#L{c.span.start_line}-L{c.span.end_line}"
             sal = min(0.69, 0.6 * max(0.0, h.score) / best + (0.09 if asked else 0.0))
             items.append(BundleItem(Tier.FRAME, uri, f"{c.path} {c.symbol}".strip(), c.text, sal))
-        if pool is not None:
-            # Previews: the bundle names the note (resolve it for the whole); the full text
-            # with every link re-checked is the memory lane's, at a context's cost.
-            for hit in self._notes.memory.search(goal, _BUNDLE_NOTES, pool=pool):
-                sal = 0.3 + 0.2 * hit.importance
-                items.append(BundleItem(Tier.FRAME, hit.uri, hit.title, hit.preview, sal))
-        kept, overflow, text, tokens = fit_bundle(goal, items, budget, self._bundle_counter())
-        latency = round((time.perf_counter() - started) * 1000, 3)
-        return Bundle(goal, budget, kept, overflow, tokens, text, latency)
+        return items
 
     def _bundle_counter(self) -> MemoCounter:
         """The token counter bundles fit with: the configured one, remembering the counts
@@ -294,6 +317,34 @@ class Learning:
             if self._counts is None:
                 self._counts = MemoCounter(self._state.counter)
             return self._counts
+
+
+_T = TypeVar("_T")
+
+
+class _Beside(Generic[_T]):
+    """``work(arg)`` run on a thread of its own; ``result`` waits for it and answers what
+    it returned, or raises what it raised."""
+
+    def __init__(self, work: Callable[[str], _T], arg: str) -> None:
+        self._out: tuple[_T] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(work, arg), daemon=True)
+        self._thread.start()
+
+    def _run(self, work: Callable[[str], _T], arg: str) -> None:
+        try:
+            self._out = (work(arg),)
+        except BaseException as exc:  # handed to the caller, in its thread
+            self._error = exc
+
+    def result(self) -> _T:
+        """What ``work`` returned (after waiting for it)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._out is not None
+        return self._out[0]
 
 
 def _bundle_settings(config: Config) -> ContextSettings:

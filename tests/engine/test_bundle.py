@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine import Config, ConfigError, SessionState, Workspace
-from engine.core import BundleItem, Tier
+from engine.core import BundleItem, MemoryStateError, Tier
 from engine.memory import SalienceTables
 from engine.packing import fit_bundle
 from indexers import TiktokenCounter
@@ -90,3 +90,33 @@ def test_bundle_errors_are_clear(ws: Workspace) -> None:
         ws.bundle("x", budget=4001)
     with pytest.raises(ConfigError, match="objects"):
         ws.bundle("x", [f"o{n}" for n in range(65)])
+
+
+def test_bundle_notes_are_the_two_searches_of_the_goal(ws: Workspace) -> None:
+    """Saved notes reach the bundle as the goal's two note searches rank them: identity,
+    constraint and goal notes pinned, the best notes of any type as frame-relevant."""
+    ws.memory.save("You maintain the hook registry.", "identity")
+    ws.memory.save("Never rename a hook event once released.", "constraint")
+    ws.memory.save("Hooks run in registration order", "pattern",
+                   what="the hook registry keeps order")  # fmt: skip
+    goal = "register a new hook type"
+    bundle = ws.bundle(goal, ["hooks.py"], 4000)
+    kinds = ["identity", "constraint", "goal"]
+    pinned = {h.uri for h in ws.memory.search(goal, 8, types=kinds)}
+    frame = {h.uri for h in ws.memory.search(goal, 4)} - pinned
+    shown = {i.uri: i.tier for i in bundle.items if i.uri.startswith("memory:")}
+    assert pinned and frame
+    assert {u for u, t in shown.items() if t is Tier.PINNED} == pinned
+    assert {u for u, t in shown.items() if t is Tier.FRAME} == frame
+
+
+def test_a_notes_error_reaches_the_caller(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A note store that fails while the code is ranked fails the bundle with its error."""
+    ws.memory.save("You maintain the hook registry.", "identity")
+
+    def broken(self: object, query: str) -> None:
+        raise MemoryStateError("the memory store is damaged")
+
+    monkeypatch.setattr("engine.memory.Memory.pool", broken)
+    with pytest.raises(MemoryStateError, match="damaged"):
+        ws.bundle("register a new hook type")
