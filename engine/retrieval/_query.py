@@ -92,9 +92,9 @@ _INTENTS = {
         re.I,
     ),
     Intent.USAGE: re.compile(
-        r"^\W*(how (do|can|should|would) (i|we|you)\b|(should|can|could) (i|we)\b"
+        r"(^|[.;:?!]\s)\W*(how (do|can|should|would) (i|we|you)\b|(should|can|could) (i|we)\b"
         r"|is (it|this|the \w+) (safe|possible|recommended|ok)\b"
-        r"|what('?s| is) the difference\b|which \w+( \w+)? should (i|we)\b)",
+        r"|what('?s| is) the difference\b|which \w+( \w+){0,2} should (i|we)\b)",
         re.I,
     ),
 }

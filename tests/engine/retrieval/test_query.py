@@ -69,6 +69,11 @@ def test_short_questions_say_what_evidence_they_want() -> None:
     assert request_intents("how do I switch the regex engine off again") == {Intent.USAGE}
     assert request_intents("is it safe to share a parser between threads") == {Intent.USAGE}
     assert request_intents("why does the parser crash on empty input") == set()
+    # After the symptom, in its own clause; and a longer name before "should I".
+    symptom = "My build fails because /tmp is noexec; how do I move the scratch files?"
+    assert request_intents(symptom) == {Intent.USAGE}
+    assert request_intents("which client IP middleware should I use") == {Intent.USAGE}
+    assert request_intents("the parser knows how do I work") == set()  # not a clause start
 
 
 def test_quoted_phrases_match_the_text_that_holds_them() -> None:
