@@ -4,7 +4,7 @@ rendered under a hard budget, the advisory, and the replay key of a request. Imp
 (what memory knows reaches packing as plain data through the workspace)."""
 
 from engine.packing._advice import advise
-from engine.packing._build import Request, build_pack, replay_key, retrieve
+from engine.packing._build import Request, build_pack, pack_settings_for, replay_key, retrieve
 from engine.packing._bundle import fit_bundle
 from engine.packing._render import (
     INSTRUCTION,
@@ -41,6 +41,7 @@ __all__ = [
     "fixed_lanes",
     "header_cost",
     "is_fragment",
+    "pack_settings_for",
     "relevance",
     "render",
     "replay_key",

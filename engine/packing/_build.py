@@ -16,7 +16,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from engine.core import (
     ContextSettings,
     HistoryLane,
     Learned,
+    PackSettings,
     Recalled,
     SessionState,
     ToolSignal,
@@ -61,7 +62,7 @@ from engine.retrieval import (
 from indexers import TokenCounter
 from overlays import Hunk, View
 
-__all__ = ["Request", "build_pack", "replay_key", "retrieve"]
+__all__ = ["Request", "build_pack", "pack_settings_for", "replay_key", "retrieve"]
 
 # Lines around a fragment read to show it with its neighbours: far more than the
 # ``fragment_context_tokens`` they may add, without reading a large file's every section.
@@ -185,6 +186,15 @@ def _unrepeated(memory: Sequence[Recalled], evidence: Sequence[str]) -> tuple[Re
     return tuple(out)
 
 
+def pack_settings_for(ask: str, settings: PackSettings) -> PackSettings:
+    """The selection settings for a request: a short question (at most
+    ``MAX_INTENT_WORDS`` words) takes its file depth penalty, a long report keeps strict
+    breadth first (see ``PackSettings.question_depth_penalty``)."""
+    if len(ask.split()) > MAX_INTENT_WORDS:
+        return settings
+    return replace(settings, depth_penalty=settings.question_depth_penalty)
+
+
 def build_pack(
     view: View,
     *,
@@ -232,7 +242,7 @@ def build_pack(
         lambda chunk, tokens: tokens + header_cost(chunk, counter, header_costs),
         counter,
         request.identifiers + sorted(words),
-        settings.pack,
+        pack_settings_for(request.ask, settings.pack),
         lambda chunk: view.chunks_near(chunk.path, chunk.span.start_line - _NEAR_LINES,
                                        chunk.span.end_line + _NEAR_LINES),
     )

@@ -9,10 +9,16 @@ candidate with the best marginal relevance,
 
 and packs it if it fits; a strong one that does not fit is narrowed to its most relevant
 contiguous lines; a tiny fragment (an import, a one-line alias, a trivial accessor) is
-shown with its neighbours, never alone as filler. Sections of a file past its cap (one;
-for the file of the best candidate, one per ``lead_file_tokens`` of room; the part next
-to a chosen part of a function split for size is the same evidence and does not count)
-wait until every other file has had its turn. Selection stops at the relevance floor: what is
+shown with its neighbours, never alone as filler. Breadth first: a file's sections past
+its cap (one; for the file of the best candidate, one per ``lead_file_tokens`` of room)
+wait until every other file has had its turn; with a ``depth_penalty`` (a short
+question's), they compete instead at that much less relevance for each section of the
+file already chosen past its first ``cap - 1``, so a strong second section of the right
+file still beats a weak first one of an unrelated file. A section smaller than
+``turn_tokens`` counts as its share of one (a seven-line method does not use up the turn
+of the file whose next function answers the request), and the part next to a chosen part
+of a function split for size is the same evidence and does not count. Selection stops at
+the relevance floor: what is
 left is weak, and padding a model's context with it makes answers worse, so the unused
 budget is returned and said.
 
@@ -24,7 +30,6 @@ displaced (otherwise ``redundant``: it lost its place to more novel evidence).
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -143,7 +148,7 @@ def select_evidence(
     matrix = np.stack([v for _, v in vectors]) if vectors else np.zeros((0, 0))
     picked: list[Picked] = []
     spare: list[Picked] = []
-    per_file: Counter[str] = Counter()
+    per_file: dict[str, float] = {}  # each file's sections chosen, by ``turn_share``
     remaining = budget
     # Split symbols with one part chosen: the part next to it continues the same evidence
     # and does not count against the file's turn (once: a long one's other parts do).
@@ -153,9 +158,9 @@ def select_evidence(
         part = started.get((c.chunk.path, c.chunk.symbol))
         return c.chunk.parts > 1 and part is not None and abs(c.chunk.part - part) == 1
 
-    def repeats(c: Scored) -> int:
-        """How many sections of its file are chosen (0 for a continuation)."""
-        return 0 if continues(c) else per_file[c.chunk.path]
+    def repeats(c: Scored) -> float:
+        """How much of its file is chosen, in ordinary sections (0 for a continuation)."""
+        return 0.0 if continues(c) else per_file.get(c.chunk.path, 0.0)
 
     lead = pool[0].chunk.path if pool else ""
 
@@ -164,11 +169,19 @@ def select_evidence(
     def cap(c: Scored) -> int:
         return lead_cap if c.chunk.path == lead else settings.per_source_cap
 
+    penalty = settings.depth_penalty
+
+    def rank(c: Scored) -> tuple[float, int]:
+        """Marginal relevance, less the depth penalty for what its file already gave."""
+        past = repeats(c) - cap(c) + 1
+        waits = penalty * past if penalty is not None and past > 0 else 0.0
+        return _mmr(c, rel, redundancy, settings) - waits, -_order(c)
+
     while pool:
-        over = [repeats(c) >= cap(c) for c in pool]
-        capped = [c for c, o in zip(pool, over, strict=True) if o]
-        turn = [c for c, o in zip(pool, over, strict=True) if not o] or capped
-        cand = max(turn, key=lambda c: (_mmr(c, rel, redundancy, settings), -_order(c)))
+        capped = [c for c in pool if repeats(c) >= cap(c)]
+        # Strict breadth first (no penalty): a capped section waits for every other file.
+        turn = pool if penalty is not None else [c for c in pool if c not in capped] or capped
+        cand = max(turn, key=rank)
         pool.remove(cand)
         chunk = cand.chunk
         if any(_overlaps(chunk, chunk.span, p) for p in picked):
@@ -200,7 +213,7 @@ def select_evidence(
         if continues(cand):
             started[key] = None
         else:
-            per_file[chunk.path] += 1
+            per_file[chunk.path] = per_file.get(chunk.path, 0.0) + _turn_share(choice, settings)
             if chunk.parts > 1 and key not in started:
                 started[key] = chunk.part
         remaining -= _cost(cost_of, choice)
@@ -223,6 +236,12 @@ def select_evidence(
         pool = kept
     pointers.extend(_pointer(c, "weak") for c in weak)
     return Selection(picked, pointers, remaining if weak else 0, spare)
+
+
+def _turn_share(p: Picked, settings: PackSettings) -> float:
+    """How much of its file's turn a choice uses: one for an ordinary section, less for
+    a small one (its share of ``turn_tokens``)."""
+    return min(1.0, p.tokens / max(1, settings.turn_tokens))
 
 
 def _cost(cost_of: Callable[[Chunk, int], int], p: Picked) -> int:

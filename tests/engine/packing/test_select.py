@@ -84,15 +84,58 @@ def test_parts_of_a_split_function_are_one_piece_of_evidence() -> None:
     unrelated = chunk("a.py", "def later():\n" + _body(6, "later"), start=30, symbol="later")
     scored = [_scored(first, 5.0), _scored(second, 4.9), _scored(unrelated, 4.8),
               _scored(other, 4.0)]  # fmt: skip
-    breadth = PackSettings(min_relevance=0.0, lead_file_tokens=10**6)
+    # Every section counts whole here (``turn_tokens=1``): these are small.
+    breadth = PackSettings(min_relevance=0.0, lead_file_tokens=10**6, turn_tokens=1)
     got = select_evidence(scored, 1000, _cost, COUNTER, [], breadth)
     order = [(p.scored.chunk.path, p.scored.chunk.span.start_line) for p in got.picked]
     assert order == [("a.py", 1), ("a.py", 8), ("b.py", 1), ("a.py", 30)]
     # The file of the best candidate may give one section per ``lead_file_tokens`` first.
-    deep = PackSettings(min_relevance=0.0, lead_file_tokens=500)  # 2 for a 1000-token room
+    deep = replace(breadth, lead_file_tokens=500)  # 2 for a 1000-token room
     got = select_evidence(scored, 1000, _cost, COUNTER, [], deep)
     order = [(p.scored.chunk.path, p.scored.chunk.span.start_line) for p in got.picked]
     assert order == [("a.py", 1), ("a.py", 8), ("a.py", 30), ("b.py", 1)]
+
+
+def _order_of(got: object) -> list[tuple[str, int]]:
+    picked = got.picked  # type: ignore[attr-defined]
+    return [(p.scored.chunk.path, p.scored.chunk.span.start_line) for p in picked]
+
+
+def test_a_small_section_uses_only_its_share_of_the_files_turn() -> None:
+    """A short method counts as its share of ``turn_tokens`` in its file's depth penalty:
+    the file's main function still comes before a slightly weaker section of another file;
+    counted as a whole section, it would not."""
+    accessor = chunk("a.py", "def name():\n" + _body(10, "n"), symbol="name")  # 32 tokens
+    answer = chunk("a.py", "def run():\n" + _body(40, "r"), start=20, symbol="run")
+    other = chunk("b.py", "def other():\n" + _body(10, "o"), symbol="other")
+    floor = chunk("c.py", "def unrelated():\n" + _body(10, "u"), symbol="unrelated")
+    scored = [_scored(accessor, 5.0), _scored(answer, 4.9), _scored(other, 4.5),
+              _scored(floor, 0.0)]  # fmt: skip
+    # Relevance 1.0, 0.98, 0.9, 0; the answer loses 0.1 x the accessor's share of a turn.
+    base = PackSettings(min_relevance=0.0, lead_file_tokens=10**6, depth_penalty=0.1,
+                        mmr_lambda=1.0)  # fmt: skip
+    shared = select_evidence(scored, 1000, _cost, COUNTER, [], replace(base, turn_tokens=100))
+    assert _order_of(shared) == [("a.py", 1), ("a.py", 20), ("b.py", 1), ("c.py", 1)]
+    whole = select_evidence(scored, 1000, _cost, COUNTER, [], replace(base, turn_tokens=1))
+    assert _order_of(whole) == [("a.py", 1), ("b.py", 1), ("a.py", 20), ("c.py", 1)]
+
+
+def test_a_strong_second_section_beats_a_weak_first_one_of_another_file() -> None:
+    """Past its cap a file's next section competes at ``depth_penalty`` less relevance:
+    a strong one goes before a weak section of an unrelated file; without a penalty it
+    waits for every other file's turn."""
+    first = chunk("a.py", "def load():\n" + _body(10, "l"), symbol="load")
+    second = chunk("a.py", "def save():\n" + _body(10, "s"), start=20, symbol="save")
+    weak = chunk("b.py", "def misc():\n" + _body(10, "m"), symbol="misc")
+    floor = chunk("c.py", "def unrelated():\n" + _body(10, "u"), symbol="unrelated")
+    scored = [_scored(first, 5.0), _scored(second, 4.9), _scored(weak, 2.0),
+              _scored(floor, 0.0)]  # fmt: skip
+    base = PackSettings(min_relevance=0.0, lead_file_tokens=10**6, turn_tokens=1,
+                        mmr_lambda=1.0)  # fmt: skip
+    soft = select_evidence(scored, 1000, _cost, COUNTER, [], replace(base, depth_penalty=0.1))
+    assert _order_of(soft) == [("a.py", 1), ("a.py", 20), ("b.py", 1), ("c.py", 1)]
+    strict = select_evidence(scored, 1000, _cost, COUNTER, [], replace(base, depth_penalty=None))
+    assert _order_of(strict) == [("a.py", 1), ("b.py", 1), ("c.py", 1), ("a.py", 20)]
 
 
 def test_weak_candidates_are_not_filler() -> None:
@@ -137,3 +180,16 @@ def test_the_best_evidence_goes_first(items: list[tuple[int, float]], budget: in
         weaker = [p for p in got.picked if p.scored.score < left.score - 1e-6]
         if weaker:  # it lost to weaker evidence only if it could not fit beside the better
             assert left.tokens + HEADER > budget - better
+
+
+def test_a_short_question_takes_the_depth_penalty_a_long_report_does_not() -> None:
+    """Questions (at most ``MAX_INTENT_WORDS`` words) get ``question_depth_penalty``;
+    a long report keeps strict breadth first."""
+    from engine.packing import pack_settings_for
+    from engine.retrieval import MAX_INTENT_WORDS
+
+    settings = PackSettings(depth_penalty=None, question_depth_penalty=0.1)
+    question = "how does a request reach its handler through the middleware stack"
+    assert pack_settings_for(question, settings).depth_penalty == 0.1
+    report = " ".join(["the handler is never called"] * MAX_INTENT_WORDS)
+    assert pack_settings_for(report, settings) == settings
