@@ -145,10 +145,10 @@ class PackSettings:
     # compete at that much less relevance (0..1 scale) for each section of the file already
     # chosen past the first ``cap - 1``. A short question (``question_depth_penalty``, at
     # most ``MAX_INTENT_WORDS`` words) asks about one behaviour, whose code is often the
-    # next function of the same file: on the developer questions 0.1 put the primary
-    # answer in the 4k context for 28 of 42 against 27 strict (0.15, 0.2, 0.3: 27, 26, 26);
-    # on the training split's reports it lost gold-file hit at 8k (93.3 -> 90.0), so long
-    # requests keep strict breadth first.
+    # next function of the same file. On the developer questions, primary answer in the 4k
+    # context, of 42: strict 27; 0.05 26; 0.1 28; 0.15, 0.2, 0.3 27 (one question apart:
+    # a choice on those questions, not a fit). On 30 training reports 0.1 lost a gold-file
+    # hit at 8k (93.3 -> 90.0), so long requests keep strict breadth first.
     depth_penalty: float | None = None
     question_depth_penalty: float | None = 0.1
     narrow_min_relevance: float = 0.5  # only strong sections are worth narrowing
