@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.backend._store import Cond, Point, Store, Where
+from engine.backend._store import Cond, Point, Store, TextAsk, Where
 from engine.core import IndexStateError, embedding_text, is_trivial, page_text
 from engine.embed import Embedder, EmbeddingCache, embed_with_cache
 from engine.segment import (
@@ -63,7 +63,9 @@ _BOOSTS = LEXICAL_WEIGHTS  # the embedded index's per-field boosts, so scores co
 KEYWORDS = ("t", "layer", "path", "id", "defines")
 TEXTS = tuple(dict.fromkeys(f"f_{name}" for table in _BOOSTS.values() for name in table))
 _EMPTY_FIELD = "qz"  # never an encoded term: after q comes only q or u
-_DEPTH_SLACK = 16  # extra hits per field on the first read, so most queries need one pass
+_FIRST_DEPTH = 4  # hits per field read first, per hit asked: each pass recomputes the
+# scope's statistics in Qdrant (linear in the scope), so one deep pass beats several shallow
+_DEPTH_SLACK = 16  # and a few more, for small k
 _EPSILON = 1e-5  # relative slack on the unseen bound: Qdrant scores are f32
 _ID_PATH = ("id", "path")
 _TIE_SLACK = 16  # extra dense hits read so ties at the cut are ordered by id
@@ -164,26 +166,27 @@ class QdrantBackend:
         corpus = scope_filter(scope, table)
         where = corpus if paths is None else corpus.and_(Cond("path", tuple(sorted(paths))))
         boosts = _BOOSTS[table]
-        depth = k + _DEPTH_SLACK
+        names = list(boosts)
+        depth = _FIRST_DEPTH * k + _DEPTH_SLACK
         while True:
-            per_field: dict[str, dict[str, float]] = {}
-            full: dict[str, float] = {}  # fields that returned ``depth`` hits: their last score
-            where_of: dict[str, str] = {}
-            for name in boosts:
-                hits = self.store.text_search(f"f_{name}", text, where, corpus, depth, _ID_PATH)
-                per_field[name] = {h.payload["id"]: h.score for h in hits}
-                where_of.update((h.payload["id"], h.payload["path"]) for h in hits)
-                if len(hits) >= depth:
-                    full[name] = hits[-1].score
+            asks = [TextAsk(f"f_{n}", text, where, depth, _ID_PATH) for n in names]
+            lists = self.store.text_searches(asks, corpus)
+            per_field = {n: {h.payload["id"]: h.score for h in hits}
+                         for n, hits in zip(names, lists, strict=True)}  # fmt: skip
+            where_of = {h.payload["id"]: h.payload["path"] for hits in lists for h in hits}
+            # Fields cut off at ``depth``: their last score bounds what was not read.
+            full = {n: hits[-1].score for n, hits in zip(names, lists, strict=True)
+                    if len(hits) >= depth}  # fmt: skip
             # A candidate missing from a field that was cut off may still score there: ask.
-            for name in full:
-                missing = tuple(sorted(set(where_of) - set(per_field[name])))
-                if missing:
-                    got = self.store.text_search(f"f_{name}", text, where.and_(Cond("id", missing)),
-                                                 corpus, len(missing), ("id",))  # fmt: skip
-                    per_field[name].update((h.payload["id"], h.score) for h in got)
+            missing = {n: tuple(sorted(set(where_of) - set(per_field[n]))) for n in full}
+            follow = [n for n in full if missing[n]]
+            if follow:
+                asks = [TextAsk(f"f_{n}", text, where.and_(Cond("id", missing[n])),
+                                len(missing[n]), ("id",)) for n in follow]  # fmt: skip
+                for n, hits in zip(follow, self.store.text_searches(asks, corpus), strict=True):
+                    per_field[n].update((h.payload["id"], h.score) for h in hits)
             scored = [
-                Found(i, p, sum(boosts[n] * per_field[n].get(i, 0.0) for n in boosts))
+                Found(i, p, sum(boosts[n] * per_field[n].get(i, 0.0) for n in names))
                 for i, p in where_of.items()
             ]
             scored.sort(key=lambda f: (-f.score, f.id))

@@ -30,6 +30,7 @@ __all__ = [
     "Hit",
     "Point",
     "Store",
+    "TextAsk",
     "Where",
     "check_version",
     "open_store",
@@ -74,6 +75,17 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class TextAsk:
+    """One BM25 question of a batch: field, text, filter, how many, which payload fields."""
+
+    field: str
+    text: str
+    where: Where
+    limit: int
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Point:
     """A point to write: id (a UUID string), named dense vectors, payload."""
 
@@ -114,6 +126,11 @@ class Store(Protocol):
     ) -> list[Hit]:
         """Top ``limit`` points matching ``where`` by BM25 of ``text`` over the text index of
         ``field``, with the statistics of the points matching ``corpus``."""
+        ...
+
+    def text_searches(self, asks: Sequence[TextAsk], corpus: Where) -> list[list[Hit]]:
+        """Several ``text_search`` calls with one corpus, as one request (the engine plans
+        them together)."""
         ...
 
     def nearest(
@@ -283,6 +300,21 @@ class ClientStore:
         )
         return [Hit(p.payload or {}, float(p.score)) for p in got.points]
 
+    def text_searches(self, asks: Sequence[TextAsk], corpus: Where) -> list[list[Hit]]:
+        if not self.scoped_idf:  # local mode: refuses an IDF corpus, one call at a time
+            return [self.text_search(a.field, a.text, a.where, corpus, a.limit, a.fields)
+                    for a in asks]  # fmt: skip
+        m = self._m
+        params = m.SearchParams(idf=m.IdfCorpusParams(corpus=self._filter(corpus)))
+        requests = [
+            m.QueryRequest(query=m.TextQuery(text=a.text), using=a.field, limit=a.limit,
+                           filter=self._filter(a.where), params=params,
+                           with_payload=list(a.fields))
+            for a in asks
+        ]
+        got = self._client.query_batch_points(self.collection, requests)
+        return [[Hit(p.payload or {}, float(p.score)) for p in r.points] for r in got]
+
     def nearest(
         self, name: str, vector: Sequence[float], where: Where, limit: int, fields: Sequence[str]
     ) -> list[Hit]:
@@ -398,6 +430,18 @@ class EdgeStore:
             params=q.SearchParams(idf=q.IdfParams(corpus=self._filter(corpus))),
             with_payload=list(fields)))  # fmt: skip
         return [Hit(p.payload or {}, float(p.score)) for p in got]
+
+    def text_searches(self, asks: Sequence[TextAsk], corpus: Where) -> list[list[Hit]]:
+        q = self._q
+        params = q.SearchParams(idf=q.IdfParams(corpus=self._filter(corpus)))
+        requests = [
+            q.QueryRequest(limit=a.limit, query=q.TextQuery(a.field, a.text),
+                           filter=self._filter(a.where), params=params,
+                           with_payload=list(a.fields))
+            for a in asks
+        ]
+        got = self._shard.query_batch(q.QueryBatchRequest(requests))
+        return [[Hit(p.payload or {}, float(p.score)) for p in r] for r in got]
 
     def nearest(
         self, name: str, vector: Sequence[float], where: Where, limit: int, fields: Sequence[str]
