@@ -135,21 +135,25 @@ class PackSettings:
     # offline replay of 151 training instances' candidates.
     per_source_cap: int = 1
     lead_file_tokens: int = 2000
-    # A section counts toward its file's cap by its share of this many tokens (up to one):
-    # a seven-line method must not use up the turn of the file whose next function answers
-    # the request. Chosen on 30 training instances (eval.swebench, against whole sections):
-    # gold-function coverage at 4k 31.9 -> 44.7, at 8k / 16k unchanged, gold-file hit at 4k
-    # and 8k one instance lower each (90.0 -> 86.7, 96.7 -> 93.3), at 16k unchanged.
-    turn_tokens: int = 300
-    # None: a file's sections past its cap wait for every other file's turn. A number: they
-    # compete at that much less relevance (0..1 scale) for each section of the file already
-    # chosen past the first ``cap - 1``. A short question (``question_depth_penalty``, at
-    # most ``MAX_INTENT_WORDS`` words) asks about one behaviour, whose code is often the
-    # next function of the same file. On the developer questions, primary answer in the 4k
-    # context, of 42: strict 27; 0.05 26; 0.1 28; 0.15, 0.2, 0.3 27 (one question apart:
-    # a choice on those questions, not a fit). On 30 training reports 0.1 lost a gold-file
-    # hit at 8k (93.3 -> 90.0), so long requests keep strict breadth first.
+    # How a file's turn is counted, for a long report and (``question_*``) for a short
+    # question, at most ``MAX_INTENT_WORDS`` words, which asks about one behaviour whose
+    # code is often the next function of the same file.
+    # ``turn_tokens``: a section counts toward its file's cap as its share of this many
+    # tokens, up to one (None: every section counts whole), so a seven-line method does not
+    # use up the turn of the file whose next function answers. ``depth_penalty``: None, a
+    # file's sections past its cap wait for every other file's turn; a number, they compete
+    # at that much less relevance (0..1 scale) for each section of the file already chosen
+    # past the first ``cap - 1``.
+    # Developer questions, primary answer in the 4k context, of 42: whole sections and
+    # strict 25; shares of 300 tokens 26 (27 with the usage intent's fix); with a penalty
+    # of 0.05 26, 0.1 28, 0.15 / 0.2 / 0.3 27 (one question apart: a choice on those
+    # questions, not a fit). Long reports keep whole sections and strict breadth: shares of
+    # 300 tokens raised gold-function coverage at 4k on the dev set 37.0 -> 48.0 but lost the
+    # gold file from the 4k context for 4 of 115 instances (87.8 -> 84.3; on 30 training
+    # instances 31.9 -> 44.7 and 90.0 -> 86.7), and the penalty lost one more at 8k there.
+    turn_tokens: int | None = None
     depth_penalty: float | None = None
+    question_turn_tokens: int | None = 300
     question_depth_penalty: float | None = 0.1
     narrow_min_relevance: float = 0.5  # only strong sections are worth narrowing
     narrow_min_tokens: int = 80  # below this much room, narrowing leaves too little

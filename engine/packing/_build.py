@@ -188,11 +188,12 @@ def _unrepeated(memory: Sequence[Recalled], evidence: Sequence[str]) -> tuple[Re
 
 def pack_settings_for(ask: str, settings: PackSettings) -> PackSettings:
     """The selection settings for a request: a short question (at most
-    ``MAX_INTENT_WORDS`` words) takes its file depth penalty, a long report keeps strict
-    breadth first (see ``PackSettings.question_depth_penalty``)."""
+    ``MAX_INTENT_WORDS`` words) counts its files' turns its own way, a long report keeps
+    whole sections and strict breadth first (see ``PackSettings``)."""
     if len(ask.split()) > MAX_INTENT_WORDS:
         return settings
-    return replace(settings, depth_penalty=settings.question_depth_penalty)
+    return replace(settings, turn_tokens=settings.question_turn_tokens,
+                   depth_penalty=settings.question_depth_penalty)  # fmt: skip
 
 
 def build_pack(

@@ -14,10 +14,10 @@ its cap (one; for the file of the best candidate, one per ``lead_file_tokens`` o
 wait until every other file has had its turn; with a ``depth_penalty`` (a short
 question's), they compete instead at that much less relevance for each section of the
 file already chosen past its first ``cap - 1``, so a strong second section of the right
-file still beats a weak first one of an unrelated file. A section smaller than
-``turn_tokens`` counts as its share of one (a seven-line method does not use up the turn
-of the file whose next function answers the request), and the part next to a chosen part
-of a function split for size is the same evidence and does not count. Selection stops at
+file still beats a weak first one of an unrelated file. With ``turn_tokens`` (a short
+question's), a smaller section counts as its share of one (a seven-line method does not
+use up the turn of the file whose next function answers the request); the part next to a
+chosen part of a function split for size is the same evidence and does not count. Selection stops at
 the relevance floor: what is
 left is weak, and padding a model's context with it makes answers worse, so the unused
 budget is returned and said.
@@ -240,7 +240,9 @@ def select_evidence(
 
 def _turn_share(p: Picked, settings: PackSettings) -> float:
     """How much of its file's turn a choice uses: one for an ordinary section, less for
-    a small one (its share of ``turn_tokens``)."""
+    a small one (its share of ``turn_tokens``; None: every section is one)."""
+    if settings.turn_tokens is None:
+        return 1.0
     return min(1.0, p.tokens / max(1, settings.turn_tokens))
 
 

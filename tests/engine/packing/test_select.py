@@ -84,8 +84,7 @@ def test_parts_of_a_split_function_are_one_piece_of_evidence() -> None:
     unrelated = chunk("a.py", "def later():\n" + _body(6, "later"), start=30, symbol="later")
     scored = [_scored(first, 5.0), _scored(second, 4.9), _scored(unrelated, 4.8),
               _scored(other, 4.0)]  # fmt: skip
-    # Every section counts whole here (``turn_tokens=1``): these are small.
-    breadth = PackSettings(min_relevance=0.0, lead_file_tokens=10**6, turn_tokens=1)
+    breadth = PackSettings(min_relevance=0.0, lead_file_tokens=10**6)  # whole sections
     got = select_evidence(scored, 1000, _cost, COUNTER, [], breadth)
     order = [(p.scored.chunk.path, p.scored.chunk.span.start_line) for p in got.picked]
     assert order == [("a.py", 1), ("a.py", 8), ("b.py", 1), ("a.py", 30)]
@@ -116,7 +115,7 @@ def test_a_small_section_uses_only_its_share_of_the_files_turn() -> None:
                         mmr_lambda=1.0)  # fmt: skip
     shared = select_evidence(scored, 1000, _cost, COUNTER, [], replace(base, turn_tokens=100))
     assert _order_of(shared) == [("a.py", 1), ("a.py", 20), ("b.py", 1), ("c.py", 1)]
-    whole = select_evidence(scored, 1000, _cost, COUNTER, [], replace(base, turn_tokens=1))
+    whole = select_evidence(scored, 1000, _cost, COUNTER, [], replace(base, turn_tokens=None))
     assert _order_of(whole) == [("a.py", 1), ("b.py", 1), ("a.py", 20), ("c.py", 1)]
 
 
@@ -130,8 +129,7 @@ def test_a_strong_second_section_beats_a_weak_first_one_of_another_file() -> Non
     floor = chunk("c.py", "def unrelated():\n" + _body(10, "u"), symbol="unrelated")
     scored = [_scored(first, 5.0), _scored(second, 4.9), _scored(weak, 2.0),
               _scored(floor, 0.0)]  # fmt: skip
-    base = PackSettings(min_relevance=0.0, lead_file_tokens=10**6, turn_tokens=1,
-                        mmr_lambda=1.0)  # fmt: skip
+    base = PackSettings(min_relevance=0.0, lead_file_tokens=10**6, mmr_lambda=1.0)
     soft = select_evidence(scored, 1000, _cost, COUNTER, [], replace(base, depth_penalty=0.1))
     assert _order_of(soft) == [("a.py", 1), ("a.py", 20), ("b.py", 1), ("c.py", 1)]
     strict = select_evidence(scored, 1000, _cost, COUNTER, [], replace(base, depth_penalty=None))
@@ -182,14 +180,16 @@ def test_the_best_evidence_goes_first(items: list[tuple[int, float]], budget: in
             assert left.tokens + HEADER > budget - better
 
 
-def test_a_short_question_takes_the_depth_penalty_a_long_report_does_not() -> None:
-    """Questions (at most ``MAX_INTENT_WORDS`` words) get ``question_depth_penalty``;
-    a long report keeps strict breadth first."""
+def test_a_short_question_counts_turns_its_own_way_a_long_report_does_not() -> None:
+    """Questions (at most ``MAX_INTENT_WORDS`` words) take ``question_turn_tokens`` and
+    ``question_depth_penalty``; a long report keeps whole sections, strict breadth first."""
     from engine.packing import pack_settings_for
     from engine.retrieval import MAX_INTENT_WORDS
 
-    settings = PackSettings(depth_penalty=None, question_depth_penalty=0.1)
+    settings = PackSettings(turn_tokens=None, depth_penalty=None, question_turn_tokens=300,
+                            question_depth_penalty=0.1)  # fmt: skip
     question = "how does a request reach its handler through the middleware stack"
-    assert pack_settings_for(question, settings).depth_penalty == 0.1
+    asked = pack_settings_for(question, settings)
+    assert (asked.turn_tokens, asked.depth_penalty) == (300, 0.1)
     report = " ".join(["the handler is never called"] * MAX_INTENT_WORDS)
     assert pack_settings_for(report, settings) == settings
