@@ -181,6 +181,22 @@ def _evidence(pack: ContextPack) -> list[tuple[object, ...]]:
     ]
 
 
+def start_repo(root: Path) -> Path:
+    """A git repository at ``root`` with five modules and a README in one commit on
+    ``main``, file times pinned (the start of every branch script)."""
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "T")
+    for n in range(5):
+        (root / f"m{n}.py").write_text(_module(n, 0))
+    (root / "README.md").write_text("# Notes\n\nparse value and render token\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "init")
+    _pin_mtimes(root)
+    return root
+
+
 @settings(
     max_examples=12,
     deadline=None,
@@ -194,17 +210,7 @@ def test_view_equals_full_rebuild_after_every_step(
 ) -> None:
     """Random branch scripts: after each step the View answers as a full rebuild does."""
     top = tmp_path_factory.mktemp("diff")
-    root = top / "repo"
-    root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "config", "user.email", "t@example.com")
-    _git(root, "config", "user.name", "T")
-    for n in range(5):
-        (root / f"m{n}.py").write_text(_module(n, 0))
-    (root / "README.md").write_text("# Notes\n\nparse value and render token\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "init")
-    _pin_mtimes(root)
+    root = start_repo(top / "repo")
     branches = ["main"]
     with Workspace.open(root, CONFIG) as ws:
         ws.index()

@@ -36,6 +36,7 @@ from tests.overlays.test_differential import (
     _git,
     _module,
     _pin_mtimes,
+    start_repo,
 )
 
 REL = 1e-4  # Qdrant scores in f32, the embedded View rescores in f64
@@ -114,17 +115,7 @@ def test_one_branch_script(tmp_path: Path) -> None:
 
 
 def _run(top: Path, script: list[Step]) -> None:
-    root = top / "repo"
-    root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "config", "user.email", "t@example.com")
-    _git(root, "config", "user.name", "T")
-    for n in range(5):
-        (root / f"m{n}.py").write_text(_module(n, 0))
-    (root / "README.md").write_text("# Notes\n\nparse value and render token\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "init")
-    _pin_mtimes(root)
+    root = start_repo(top / "repo")
     branches = ["main"]
     edge = top / "edge"
     embedded = Workspace.open(root, CONFIG.with_(state_dir=str(top / "state-embedded")))
