@@ -178,11 +178,13 @@ def select_evidence(
         return _mmr(c, rel, redundancy, settings) - waits, -_order(c)
 
     while pool:
-        capped = [c for c in pool if repeats(c) >= cap(c)]
+        over = [repeats(c) >= cap(c) for c in pool]
         # Strict breadth first (no penalty): a capped section waits for every other file.
-        turn = pool if penalty is not None else [c for c in pool if c not in capped] or capped
-        cand = max(turn, key=rank)
-        pool.remove(cand)
+        everyone = range(len(pool))
+        turn = everyone if penalty is not None else [i for i in everyone if not over[i]]
+        at = max(turn or everyone, key=lambda i: rank(pool[i]))
+        was_capped = over[at]
+        cand = pool.pop(at)
         chunk = cand.chunk
         if any(_overlaps(chunk, chunk.span, p) for p in picked):
             pointers.append(_pointer(cand, "overlap"))
@@ -202,7 +204,7 @@ def select_evidence(
             choice = _narrow(cand, rel, remaining, cost_of, counter, terms, settings)
         if choice is None:
             displaced = any(p.scored.score < cand.score for p in picked)
-            reason = "source_cap" if cand in capped else "redundant" if displaced else "budget"
+            reason = "source_cap" if was_capped else "redundant" if displaced else "budget"
             # What it would have cost shown (with its neighbours, for a fragment).
             pointers.append(_pointer(cand, reason, wanted.tokens))
             if reason == "budget":
