@@ -51,6 +51,7 @@ from engine.retrieval import (
     Location,
     Scored,
     clean_query,
+    is_question,
     locations,
     query_identifiers,
     recall,
@@ -190,7 +191,7 @@ def pack_settings_for(ask: str, settings: PackSettings) -> PackSettings:
     """The selection settings for a request: a short question (at most
     ``MAX_INTENT_WORDS`` words) counts its files' turns its own way, a long report keeps
     whole sections and strict breadth first (see ``PackSettings``)."""
-    if len(ask.split()) > MAX_INTENT_WORDS:
+    if not is_question(ask):
         return settings
     return replace(settings, turn_tokens=settings.question_turn_tokens,
                    depth_penalty=settings.question_depth_penalty)  # fmt: skip

@@ -19,6 +19,7 @@ __all__ = [
     "Intent",
     "Location",
     "clean_query",
+    "is_question",
     "locations",
     "phrase_match",
     "query_identifiers",
@@ -66,6 +67,12 @@ _STOP = frozenset(
 # A request longer than this is a report (an issue, a log): its mention of tests or docs is
 # context ("the test fails"), not what it asks for. Planner questions are far shorter.
 MAX_INTENT_WORDS = 40
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` is short enough to be a question (at most ``MAX_INTENT_WORDS``
+    words) rather than a report: what its intents, word forms and packing follow."""
+    return len(text.split()) <= MAX_INTENT_WORDS
 
 
 class Intent(StrEnum):
@@ -142,7 +149,7 @@ def phrase_match(phrases: Sequence[tuple[str, ...]], text: str) -> float:
 def request_intents(text: str) -> frozenset[Intent]:
     """The kinds of evidence a short question asks for (tests, docs, examples,
     configuration); none for a long report, which still wants the implementation."""
-    if len(text.split()) > MAX_INTENT_WORDS:
+    if not is_question(text):
         return frozenset()
     return frozenset(intent for intent, pattern in _INTENTS.items() if pattern.search(text))
 

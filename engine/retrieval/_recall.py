@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.core import Clock, RecallSettings
 from engine.retrieval._fusion import Candidate, fuse_lists
-from engine.retrieval._query import MAX_INTENT_WORDS, Location, word_forms
+from engine.retrieval._query import Location, is_question, word_forms
 from overlays import View
 
 __all__ = ["FORM_MIN_SHARE", "recall", "weights_of", "with_word_forms"]
@@ -49,7 +49,7 @@ def recall(
     # Other forms of the words only for a short request (a question), in its own lists and
     # its goal's. A long report's goal is its title, and there they were noise: on the 34
     # pytest dev instances, forms in the titles' lists cost file Acc@5 88.2 -> 79.4.
-    forms = settings.word_forms if len(query.split()) <= MAX_INTENT_WORDS else 0
+    forms = settings.word_forms if is_question(query) else 0
     lists = _text_lists(view, query, query_vector, dense_model, settings, clock, "", forms)
     if goal.strip() and goal.strip() != query.strip():
         lists |= _text_lists(view, goal, goal_vector, dense_model, settings, clock, "goal_",
@@ -114,7 +114,7 @@ def with_word_forms(view: View, query: str, per_word: int) -> str:
     left out: there the request already speaks the repository's language, and the rare
     form mostly adds noise (on the question set: file@5 73.8 with every form, 83.3 without
     the rare ones, primary answer in the 4k context 59.5 either way)."""
-    if per_word <= 0 or len(query.split()) > MAX_INTENT_WORDS:
+    if per_word <= 0 or not is_question(query):
         return query
     forms = word_forms(query)
     if not forms:
