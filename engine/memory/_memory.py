@@ -274,12 +274,14 @@ class Memory:
         _check_query(query)
         return self._pool(query, lexical=True, dense=True)
 
-    def _pool(self, query: str, *, lexical: bool, dense: bool) -> NotePool:
-        lex = self._lexical(query, RECALL_DEPTH) if lexical else []
+    def _pool(
+        self, query: str, *, lexical: bool, dense: bool, depth: int = RECALL_DEPTH
+    ) -> NotePool:
+        lex = self._lexical(query, depth) if lexical else []
         vectors = self.store.vectors() if dense else None
         near: list[tuple[int, float]] = []
         if vectors is not None and self.store.embedder is not None:
-            near = vectors.nearest(self.store.embedder.embed_query(query), None, RECALL_DEPTH)
+            near = vectors.nearest(self.store.embedder.embed_query(query), None, depth)
         return NotePool(query, tuple(lex), tuple(near))
 
     def recall(
@@ -439,12 +441,12 @@ class Memory:
         """The ``k`` best notes for ``query`` with their full text, for the memory lane:
         only notes that share a word with the query or whose vector is close to it
         (``LANE_MIN_COSINE``), so an unrelated store adds nothing to a prompt."""
-        ranked = self.recall(query, k)
-        related = {i for i, _ in self._lexical(query, RECALL_DEPTH)}
-        vectors = self.store.vectors()
-        if vectors is not None and self.store.embedder is not None:
-            near = vectors.nearest(self.store.embedder.embed_query(query), None, k)
-            related |= {i for i, cos in near if cos >= LANE_MIN_COSINE}
+        pool = self.pool(query)  # one text search and one embedding serve both reads
+        ranked = self.recall(query, k, pool=pool)
+        near = pool.dense[:k]
+        if k > RECALL_DEPTH:  # deeper than a pool reads
+            near = self._pool(query, lexical=False, dense=True, depth=k).dense
+        related = {i for i, _ in pool.lexical} | {i for i, c in near if c >= LANE_MIN_COSINE}
         ranked = [(i, s) for i, s in ranked if i in related]
         hits = self._hits([i for i, _ in ranked], dict(ranked), True)
         rows = self.store.rows([h.id for h in hits])
