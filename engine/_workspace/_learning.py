@@ -258,14 +258,16 @@ class Learning:
         pool = memory.pool(goal)
         kinds = (NoteType.IDENTITY, NoteType.CONSTRAINT, NoteType.GOAL)
         pinned = []
-        for hit in memory.search(goal, _PINNED_NOTES, types=kinds, pool=pool):
+        # The bundle shows no link's state (a lane or ``get`` re-checks them): none read.
+        for hit in memory.search(goal, _PINNED_NOTES, types=kinds, check_links=False,
+                                 pool=pool):  # fmt: skip
             sal = max(PINNED_FLOOR, 0.7 + 0.2 * hit.importance)
             title = f"{hit.type.value}: {hit.title}"
             pinned.append(BundleItem(Tier.PINNED, hit.uri, title, hit.preview, sal))
         # Previews: the bundle names the note (resolve it for the whole); the full text
         # with every link re-checked is the memory lane's, at a context's cost.
         frame = []
-        for hit in memory.search(goal, _BUNDLE_NOTES, pool=pool):
+        for hit in memory.search(goal, _BUNDLE_NOTES, check_links=False, pool=pool):
             sal = 0.3 + 0.2 * hit.importance
             frame.append(BundleItem(Tier.FRAME, hit.uri, hit.title, hit.preview, sal))
         return pinned, frame

@@ -416,8 +416,8 @@ class Memory:
         for i in ids:
             if i not in rows:
                 continue
-            note = self.store.note(rows[i], incoming.get(i, 0), files if check else {}, now)
-            stale = note.stale if check else ()
+            note = self.store.note(rows[i], incoming.get(i, 0), files, now, check)
+            stale = note.stale
             hits.append(
                 NoteHit(
                     note.id,

@@ -376,9 +376,15 @@ class NoteStore:
         return {r[0]: r[1] for r in rows}
 
     def note(
-        self, row: tuple[Any, ...], incoming: int, files: dict[str, str | None], now: float
+        self,
+        row: tuple[Any, ...],
+        incoming: int,
+        files: dict[str, str | None],
+        now: float,
+        check: bool = True,
     ) -> Note:
-        """A row as a ``Note`` (links checked, importance computed, edges not read)."""
+        """A row as a ``Note`` (links checked unless ``check`` is off: then none are
+        read or shown; importance computed; edges not read)."""
         (
             note_id,
             kind,
@@ -411,7 +417,7 @@ class NoteStore:
             key or "",
             revision,
             tuple(json.loads(entities)),
-            checked_links(links, self.code, files),
+            checked_links(links, self.code if check else None, files),
             created,
             updated,
             accessed,
