@@ -42,24 +42,23 @@ class Scope:
     ``base`` and ``overlay`` name layers in the backend (a base commit; an overlay owner:
     workspace, branch and user). With ``overlay == ""`` the scope is the base alone.
 
-    >>> Scope("abc123", "ws/main/ana", overlay_paths={"a.py"}, tombstones={"b.py"}).hidden
-    frozenset({'a.py', 'b.py'})
+    >>> sorted(Scope("abc123", "ws/main/ana", overlay_paths={"a.py"}, tombstones={"b.py"}).hidden)
+    ['a.py', 'b.py']
     """
 
     base: str
     overlay: str = ""
     overlay_paths: frozenset[str] = field(default_factory=frozenset)
     tombstones: frozenset[str] = field(default_factory=frozenset)
+    # Base paths the scope does not see (replaced by the overlay or deleted): derived once,
+    # since every read of a View asks for it.
+    hidden: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Accept any collection, keep a frozenset: a Scope is hashable and compares by value.
         object.__setattr__(self, "overlay_paths", frozenset(self.overlay_paths))
         object.__setattr__(self, "tombstones", frozenset(self.tombstones))
-
-    @property
-    def hidden(self) -> frozenset[str]:
-        """Base paths the scope does not see: replaced by the overlay or deleted."""
-        return self.overlay_paths | self.tombstones
+        object.__setattr__(self, "hidden", self.overlay_paths | self.tombstones)
 
     @property
     def layered(self) -> bool:
