@@ -143,6 +143,14 @@ class QdrantBackend:
         # Term counts per (scope, table), forgotten whenever this backend writes: a base
         # layer never changes, and an overlay has one writer (its workspace).
         self._counts: dict[tuple[Scope, str], dict[str, int]] = {}
+        # Dense vector names seen in the collection: names are only ever added, so one seen
+        # is not asked for again (a server answers ``vectors`` with a round trip).
+        self._names: set[str] = set()
+
+    def _has_vector(self, name: str) -> bool:
+        if name not in self._names:
+            self._names.update(self.store.vectors())
+        return name in self._names
 
     def close(self) -> None:
         """Release the store."""
@@ -231,7 +239,7 @@ class QdrantBackend:
     ) -> list[tuple[str, float]]:
         """Top ``k`` (chunk id, cosine) of the scope's sections, ties by id."""
         name = _vector_name(model_id)
-        if k <= 0 or name not in self.store.vectors():
+        if k <= 0 or not self._has_vector(name):
             return []
         query = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
         where = scope_filter(scope, "sections")
@@ -379,8 +387,9 @@ class QdrantBackend:
         self._counts.clear()
         vectors = vectors or {}
         name = _vector_name(model_id) if model_id else ""
-        if name and vectors:
+        if name and vectors and not self._has_vector(name):
             self.store.ensure_vector(name, len(next(iter(vectors.values()))))
+            self._names.add(name)
         points: list[Point] = []
         for record, key, chunks in files:
             page = {"t": "pages", "layer": layer, "path": record.path, "id": record.page_id,
