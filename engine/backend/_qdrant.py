@@ -116,6 +116,15 @@ def _chunk(raw: Mapping[str, Any]) -> Chunk:
     )  # fmt: skip
 
 
+def _keys_digest(keys: Mapping[str, str]) -> str:
+    """One digest of a segment's (path, key) pairs: equal exactly when a layer written
+    from them would hold the same documents."""
+    h = hashlib.sha256()
+    for path in sorted(keys):
+        h.update(f"{path}\0{keys[path]}\n".encode())
+    return h.hexdigest()
+
+
 def _line_order(chunks: Iterable[Chunk]) -> list[Chunk]:
     return sorted(chunks, key=lambda c: (c.span.start_line, c.span.end_line, c.id))
 
@@ -333,9 +342,16 @@ class QdrantBackend:
         records = segment.files()
         keys = segment.file_keys(sorted(records))
         model = embedder.model_id if embedder is not None and cache is not None else None
+        digest = _keys_digest(keys)
         where = Where(must=(Cond("t", ("layers",)), Cond("layer", (layer,))))
-        known = next(iter(self.store.scroll(where, ("models",))), None)
+        known = next(iter(self.store.scroll(where, ("models", "digest"))), None)
         models = sorted(known["models"]) if known is not None else []
+        if known is not None and known.get("digest") == digest and model in (None, *models):
+            return 0, 0  # the last mirror of this layer finished with exactly these files
+        # A mirror that goes on to change the layer first withdraws the record's digest: a
+        # mirror killed half way must not look finished to the next one.
+        if known is not None and known.get("digest"):
+            self._put_record(layer, models, "")
         held = self.layer_keys(layer)  # even without a record: a killed mirror left points
         rewrite_all = model is not None and model not in models
         todo = sorted(p for p in records if rewrite_all or held.get(p) != keys.get(p))
@@ -350,9 +366,15 @@ class QdrantBackend:
                         embedder if model else None, cache)  # fmt: skip
         if model is not None:
             models = sorted({*models, model})
-        record = {"t": "layers", "layer": layer, "path": "", "id": layer, "models": models}
-        self.store.upsert([Point(_point_id(layer, "layers", layer), {}, record)])
+        self._put_record(layer, models, digest)
         return len(todo), len(gone)
+
+    def _put_record(self, layer: str, models: Sequence[str], digest: str) -> None:
+        """The layer's record: which models' vectors it holds and, once a mirror has
+        finished, the digest of the file keys it was written from (else empty)."""
+        record = {"t": "layers", "layer": layer, "path": "", "id": layer,
+                  "models": list(models), "digest": digest}  # fmt: skip
+        self.store.upsert([Point(_point_id(layer, "layers", layer), {}, record)])
 
     def _write(
         self,

@@ -216,3 +216,51 @@ def test_a_killed_mirror_is_finished_by_the_next(built: Built, tmp_path: Path) -
     assert (written, deleted) == (len(built.overlay.files()), 1)
     assert set(backend.layer_keys(OVERLAY)) == set(built.overlay.files())
     backend.close()
+
+
+def test_an_unchanged_layer_is_not_read_again(built: Built, tmp_path: Path) -> None:
+    """A mirror of the segment the layer was last finished from stops at the layer's
+    record: no page keys are read, nothing is written."""
+    backend = qdrant(built, "edge", tmp_path)
+    store = backend.store
+    assert isinstance(store, EdgeStore)
+    read: list[object] = []
+    real_scroll = store.scroll
+
+    def counting(where: object, fields: object) -> Iterator[object]:
+        read.append(fields)
+        return real_scroll(where, fields)  # type: ignore[arg-type]
+
+    store.scroll = counting  # type: ignore[method-assign,assignment]
+    assert backend.mirror(built.base, BASE, embedder=built.embedder, cache=built.cache) == (0, 0)
+    assert read == [("models", "digest")]
+    backend.close()
+
+
+def test_a_mirror_killed_after_it_began_is_not_taken_as_finished(
+    built: Built, tmp_path: Path
+) -> None:
+    """A mirror killed half way through changing a layer leaves no finished record: going
+    back to the segment the layer was last finished from rewrites what the killed one
+    changed."""
+    backend = qdrant(built, "edge", tmp_path)
+    store = backend.store
+    real_upsert = store.upsert
+    writes = {"n": 0}
+
+    def dying(points: object) -> None:
+        writes["n"] += 1
+        if writes["n"] > 2:  # the withdrawn record and one batch got through
+            raise KeyboardInterrupt
+        real_upsert(points)  # type: ignore[arg-type]
+
+    store.upsert = dying  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        backend.mirror(built.full, OVERLAY, embedder=built.embedder, cache=built.cache)
+    store.upsert = real_upsert  # type: ignore[method-assign]
+    written, deleted = backend.mirror(built.overlay, OVERLAY, embedder=built.embedder,
+                                      cache=built.cache)  # fmt: skip
+    assert written + deleted > 0
+    assert set(backend.layer_keys(OVERLAY)) == set(built.overlay.files())
+    assert backend.layer_keys(OVERLAY) == built.overlay.file_keys(sorted(built.overlay.files()))
+    backend.close()
