@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.backend._store import Cond, Point, Store, TextAsk, Where
+from engine.backend._store import POINT_ID, Cond, Point, Store, TextAsk, Where
 from engine.core import IndexStateError, embedding_text, is_trivial, page_text
 from engine.embed import Embedder, EmbeddingCache, embed_with_cache
 from engine.segment import (
@@ -68,6 +68,7 @@ _FIRST_DEPTH = 4  # hits per field read first, per hit asked: each pass recomput
 _DEPTH_SLACK = 16  # and a few more, for small k
 _EPSILON = 1e-5  # relative slack on the unseen bound: Qdrant scores are f32
 _ID_PATH = ("id", "path")
+_IDENTS = 500_000  # points whose (id, path) are remembered (about 100 MB at most)
 _TIE_SLACK = 16  # extra dense hits read so ties at the cut are ordered by id
 _BATCH = 256  # points per upsert call
 _COUNT_SCOPES = 64  # scopes whose term counts are remembered
@@ -155,6 +156,7 @@ class QdrantBackend:
         # Dense vector names seen in the collection: names are only ever added, so one seen
         # is not asked for again (a server answers ``vectors`` with a round trip).
         self._names: set[str] = set()
+        self._idents: dict[str, tuple[str, str]] = {}
 
     def _has_vector(self, name: str) -> bool:
         if name not in self._names:
@@ -185,32 +187,51 @@ class QdrantBackend:
         boosts = _BOOSTS[table]
         names = list(boosts)
         depth = _FIRST_DEPTH * k + _DEPTH_SLACK
+        # Hits are point ids and scores: a hit's payload costs a read of all of it (the
+        # chunk's text and fields), so only the points that make the cut are named.
         while True:
-            asks = [TextAsk(f"f_{n}", text, where, depth, _ID_PATH) for n in names]
+            asks = [TextAsk(f"f_{n}", text, where, depth, ()) for n in names]
             lists = self.store.text_searches(asks, corpus)
-            per_field = {n: {h.payload["id"]: h.score for h in hits}
+            per_field = {n: {h.point: h.score for h in hits}
                          for n, hits in zip(names, lists, strict=True)}  # fmt: skip
-            where_of = {h.payload["id"]: h.payload["path"] for hits in lists for h in hits}
+            seen = {h.point for hits in lists for h in hits}
             # Fields cut off at ``depth``: their last score bounds what was not read.
             full = {n: hits[-1].score for n, hits in zip(names, lists, strict=True)
                     if len(hits) >= depth}  # fmt: skip
             # A candidate missing from a field that was cut off may still score there: ask.
-            missing = {n: tuple(sorted(set(where_of) - set(per_field[n]))) for n in full}
+            missing = {n: tuple(sorted(seen - set(per_field[n]))) for n in full}
             follow = [n for n in full if missing[n]]
             if follow:
-                asks = [TextAsk(f"f_{n}", text, where.and_(Cond("id", missing[n])),
-                                len(missing[n]), ("id",)) for n in follow]  # fmt: skip
+                asks = [TextAsk(f"f_{n}", text, where.and_(Cond(POINT_ID, missing[n])),
+                                len(missing[n]), ()) for n in follow]  # fmt: skip
                 for n, hits in zip(follow, self.store.text_searches(asks, corpus), strict=True):
-                    per_field[n].update((h.payload["id"], h.score) for h in hits)
-            scored = [
-                Found(i, p, sum(boosts[n] * per_field[n].get(i, 0.0) for n in names))
-                for i, p in where_of.items()
-            ]
-            scored.sort(key=lambda f: (-f.score, f.id))
+                    per_field[n].update((h.point, h.score) for h in hits)
+            scores = {pt: sum(boosts[n] * per_field[n].get(pt, 0.0) for n in names) for pt in seen}
+            ranked = sorted(scores.values(), reverse=True)
             unseen = sum(boosts[n] * s for n, s in full.items()) * (1 + _EPSILON)
-            if not full or (len(scored) >= k and scored[k - 1].score > unseen):
-                return scored[:k]
+            if not full or (len(ranked) >= k and ranked[k - 1] > unseen):
+                break
             depth *= 4
+        if not ranked:
+            return []
+        # The cut by score, then ties ordered by chunk id: name every point that reaches
+        # the k-th score.
+        floor = ranked[min(k, len(ranked)) - 1]
+        named = self._name([pt for pt, v in scores.items() if v >= floor])
+        found = [Found(i, path, scores[pt]) for pt, (i, path) in named.items()]
+        found.sort(key=lambda f: (-f.score, f.id))
+        return found[:k]
+
+    def _name(self, points: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """(chunk or page id, path) of each point: remembered, as a point's id is derived
+        from its layer, table and document id, and a document id from its path."""
+        ask = [pt for pt in points if pt not in self._idents]
+        if ask:
+            if len(self._idents) + len(ask) > _IDENTS:
+                self._idents.clear()
+            got = self.store.retrieve(ask, _ID_PATH)
+            self._idents.update((pt, (p["id"], p["path"])) for pt, p in got.items())
+        return {pt: self._idents[pt] for pt in points if pt in self._idents}
 
     def term_counts(self, scope: Scope, table: Table, terms: Sequence[str]) -> dict[str, int]:
         """Per term, the scope's documents of ``table`` holding it (most over the fields)."""
@@ -254,11 +275,18 @@ class QdrantBackend:
         where = scope_filter(scope, "sections")
         depth = k + _TIE_SLACK
         while True:  # deeper while a tie straddles the cut: ties are ordered by id
-            hits = self.store.nearest(name, query, where, depth, ("id",))
-            pairs = sorted(((h.payload["id"], h.score) for h in hits), key=lambda p: (-p[1], p[0]))
-            if len(hits) < depth or len(pairs) < k or hits[-1].score < pairs[k - 1][1]:
-                return pairs[:k]
+            hits = self.store.nearest(name, query, where, depth, ())
+            ranked = sorted((h.score for h in hits), reverse=True)
+            if len(hits) < depth or len(ranked) < k or hits[-1].score < ranked[k - 1]:
+                break
             depth *= 4
+        if not hits:
+            return []
+        floor = ranked[min(k, len(ranked)) - 1]
+        named = self._name([h.point for h in hits if h.score >= floor])
+        pairs = sorted(((named[h.point][0], h.score) for h in hits if h.point in named),
+                       key=lambda p: (-p[1], p[0]))  # fmt: skip
+        return pairs[:k]
 
     # -- lookups --------------------------------------------------------------------
 

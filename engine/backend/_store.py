@@ -24,6 +24,7 @@ from engine.core import ConfigError, IndexStateError
 
 __all__ = [
     "MIN_SERVER_VERSION",
+    "POINT_ID",
     "ClientStore",
     "Cond",
     "EdgeStore",
@@ -39,14 +40,17 @@ __all__ = [
 MIN_SERVER_VERSION = (1, 20)  # text indexes with BM25 scoring and IDF over a corpus filter
 SCROLL_PAGE = 1024  # points per scroll call: few round trips, bounded response size
 Value = str | int
+Payload = Mapping[str, Any]
 _EDGE_CONFIG = "edge_config.json"  # what qdrant-edge writes beside a shard's segments
 _PLACEHOLDER = "_"  # the sparse vector an edge shard is created with (never written)
+POINT_ID = "$id"  # a ``Cond`` on this key matches point ids, not a payload field
 
 
 @dataclass(frozen=True, slots=True)
 class Cond:
     """One payload condition: ``key`` equals one of ``values`` (``any``), or the text field
-    ``key`` holds every term of ``values[0]`` (``text``)."""
+    ``key`` holds every term of ``values[0]`` (``text``); ``POINT_ID`` as the key: the
+    point's id is one of ``values``."""
 
     key: str
     values: tuple[Value, ...]
@@ -68,15 +72,18 @@ class Where:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """A scored point: its payload (the fields asked for) and score."""
+    """A scored point: its payload (the fields asked for), score and point id."""
 
     payload: Mapping[str, Any]
     score: float
+    point: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class TextAsk:
-    """One BM25 question of a batch: field, text, filter, how many, which payload fields."""
+    """One BM25 question of a batch: field, text, filter, how many, which payload fields
+    (none: the hits carry their point ids only, which is much cheaper: reading a point's
+    payload reads all of it)."""
 
     field: str
     text: str
@@ -143,6 +150,10 @@ class Store(Protocol):
         """The payload (``fields``, or all when None) of every point matching ``where``."""
         ...
 
+    def retrieve(self, points: Sequence[str], fields: Sequence[str]) -> dict[str, Payload]:
+        """The payload (``fields``) of the points with these ids that exist, by point id."""
+        ...
+
     def count(self, where: Where) -> int:
         """How many points match ``where`` (exactly)."""
         ...
@@ -181,6 +192,11 @@ def _cached(cache: dict[Where, Any], where: Where, make: Callable[[Where], Any])
             cache.clear()
         got = cache[where] = make(where)
     return got
+
+
+def _payload(fields: Sequence[str]) -> list[str] | bool:
+    """What to read of a hit's payload: those fields, or nothing."""
+    return list(fields) if fields else False
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -231,6 +247,8 @@ class ClientStore:
         m = self._m
         if isinstance(c, Where):
             return _cached(self._filters, c, self._filter)
+        if c.key == POINT_ID:
+            return m.HasIdCondition(has_id=list(c.values))
         if c.op == "text":
             return m.FieldCondition(key=c.key, match=m.MatchText(text=str(c.values[0])))
         return m.FieldCondition(key=c.key, match=m.MatchAny(any=list(c.values)))
@@ -296,9 +314,9 @@ class ClientStore:
             query_filter=self._filter(where),
             search_params=m.SearchParams(idf=m.IdfCorpusParams(corpus=self._filter(corpus))),
             limit=limit,
-            with_payload=list(fields),
+            with_payload=_payload(fields),
         )
-        return [Hit(p.payload or {}, float(p.score)) for p in got.points]
+        return [Hit(p.payload or {}, float(p.score), str(p.id)) for p in got.points]
 
     def text_searches(self, asks: Sequence[TextAsk], corpus: Where) -> list[list[Hit]]:
         if not self.scoped_idf:  # local mode: refuses an IDF corpus, one call at a time
@@ -309,19 +327,19 @@ class ClientStore:
         requests = [
             m.QueryRequest(query=m.TextQuery(text=a.text), using=a.field, limit=a.limit,
                            filter=self._filter(a.where), params=params,
-                           with_payload=list(a.fields))
+                           with_payload=_payload(a.fields))
             for a in asks
         ]
         got = self._client.query_batch_points(self.collection, requests)
-        return [[Hit(p.payload or {}, float(p.score)) for p in r.points] for r in got]
+        return [[Hit(p.payload or {}, float(p.score), str(p.id)) for p in r.points] for r in got]
 
     def nearest(
         self, name: str, vector: Sequence[float], where: Where, limit: int, fields: Sequence[str]
     ) -> list[Hit]:
         got = self._client.query_points(
             self.collection, query=list(vector), using=name, query_filter=self._filter(where),
-            limit=limit, with_payload=list(fields))  # fmt: skip
-        return [Hit(p.payload or {}, float(p.score)) for p in got.points]
+            limit=limit, with_payload=_payload(fields))  # fmt: skip
+        return [Hit(p.payload or {}, float(p.score), str(p.id)) for p in got.points]
 
     def scroll(self, where: Where, fields: Sequence[str] | None) -> Iterator[Mapping[str, Any]]:
         offset = None
@@ -336,6 +354,12 @@ class ClientStore:
     def count(self, where: Where) -> int:
         return int(self._client.count(self.collection, count_filter=self._filter(where),
                                       exact=True).count)  # fmt: skip
+
+    def retrieve(self, points: Sequence[str], fields: Sequence[str]) -> dict[str, Payload]:
+        if not points:
+            return {}
+        got = self._client.retrieve(self.collection, list(points), with_payload=list(fields))
+        return {str(r.id): r.payload or {} for r in got}
 
     def close(self) -> None:
         self._client.close()
@@ -369,6 +393,8 @@ class EdgeStore:
         q = self._q
         if isinstance(c, Where):
             return _cached(self._filters, c, self._filter)
+        if c.key == POINT_ID:
+            return q.HasIdCondition(set(c.values))
         if c.op == "text":
             return q.FieldCondition(c.key, match=q.MatchText(str(c.values[0])))
         return q.FieldCondition(c.key, match=q.MatchAny(list(c.values)))
@@ -428,8 +454,8 @@ class EdgeStore:
         got = self._shard.query(q.QueryRequest(
             limit=limit, query=q.TextQuery(field, text), filter=self._filter(where),
             params=q.SearchParams(idf=q.IdfParams(corpus=self._filter(corpus))),
-            with_payload=list(fields)))  # fmt: skip
-        return [Hit(p.payload or {}, float(p.score)) for p in got]
+            with_payload=_payload(fields)))  # fmt: skip
+        return [Hit(p.payload or {}, float(p.score), str(p.id)) for p in got]
 
     def text_searches(self, asks: Sequence[TextAsk], corpus: Where) -> list[list[Hit]]:
         q = self._q
@@ -437,11 +463,11 @@ class EdgeStore:
         requests = [
             q.QueryRequest(limit=a.limit, query=q.TextQuery(a.field, a.text),
                            filter=self._filter(a.where), params=params,
-                           with_payload=list(a.fields))
+                           with_payload=_payload(a.fields))
             for a in asks
         ]
         got = self._shard.query_batch(q.QueryBatchRequest(requests))
-        return [[Hit(p.payload or {}, float(p.score)) for p in r] for r in got]
+        return [[Hit(p.payload or {}, float(p.score), str(p.id)) for p in r] for r in got]
 
     def nearest(
         self, name: str, vector: Sequence[float], where: Where, limit: int, fields: Sequence[str]
@@ -449,8 +475,8 @@ class EdgeStore:
         q = self._q
         got = self._shard.query(q.QueryRequest(
             limit=limit, query=q.Query.Nearest(list(vector), using=name),
-            filter=self._filter(where), with_payload=list(fields)))  # fmt: skip
-        return [Hit(p.payload or {}, float(p.score)) for p in got]
+            filter=self._filter(where), with_payload=_payload(fields)))  # fmt: skip
+        return [Hit(p.payload or {}, float(p.score), str(p.id)) for p in got]
 
     def scroll(self, where: Where, fields: Sequence[str] | None) -> Iterator[Mapping[str, Any]]:
         q = self._q
@@ -465,6 +491,12 @@ class EdgeStore:
 
     def count(self, where: Where) -> int:
         return int(self._shard.count(self._q.CountRequest(exact=True, filter=self._filter(where))))
+
+    def retrieve(self, points: Sequence[str], fields: Sequence[str]) -> dict[str, Payload]:
+        if not points:
+            return {}
+        got = self._shard.retrieve(list(points), with_payload=list(fields), with_vector=False)
+        return {str(r.id): r.payload or {} for r in got}
 
     def close(self) -> None:
         self._shard.flush()
