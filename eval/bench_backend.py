@@ -10,7 +10,8 @@ turns; p50/p95 per backend.
 
 Scale: the Qdrant layer of PATH is written again as N synthetic copies with distinct paths
 (``copyI/...``: the same chunks and vectors, their own ids) into a fresh edge shard, for
-each N of ``--scales``; per N: points, write time, shard size on disk, process peak memory,
+each N of ``--scales``; per N: points, write time, the optimiser's time (HNSW graphs and
+indexed segments, as at the end of a mirror), shard size on disk, process peak memory,
 and BM25 / dense / lookup latency p50/p95 over the same queries.
 """
 
@@ -156,15 +157,18 @@ def scale(path: Path, top: Path, dense: str, n: int, scales: list[int]) -> None:
                 batch.append((rec, "", moved))
             for start in range(0, len(batch), 64):
                 backend.write("base", batch[start : start + 64], embedder.model_id, vectors)
-        backend.store.close()  # flush to disk, then reopen as a reader would
         wrote = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        backend.store.optimize()  # what a mirror ends with (a server does it in the background)
+        settled = time.perf_counter() - t0
+        backend.store.close()  # flush to disk, then reopen as a reader would
         backend = QdrantBackend(EdgeStore(shard))
         points = len(texts) * copies + len(files) * copies
         bm25, nn, defs = _backend_times(backend, embedder.model_id, queries, qvecs)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"{copies:>4}x  {points:>9,} points  write {wrote:8.1f} s "
-              f"({points / wrote:,.0f} points/s)  disk {_size(shard) / 2**20:8.1f} MiB  "
-              f"peak RSS {peak:8.0f} MiB")  # fmt: skip
+              f"({points / wrote:,.0f} points/s)  optimize {settled:7.1f} s  "
+              f"disk {_size(shard) / 2**20:8.1f} MiB  peak RSS {peak:8.0f} MiB")  # fmt: skip
         print(f"       bm25 top-50 p50 {bm25[0]:8.2f} ms p95 {bm25[1]:8.2f} ms   dense top-50 p50 "
               f"{nn[0]:8.2f} ms p95 {nn[1]:8.2f} ms   definitions p50 {defs[0]:6.2f} ms "
               f"p95 {defs[1]:6.2f} ms")  # fmt: skip

@@ -158,6 +158,12 @@ class Store(Protocol):
         """How many points match ``where`` (exactly)."""
         ...
 
+    def optimize(self) -> None:
+        """Bring the collection's segments to their indexed form (HNSW graphs, immutable
+        text indexes, merged segments) before it is read: a server's optimiser does it in
+        the background; the in-process engine only when asked."""
+        ...
+
     def close(self) -> None:
         """Release the engine (flushing what was written)."""
         ...
@@ -361,6 +367,9 @@ class ClientStore:
         got = self._client.retrieve(self.collection, list(points), with_payload=list(fields))
         return {str(r.id): r.payload or {} for r in got}
 
+    def optimize(self) -> None:
+        pass  # the server's own optimiser runs in the background
+
     def close(self) -> None:
         self._client.close()
 
@@ -497,6 +506,9 @@ class EdgeStore:
             return {}
         got = self._shard.retrieve(list(points), with_payload=list(fields), with_vector=False)
         return {str(r.id): r.payload or {} for r in got}
+
+    def optimize(self) -> None:
+        self._shard.optimize()  # blocks until done; at once when nothing is due
 
     def close(self) -> None:
         self._shard.flush()
