@@ -68,6 +68,7 @@ _FIRST_DEPTH = 4  # hits per field read first, per hit asked: each pass recomput
 _DEPTH_SLACK = 16  # and a few more, for small k
 _EPSILON = 1e-5  # relative slack on the unseen bound: Qdrant scores are f32
 _ID_PATH = ("id", "path")
+_FILES = 256  # files whose chunks are remembered (the oldest goes first)
 _IDENTS = 500_000  # points whose (id, path) are remembered (about 100 MB at most)
 _TIE_SLACK = 16  # extra dense hits read so ties at the cut are ordered by id
 _BATCH = 256  # points per upsert call
@@ -157,6 +158,7 @@ class QdrantBackend:
         # is not asked for again (a server answers ``vectors`` with a round trip).
         self._names: set[str] = set()
         self._idents: dict[str, tuple[str, str]] = {}
+        self._files: dict[tuple[str, str], list[Chunk]] = {}
 
     def _has_vector(self, name: str) -> bool:
         if name not in self._names:
@@ -166,6 +168,11 @@ class QdrantBackend:
     def close(self) -> None:
         """Release the store."""
         self.store.close()
+
+    def _forget(self) -> None:
+        """Drop what is remembered of the collection's contents (this backend writes)."""
+        self._counts.clear()
+        self._files.clear()
 
     # -- BM25 -----------------------------------------------------------------------
 
@@ -236,6 +243,9 @@ class QdrantBackend:
     def term_counts(self, scope: Scope, table: Table, terms: Sequence[str]) -> dict[str, int]:
         """Per term, the scope's documents of ``table`` holding it (most over the fields)."""
         corpus = scope_filter(scope, table)
+        both = scope.layered and bool(scope.overlay_paths)
+        names = (scope.base, scope.overlay) if both else (scope.base,)
+        layers = Where(must=(Cond("t", (table,)), Cond("layer", names)))
         known = self._counts.setdefault((scope, table), {})
         if len(self._counts) > _COUNT_SCOPES:
             self._counts.clear()
@@ -248,8 +258,10 @@ class QdrantBackend:
                 known[term] = 0
                 continue
             fields = [Cond(f"f_{name}", (token,), "text") for name in _BOOSTS[table]]
-            # Most candidate forms occur nowhere: one count over all fields settles those.
-            if not self.store.count(corpus.and_(Where(should=tuple(fields)))):
+            # Most candidate forms occur nowhere: one count over all fields of the scope's
+            # layers settles those, without the hidden paths (a branch far from its base
+            # hides thousands, and a filter naming them costs every count).
+            if not self.store.count(layers.and_(Where(should=tuple(fields)))):
                 known[term] = 0
                 continue
             known[term] = max(self.store.count(corpus.and_(f)) for f in fields)
@@ -300,9 +312,20 @@ class QdrantBackend:
         return {i: found[i] for i in ids if i in found}
 
     def chunks_of(self, scope: Scope, path: str) -> list[Chunk]:
-        """A file's chunks in line order."""
+        """A file's chunks in line order. A base file's are remembered (the last few by
+        base layer and path: packing asks for the neighbours of every candidate); a base
+        layer's points never change under its name, an overlay's do."""
         where = scope_filter(scope, "sections").and_(Cond("path", (path,)))
-        return _line_order(_chunk(p["chunk"]) for p in self.store.scroll(where, ("chunk",)))
+        if path in scope.overlay_paths or path in scope.hidden:
+            return _line_order(_chunk(p["chunk"]) for p in self.store.scroll(where, ("chunk",)))
+        key = (scope.base, path)
+        got = self._files.get(key)
+        if got is None:
+            got = _line_order(_chunk(p["chunk"]) for p in self.store.scroll(where, ("chunk",)))
+            if len(self._files) >= _FILES:
+                self._files.pop(next(iter(self._files)))
+            self._files[key] = got
+        return list(got)
 
     def chunks_near(self, scope: Scope, path: str, first_line: int, last_line: int) -> list[Chunk]:
         """A file's chunks touching ``first_line..last_line``, in line order."""
@@ -348,7 +371,7 @@ class QdrantBackend:
 
     def drop_layer(self, layer: str) -> None:
         """Delete every point of ``layer`` (an overlay whose branch is gone)."""
-        self._counts.clear()
+        self._forget()
         self.store.delete(Where(must=(Cond("layer", (layer,)),)))
 
     def layer_keys(self, layer: str) -> dict[str, str]:
@@ -386,7 +409,7 @@ class QdrantBackend:
         gone = sorted(set(held) - set(records))
         stale = tuple(sorted({*todo, *gone} & set(held)))
         if stale:
-            self._counts.clear()
+            self._forget()
             self.store.delete(Where(must=(Cond("layer", (layer,)), Cond("path", stale))))
         for start in range(0, len(todo), _BATCH // 8 or 1):
             batch = todo[start : start + _BATCH // 8 or 1]
@@ -436,7 +459,7 @@ class QdrantBackend:
         ``layer``, sections with their ``model_id`` vector where ``vectors`` has one (by
         chunk id). ``mirror`` is the incremental path; this is its last step, public for
         tools that write synthetic layers (``eval.bench_backend``'s scale copies)."""
-        self._counts.clear()
+        self._forget()
         vectors = vectors or {}
         name = _vector_name(model_id) if model_id else ""
         if name and vectors and not self._has_vector(name):
