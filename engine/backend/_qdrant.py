@@ -417,8 +417,6 @@ class QdrantBackend:
                         embedder if model else None, cache)  # fmt: skip
         if model is not None:
             models = sorted({*models, model})
-        if todo or gone:
-            self.store.optimize()  # before the record: a finished layer is an indexed one
         self._put_record(layer, models, digest)
         return len(todo), len(gone)
 

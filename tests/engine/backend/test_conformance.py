@@ -265,23 +265,3 @@ def test_a_mirror_killed_after_it_began_is_not_taken_as_finished(
     assert backend.layer_keys(OVERLAY) == built.overlay.file_keys(sorted(built.overlay.files()))
     backend.close()
 
-
-def test_a_mirror_that_wrote_leaves_the_layer_optimised(built: Built, tmp_path: Path) -> None:
-    """The edge engine optimises only when asked (a server's optimiser runs by itself): a
-    mirror that changed the layer asks, before it marks the layer finished; one that
-    changed nothing does not."""
-    backend = QdrantBackend(EdgeStore(tmp_path / "edge"))
-    asked: list[int] = []
-    real = backend.store.optimize
-
-    def spy() -> None:
-        asked.append(len(backend.layer_keys(OVERLAY)))
-        real()
-
-    backend.store.optimize = spy  # type: ignore[method-assign]
-    backend.mirror(built.overlay, OVERLAY, embedder=built.embedder, cache=built.cache)
-    assert asked == [len(built.overlay.files())]
-    assert backend.mirror(built.overlay, OVERLAY, embedder=built.embedder,
-                          cache=built.cache) == (0, 0)  # fmt: skip
-    assert len(asked) == 1
-    backend.close()
