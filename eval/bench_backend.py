@@ -90,6 +90,17 @@ def _backend_times(
     return passes(QdrantBackend(store))
 
 
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _print_times(label: str, times: tuple[tuple[float, float], ...]) -> None:
+    (bm25, nn, defs) = times
+    print(f"       {label:<10}  bm25 top-50 p50 {bm25[0]:8.2f} ms p95 {bm25[1]:8.2f} ms   "
+          f"dense top-50 p50 {nn[0]:8.2f} ms p95 {nn[1]:8.2f} ms   definitions p50 "
+          f"{defs[0]:6.2f} ms p95 {defs[1]:6.2f} ms", flush=True)  # fmt: skip
+
+
 def latency(path: Path, top: Path, dense: str, n: int) -> None:
     """search and build_context p50/p95, embedded and Qdrant edge, on the same queries."""
     envs = {"embedded": {}, "qdrant-edge": {"CORTEX_BACKEND": "qdrant"}}
@@ -170,19 +181,15 @@ def scale(path: Path, top: Path, dense: str, n: int, scales: list[int]) -> None:
         backend.store.close()  # flush to disk, then reopen as a reader would
         store = EdgeStore(shard)
         points = len(texts) * copies + len(files) * copies
-        as_written = _backend_times(store, embedder.model_id, queries, qvecs)
+        print(f"{copies:>4}x  {points:>9,} points  write {wrote:8.1f} s "
+              f"({points / wrote:,.0f} points/s)  disk {_size(shard) / 2**20:8.1f} MiB  "
+              f"peak RSS {_peak_mib():8.0f} MiB", flush=True)  # fmt: skip
+        _print_times("as written", _backend_times(store, embedder.model_id, queries, qvecs))
         t0 = time.perf_counter()
         store.optimize()  # a server does it in the background; the edge engine on request
-        settled = time.perf_counter() - t0
-        optimised = _backend_times(store, embedder.model_id, queries, qvecs)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{copies:>4}x  {points:>9,} points  write {wrote:8.1f} s "
-              f"({points / wrote:,.0f} points/s)  optimize {settled:7.1f} s  "
-              f"disk {_size(shard) / 2**20:8.1f} MiB  peak RSS {peak:8.0f} MiB")  # fmt: skip
-        for label, (bm25, nn, defs) in (("as written", as_written), ("optimised", optimised)):
-            print(f"       {label:<10}  bm25 top-50 p50 {bm25[0]:8.2f} ms p95 {bm25[1]:8.2f} ms   "
-                  f"dense top-50 p50 {nn[0]:8.2f} ms p95 {nn[1]:8.2f} ms   definitions p50 "
-                  f"{defs[0]:6.2f} ms p95 {defs[1]:6.2f} ms")  # fmt: skip
+        print(f"       optimize {time.perf_counter() - t0:8.1f} s  disk "
+              f"{_size(shard) / 2**20:8.1f} MiB  peak RSS {_peak_mib():8.0f} MiB", flush=True)
+        _print_times("optimised", _backend_times(store, embedder.model_id, queries, qvecs))
         store.close()
     ws.close()
     cache.close()
