@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import sys
 import sysconfig
@@ -163,6 +164,7 @@ def scale(path: Path, top: Path, dense: str, n: int, scales: list[int]) -> None:
     print(f"base: {len(files)} files, {len(texts)} sections, {len(by_id)} vectors")
     for copies in scales:
         shard = top / f"edge-{copies}x"
+        shutil.rmtree(shard, ignore_errors=True)  # fresh, also in a reused --work folder
         backend = QdrantBackend(EdgeStore(shard))
         t0 = time.perf_counter()
         for i in range(copies):
