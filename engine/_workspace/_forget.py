@@ -94,6 +94,12 @@ class Forgetter:
             notes = 0
             if text and self._notes.exists():
                 notes = self._notes.memory.store.purge(text, dry_run=dry_run)
+            embedder = None if dry_run else state.embedder
+            remote = state.layers.forget_remote(
+                (lambda p: matches_path(p, targets)) if targets else None, text,
+                dry_run=dry_run, embedder=embedder,
+                cache=state.cache if embedder is not None else None,
+            )  # fmt: skip
             state.layers.close()
         root = state.root
         present = [p for p in known if matches_path(p, targets) and (root / p).is_file()]
@@ -101,7 +107,7 @@ class Forgetter:
             present += [p for p in known if p not in present and _holds(root / p, text)]
         return ForgetReport(
             dry_run, sorted(files), sorted(touched), chunks, segments, vectors, purged.texts,
-            purged.turns, purged.chained, sorted(present), notes,
+            purged.turns, purged.chained, sorted(present), notes, remote,
         )  # fmt: skip
 
     def _relative(self, path: str) -> str:

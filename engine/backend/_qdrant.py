@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -373,6 +373,42 @@ class QdrantBackend:
         """Delete every point of ``layer`` (an overlay whose branch is gone)."""
         self._forget()
         self.store.delete(Where(must=(Cond("layer", (layer,)),)))
+
+    def forget(
+        self, in_paths: Callable[[str], bool] | None, text: str | None, *, dry_run: bool = False
+    ) -> int:
+        """Remove from every layer of the collection each file ``in_paths`` accepts and
+        each file with a section holding ``text`` (its text, title or context: what
+        ``cortex forget`` drops locally), all its points; returns how many points (would)
+        go. A layer that lost points forgets that its last mirror finished, so its next
+        mirror writes those files again from the (purged) segments. Every point is read:
+        the text can start inside a token, where no text index can find it."""
+        doomed: dict[str, set[str]] = {}  # layer -> paths
+        if in_paths is not None:
+            pages = Where(must=(Cond("t", ("pages",)),))
+            for p in self.store.scroll(pages, ("layer", "path")):
+                if in_paths(p["path"]):
+                    doomed.setdefault(p["layer"], set()).add(p["path"])
+        if text:
+            sections = Where(must=(Cond("t", ("sections",)),))
+            for p in self.store.scroll(sections, ("layer", "path", "chunk")):
+                if text in embedding_text(_chunk(p["chunk"])):
+                    doomed.setdefault(p["layer"], set()).add(p["path"])
+        removed = 0
+        for layer, paths in sorted(doomed.items()):
+            where = Where(must=(Cond("layer", (layer,)), Cond("path", tuple(sorted(paths)))))
+            removed += self.store.count(where)
+            if dry_run:
+                continue
+            self._forget()
+            where_record = Where(must=(Cond("t", ("layers",)), Cond("layer", (layer,))))
+            record = next(iter(self.store.scroll(where_record, ("models",))), None)
+            if record is not None:  # withdrawn first: a purge killed half way is redone
+                self._put_record(layer, record["models"], "")
+            self.store.delete(where)
+        if removed and not dry_run:
+            self.store.compact(KEYWORDS, TEXTS)
+        return removed
 
     def layer_keys(self, layer: str) -> dict[str, str]:
         """Per path held in ``layer``: the key its documents were written with."""

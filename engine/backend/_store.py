@@ -15,6 +15,7 @@ Both libraries are imported on first use. Their errors are translated here, once
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ Value = str | int
 Payload = Mapping[str, Any]
 _EDGE_CONFIG = "edge_config.json"  # what qdrant-edge writes beside a shard's segments
 _PLACEHOLDER = "_"  # the sparse vector an edge shard is created with (never written)
+_COMPACT, _REPLACED = ".compact", ".replaced"  # an edge shard's copy being made / swapped out
 POINT_ID = "$id"  # a ``Cond`` on this key matches point ids, not a payload field
 
 
@@ -164,6 +166,14 @@ class Store(Protocol):
         background; the in-process engine only when asked. Not part of a mirror: on the
         edge engine a merge rebuilds every segment it touches (115 s for 37k points on this
         machine, loaded), while reads of an unoptimised shard are only slower."""
+        ...
+
+    def compact(self, keywords: Sequence[str], texts: Sequence[str]) -> None:
+        """Leave no byte of deleted points in the store's files (``forget``): the engine
+        keeps a deleted point's payload in its segments and write-ahead log until it
+        rewrites them. The edge engine's shard is copied, live points only, into a new one
+        that replaces it (with ``keywords`` and ``texts`` indexed as ``ensure_indexes``
+        does); a server's storage is its operator's (see deploy/qdrant/README.md)."""
         ...
 
     def close(self) -> None:
@@ -372,6 +382,9 @@ class ClientStore:
     def optimize(self) -> None:
         pass  # the server's own optimiser runs in the background
 
+    def compact(self, keywords: Sequence[str], texts: Sequence[str]) -> None:
+        pass  # the server vacuums segments itself; its disks and snapshots are its operator's
+
     def close(self) -> None:
         self._client.close()
 
@@ -511,6 +524,39 @@ class EdgeStore:
 
     def optimize(self) -> None:
         self._shard.optimize()  # blocks until done; at once when nothing is due
+
+    def compact(self, keywords: Sequence[str], texts: Sequence[str]) -> None:
+        q = self._q
+        fresh_dir = self.directory.with_name(self.directory.name + _COMPACT)
+        old_dir = self.directory.with_name(self.directory.name + _REPLACED)
+        for leftover in (fresh_dir, old_dir):
+            shutil.rmtree(leftover, ignore_errors=True)
+        fresh = EdgeStore(fresh_dir)
+        try:
+            fresh.ensure_indexes(keywords, texts)
+            for name, size in sorted(self.vectors().items()):
+                fresh.ensure_vector(name, size)
+            offset = None
+            while True:
+                ask = q.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=True,
+                                      with_vector=True)  # fmt: skip
+                records, offset = self._shard.scroll(ask)
+                made = [q.Point(r.id, r.vector if isinstance(r.vector, dict) else {},
+                                r.payload or {}) for r in records]  # fmt: skip
+                if made:
+                    fresh._shard.update(q.UpdateOperation.upsert_points(made))
+                if offset is None:
+                    break
+        finally:
+            fresh.close()
+        # Swapped in two renames: a kill between them leaves no shard, and the next
+        # open creates an empty one that the next index fills from the segments.
+        self.close()
+        self.directory.rename(old_dir)
+        fresh_dir.rename(self.directory)
+        shutil.rmtree(old_dir, ignore_errors=True)
+        self._shard = q.EdgeShard.load(str(self.directory))
+        self._filters.clear()
 
     def close(self) -> None:
         self._shard.flush()

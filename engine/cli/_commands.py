@@ -246,6 +246,11 @@ def cmd_forget(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         f"{report.vectors:,} cached vectors, {report.ledger_texts:,} ledger texts "
         f"({report.ledger_turns:,} turns), {report.notes:,} memory notes\n"
     )
+    if report.remote_points:
+        out.write(
+            f"{verb} {report.remote_points:,} points from the Qdrant collection's layers "
+            "(every workspace's; each writes its files again at its next index)\n"
+        )
     if report.ledger_chained:
         out.write(
             f"warning: {report.ledger_chained} ledger record(s) hold the text in their own "

@@ -63,6 +63,9 @@ class ForgetReport:
     # Working-tree files that still hold it: indexed again when they next change.
     still_present: list[str]
     notes: int = 0  # saved memory notes that held the string ([PURGED] in its place)
+    # Points removed from the Qdrant collection's layers (CORTEX_BACKEND=qdrant), every
+    # workspace's: their next mirror writes the files again from their own segments.
+    remote_points: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ import json
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -146,6 +147,33 @@ class Layers:
         overlay = self.segment(self.overlay_dir(branch), create=True)
         qdrant.mirror(base_segment, self.base_layer(base), embedder=embedder, cache=cache)
         qdrant.mirror(overlay, self.overlay_layer(branch), embedder=embedder, cache=cache)
+
+    def forget_remote(
+        self,
+        in_paths: Callable[[str], bool] | None,
+        text: str | None,
+        *,
+        dry_run: bool,
+        embedder: Embedder | None,
+        cache: EmbeddingCache | None,
+    ) -> int:
+        """With the Qdrant backend: remove what ``forget`` removed locally from every layer
+        of the collection (``QdrantBackend.forget``), then write this branch's layers again
+        from the purged segments, so its files answer at once. Returns the points removed
+        (0 with the embedded backend). Call after the segments were purged, under the
+        workspace's writer lock."""
+        qdrant = self.qdrant()
+        if qdrant is None:
+            return 0
+        removed = qdrant.forget(in_paths, text, dry_run=dry_run)
+        if removed and not dry_run:
+            try:
+                info = self.current()[0]
+            except IndexNotBuiltError:
+                return removed
+            if info.token:  # an overlay exists: both layers are this workspace's to write
+                self._mirror(info.base, info.branch, embedder, cache)
+        return removed
 
     # -- where things are -------------------------------------------------------------
 
