@@ -5,9 +5,10 @@ Progressive disclosure: ``search`` answers titles and previews of at most
 ``PREVIEW_CHARS`` characters (with the stale links and contradictions a reader must see),
 ``timeline`` the notes saved around one, ``get`` one note in full. Search is lexical
 (SQLite FTS5's BM25 over the same code-aware terms the code index uses) plus dense (the
-code embedder's vectors), fused by score and scaled by importance, the head of the list
-spread over distinct episodes (``_recall.py``). A superseded note is left out unless asked
-for; so are archived and deleted ones.
+code embedder's vectors), fused by score and scaled by importance, each note lifted by
+how well its episode matches (the notes saved in one stretch of time, ``_episodes.py``),
+the head of the list spread over distinct episodes (``_recall.py``). A superseded note is
+left out unless asked for; so are archived and deleted ones.
 """
 
 from __future__ import annotations
@@ -32,13 +33,28 @@ from engine.core import (
     body_text,
     preview,
 )
+from engine.memory._episodes import episode_scores
 from engine.memory._graph import relate, walk
 from engine.memory._observations import NoteStore, check_id, parse_enum
-from engine.memory._recall import EPISODE_PENALTY, diversify, fuse, importance_score
+from engine.memory._recall import (
+    EPISODE_PENALTY,
+    NEIGHBOUR_PENALTY,
+    diversify,
+    fuse,
+    importance_score,
+)
 
 _SPREAD_KINDS = frozenset({EdgeKind.FOLLOWS, EdgeKind.RELATES_TO})
 
-__all__ = ["MAX_K", "MAX_QUERY_CHARS", "RECALL_DEPTH", "Memory", "MemoryItem", "NotePool"]
+__all__ = [
+    "EPISODE_LIFT",
+    "MAX_K",
+    "MAX_QUERY_CHARS",
+    "RECALL_DEPTH",
+    "Memory",
+    "MemoryItem",
+    "NotePool",
+]
 
 MAX_K = 100  # search results at once; past this a caller wants get or timeline
 MAX_QUERY_CHARS = 4_000  # a question, not a document
@@ -53,6 +69,10 @@ _TIMELINE_MAX = 50  # notes either side of an anchor
 SPREAD = 0.8
 SPREAD_STEPS = 2
 SPREAD_FROM = 10
+# A question's words spread over several notes of one episode point at that episode: each
+# ranked note gains this share of the best note's score times its episode's BM25 over
+# the best episode's (``_episodes.py``); a note's own match still leads.
+EPISODE_LIFT = 0.25
 DENSE_SHARE = 0.15  # the cosine's share of a fused score (the lexical score has the rest)
 DIVERSE_POOL = 30  # the head of the ranking that ``diversify`` reorders (or k, if more)
 LANE_MIN_COSINE = 0.5  # a note with no shared word joins the lane only this close
@@ -183,8 +203,10 @@ class Memory:
         learned: str = "",
         topic_key: str | None = None,
         scope: Scope | str = Scope.PROJECT,
+        created: float | None = None,
     ) -> SaveResult:
-        """Save a note (see ``NoteStore.save``)."""
+        """Save a note (see ``NoteStore.save``); ``created``: when it was made, for a
+        caller importing a history, e.g. ``save(title, what=turn, created=turn_time)``."""
         return self.store.save(
             title,
             type,
@@ -194,6 +216,7 @@ class Memory:
             learned=learned,
             topic_key=topic_key,
             scope=scope,
+            created=created,
         )
 
     def relate(self, src: int | str, dst: int | str, kind: EdgeKind | str) -> Edge:
@@ -229,8 +252,8 @@ class Memory:
                 db.execute(
                     "UPDATE notes SET deleted = ?, seq = ? WHERE id = ?", (now, seq, note_id)
                 )
-        if hard and self.store._vectors is not None:
-            self.store._vectors.advance([(note_id, None, False)], 0)
+        if hard:
+            self.store.dropped(note_id)
         return True
 
     def archive(self, note_id: int | str, archived: bool = True) -> Note:
@@ -315,19 +338,49 @@ class Memory:
         share = DENSE_SHARE if lex else 1.0
         scored = fuse(lex, near, share, weights)
         scored = self._spread(scored, keep, not include_superseded, kinds)
-        return self._episodes(scored, max(k, DIVERSE_POOL))[:k]
+        of, sizes = self.store.episodes() if scored else ({}, [])
+        if lex and len(sizes) > 1:
+            scored = self._lift(query, scored, of, sizes)
+        return self._diverse(scored, max(k, DIVERSE_POOL), of if len(sizes) > 1 else {})[:k]
 
-    def _episodes(self, scored: list[tuple[int, float]], pool: int) -> list[tuple[int, float]]:
-        """The first ``pool`` notes spread over distinct episodes (see ``diversify``)."""
+    def _lift(
+        self, query: str, scored: list[tuple[int, float]], of: dict[int, int], sizes: list[int]
+    ) -> list[tuple[int, float]]:
+        """Each note's score plus ``EPISODE_LIFT`` of the best one's, times how well its
+        episode matches ``query`` against the best-matching episode."""
+        if EPISODE_LIFT <= 0:
+            return scored
+        matches = {
+            w: [r[0] for r in self.store.read(
+                "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?", (f'"{w}"',))]
+            for w in self._words(query)
+        }  # fmt: skip
+        fit = episode_scores(matches, of, sizes)
+        if not fit:
+            return scored
+        best_fit, best = max(fit.values()), scored[0][1]
+        lifted = [(i, s + EPISODE_LIFT * best * fit.get(of.get(i, -1), 0.0) / best_fit)
+                  for i, s in scored]  # fmt: skip
+        return sorted(lifted, key=lambda p: (-p[1], p[0]))
+
+    def _diverse(
+        self, scored: list[tuple[int, float]], pool: int, of: dict[int, int]
+    ) -> list[tuple[int, float]]:
+        """The first ``pool`` notes spread over distinct stretches: follows neighbours
+        and episodes (see ``diversify``)."""
         head = scored[:pool]
         beside: dict[int, set[int]] = {}
         for e in self.store.edges_of([i for i, _ in head]):
             if e.kind is EdgeKind.FOLLOWS:
                 beside.setdefault(e.src, set()).add(e.dst)
                 beside.setdefault(e.dst, set()).add(e.src)
-        if not beside:
+        episode_of = {i: of[i] for i, _ in head if i in of}
+        if not beside and not episode_of:
             return scored
-        return diversify(head, beside, EPISODE_PENALTY) + scored[pool:]
+        return (
+            diversify(head, beside, NEIGHBOUR_PENALTY, episode_of, EPISODE_PENALTY)
+            + scored[pool:]
+        )
 
     def _spread(
         self,
@@ -368,11 +421,15 @@ class Memory:
             scored = sorted(score.items(), key=lambda p: (-p[1], p[0]))
         return scored
 
+    def _words(self, query: str) -> list[str]:
+        """The terms a search looks for: the query's code-aware terms, once each, without
+        its function words (unless nothing else is left)."""
+        terms = list(dict.fromkeys(self.store.terms(query).split()))
+        return ([w for w in terms if w not in _STOP] or terms)[:64]
+
     def _lexical(self, query: str, depth: int) -> list[tuple[int, float]]:
         """(note id, BM25 score) of the best ``depth`` visible notes for ``query``."""
-        terms = list(dict.fromkeys(self.store.terms(query).split()))
-        words = [w for w in terms if w not in _STOP] or terms
-        words = words[:64]
+        words = self._words(query)
         if not words:
             return []
         match = " OR ".join(f'"{w}"' for w in words)

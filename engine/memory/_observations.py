@@ -18,6 +18,7 @@ memory imports only ``engine.core``, the workspace composes it::
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 import time
@@ -46,14 +47,16 @@ from engine.core import (
     clean_field,
     normalised,
 )
+from engine.memory._episodes import Episodes
 from engine.memory._links import CodeAccess, checked_links, link_entities
 from engine.memory._recall import NoteEmbedder, Vectors, importance
 from indexers import redact, sha256_text
 
-__all__ = ["DEDUPE_WINDOW_S", "SCHEMA", "NoteStore", "parse_enum"]
+__all__ = ["CLOCK_SKEW_S", "DEDUPE_WINDOW_S", "SCHEMA", "NoteStore", "parse_enum"]
 
 SCHEMA = 1
 DEDUPE_WINDOW_S = 30 * 86_400.0  # the same content saved again within 30 days is one note
+CLOCK_SKEW_S = 300.0  # a given creation time may run this far ahead of our clock
 BUSY_TIMEOUT_S = 30.0  # a writer waits this long for another process's transaction
 _FILE_MODE = 0o600
 TITLE_WEIGHT = 2.0  # a title is the note's own summary: its words count twice in BM25
@@ -126,6 +129,7 @@ class NoteStore:
         self._lock = threading.RLock()
         self._db = self._open()
         self._vectors = Vectors(embedder.model_id) if embedder is not None else None
+        self._episodes = Episodes()
 
     # -- the file ------------------------------------------------------------------------
 
@@ -236,10 +240,18 @@ class NoteStore:
         learned: str = "",
         topic_key: str | None = None,
         scope: Scope | str = Scope.PROJECT,
+        created: float | None = None,
     ) -> SaveResult:
         """Save a note; the same topic key in the same scope updates it in place (its
-        revision counted), the same normalised content within ``DEDUPE_WINDOW_S`` is the
-        note already saved. Every text passes secret redaction first."""
+        revision counted), the same normalised content within ``DEDUPE_WINDOW_S`` of it is
+        the note already saved. Every text passes secret redaction first.
+
+        ``created``: when the note was made, in seconds since the epoch (default: now; at
+        most ``CLOCK_SKEW_S`` ahead of it). A caller importing a history (a conversation's
+        turns, another tool's notes) saves each at its own time, so ``timeline``, the
+        importance's age and the episodes recall groups notes into read that time."""
+        now = self.clock()
+        at = now if created is None else _check_time(created, now)
         kind = parse_enum(NoteType, type, "note type")
         where_to = parse_enum(Scope, scope, "scope")
         title = _scrub(clean_field("title", title, MAX_TITLE_CHARS, required=True))
@@ -260,7 +272,6 @@ class NoteStore:
         names = " ".join(e.split(":", 1)[1] for e in entities)
         terms = (self.terms(title), self.terms(f"{body}\n{names}"))
         owner = self.user if where_to is Scope.PERSONAL else ""
-        now = self.clock()
         links_json = json.dumps(
             [[lk.entity, lk.path, lk.start_line, lk.end_line, lk.sha256, h] for lk, h in links]
         )
@@ -289,7 +300,7 @@ class NoteStore:
                         "learned = ?, content = ?, entities = ?, links = ?, revision = "
                         "revision + 1, updated = ?, model = ?, vector = ?, seq = ? "
                         "WHERE id = ?",
-                        (*row, now, model, vector, seq, found[0]),
+                        (*row, at, model, vector, seq, found[0]),
                     )
                     _index_terms(db, found[0], terms)
                     return SaveResult(
@@ -302,9 +313,9 @@ class NoteStore:
             else:
                 found = db.execute(
                     "SELECT id, revision FROM notes WHERE project = ? AND scope = ? AND "
-                    "owner = ? AND content = ? AND deleted IS NULL AND updated >= ? "
+                    "owner = ? AND content = ? AND deleted IS NULL AND updated BETWEEN ? AND ? "
                     "ORDER BY id LIMIT 1",
-                    (*scope_args, content, now - DEDUPE_WINDOW_S),
+                    (*scope_args, content, at - DEDUPE_WINDOW_S, at + DEDUPE_WINDOW_S),
                 ).fetchone()
                 if found is not None:
                     return SaveResult(
@@ -320,7 +331,7 @@ class NoteStore:
                 "learned, content, entities, links, topic_key, revision, created, updated, "
                 "accessed, model, vector, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                 "1, ?, ?, ?, ?, ?, ?)",
-                (*scope_args, *row, key, now, now, now, model, vector, seq),
+                (*scope_args, *row, key, at, at, at, model, vector, seq),
             )
             note_id = int(cur.lastrowid or 0)
             _index_terms(db, note_id, terms)
@@ -491,11 +502,38 @@ class NoteStore:
 
     # -- vectors -------------------------------------------------------------------------
 
+    def _last_seq(self) -> int:
+        return int(self.read("SELECT value FROM meta WHERE key = 'seq'")[0][0])
+
+    def episodes(self) -> tuple[dict[int, int], list[int]]:
+        """Each visible note's episode and each episode's number of notes (see
+        ``Episodes``; read-only), advanced to the store's last change."""
+        seq = self._last_seq()
+        if seq > self._episodes.seq:
+            rows = self.read(
+                "SELECT id, created, deleted, project, scope, owner FROM notes WHERE seq > ? "
+                "ORDER BY seq",
+                (self._episodes.seq,),
+            )
+            self._episodes.advance(
+                [(r[0], r[1], r[2] is None and (r[4] == "project" or r[5] == self.user))
+                 for r in rows if r[3] == self.project],
+                seq,
+            )  # fmt: skip
+        return self._episodes.groups()
+
+    def dropped(self, note_id: int) -> None:
+        """A note was removed from the file (a hard delete, which leaves no changed row
+        for the vectors and the episodes to read)."""
+        if self._vectors is not None:
+            self._vectors.advance([(note_id, None, False)], 0)
+        self._episodes.forget(note_id)
+
     def vectors(self) -> Vectors | None:
         """The vector matrix, advanced to the store's last change."""
         if self._vectors is None:
             return None
-        seq = int(self.read("SELECT value FROM meta WHERE key = 'seq'")[0][0])
+        seq = self._last_seq()
         if seq > self._vectors.seq:
             # By the change sequence's index alone: with the project in the condition the
             # planner walks every row of the project instead.
@@ -566,6 +604,21 @@ def _check_id(note_id: object) -> int:
 
 
 check_id = _check_id
+
+
+def _check_time(created: object, now: float) -> float:
+    """A caller's creation time: seconds since the epoch, not past ``now`` (plus skew)."""
+    if (
+        isinstance(created, bool)
+        or not isinstance(created, int | float)
+        or not math.isfinite(created)
+        or not 0 <= created <= now + CLOCK_SKEW_S
+    ):
+        raise ConfigError(
+            f"created must be a time in seconds since the epoch, not later than now; got "
+            f"{created!r}"
+        )
+    return float(created)
 
 
 def _index_terms(db: sqlite3.Connection, note_id: int, terms: tuple[str, str]) -> None:

@@ -10,10 +10,12 @@
   give the 50th match nearly the first one's share), times ``1 + IMPORTANCE_WEIGHT *
   importance``: importance orders near-ties, it never lifts an unrelated note over a
   matching one.
-- **Episodes** (``diversify``): the head of the list shows distinct stretches of the
+- **Diversity** (``diversify``): the head of the list shows distinct stretches of the
   sequence: a note next to one already shown (a ``follows`` edge either way) counts
-  ``EPISODE_PENALTY`` of its score there, so one exchange does not fill the first five
-  places while another that also matches waits below; ``timeline`` shows the neighbours.
+  ``NEIGHBOUR_PENALTY`` of its score there, and a note of an episode already shown (notes
+  saved in one stretch of time, ``_episodes.py``) ``EPISODE_PENALTY``, so one exchange
+  does not fill the first five places while another that also matches waits below;
+  ``timeline`` shows the neighbours.
 - **Vectors** (``Vectors``): every note's vector, kept in one growing float32 matrix and
   advanced by the store's change sequence, so a search after a save reads one row, not
   the whole store.
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -34,6 +36,7 @@ from engine.core import Importance, NoteType
 __all__ = [
     "EPISODE_PENALTY",
     "IMPORTANCE_WEIGHT",
+    "NEIGHBOUR_PENALTY",
     "NoteEmbedder",
     "Vectors",
     "diversify",
@@ -42,7 +45,8 @@ __all__ = [
     "importance_score",
 ]
 
-EPISODE_PENALTY = 0.9  # a note beside one already shown keeps this share of its score
+NEIGHBOUR_PENALTY = 0.9  # a note beside one already shown keeps this share of its score
+EPISODE_PENALTY = 0.8  # a note of an episode already shown keeps this share (and the above)
 IMPORTANCE_WEIGHT = 0.3  # at most +30% on the fused score: orders near-ties only
 _DAY = 86_400.0
 _RECENCY_HALF_LIFE_DAYS = 30.0  # a note read a month ago counts half as recent
@@ -138,22 +142,34 @@ def fuse(
 
 
 def diversify(
-    scored: Sequence[tuple[int, float]], beside: dict[int, set[int]], penalty: float
+    scored: Sequence[tuple[int, float]],
+    beside: dict[int, set[int]],
+    penalty: float,
+    episode_of: Mapping[int, int] | None = None,
+    episode_penalty: float = 1.0,
 ) -> list[tuple[int, float]]:
     """``scored`` reordered so that a note ``beside`` one placed before it counts
-    ``penalty`` of its score (greedy, best first; ties by id). Scores are returned as
-    they came: only the order changes."""
+    ``penalty`` of its score, and one whose episode (``episode_of``) one placed before it
+    shares, ``episode_penalty`` (both, when both hold; greedy, best first; ties by id).
+    Scores are returned as they came: only the order changes."""
+    episode_of = episode_of or {}
     left = list(scored)
     placed: list[tuple[int, float]] = []
     near: set[int] = set()
+    shown: set[int] = set()
+
+    def share(note: int) -> float:
+        out = penalty if note in near else 1.0
+        episode = episode_of.get(note)
+        return out * episode_penalty if episode is not None and episode in shown else out
+
     while left:
-        at = min(
-            range(len(left)),
-            key=lambda i: (-left[i][1] * (penalty if left[i][0] in near else 1.0), left[i][0]),
-        )
+        at = min(range(len(left)), key=lambda i: (-left[i][1] * share(left[i][0]), left[i][0]))
         note = left.pop(at)
         placed.append(note)
         near |= beside.get(note[0], set())
+        if note[0] in episode_of:
+            shown.add(episode_of[note[0]])
     return placed
 
 

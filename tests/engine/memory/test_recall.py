@@ -72,9 +72,9 @@ def test_search_shows_distinct_episodes_first(mem: Memory, monkeypatch: MonkeyPa
         "a new bike", "a long book", "tea or coffee",
         "notes from the class on pottery glazes and a kiln firing")]  # fmt: skip
     mem.relate(ids[1], ids[0], "follows")
-    monkeypatch.setattr(_memory, "EPISODE_PENALTY", 1.0)
+    monkeypatch.setattr(_memory, "NEIGHBOUR_PENALTY", 1.0)
     assert [h.id for h in mem.search("kiln firing pottery", 2)] == [ids[0], ids[1]]
-    monkeypatch.setattr(_memory, "EPISODE_PENALTY", 0.5)
+    monkeypatch.setattr(_memory, "NEIGHBOUR_PENALTY", 0.5)
     assert [h.id for h in mem.search("kiln firing pottery", 2)] == [ids[0], ids[7]]
 
 
