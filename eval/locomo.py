@@ -1,17 +1,20 @@
 """Recall of the memory store on LoCoMo, beside a BM25-over-turns baseline in the same run.
 
-    python -m eval.locomo [--data PATH] [--dense MODEL] [--k 10] [--json OUT]
+    python -m eval.locomo [--data PATH] [--dense MODEL] [--k 10] [--undated] [--json OUT]
 
 Data: ``../shared/eval/locomo/locomo_dev.json`` (5 of LoCoMo's 10 long conversations;
 Maharana et al., "Evaluating Very Long-Term Conversational Memory of LLM Agents", ACL 2024;
 CC BY-NC 4.0: evaluation only, never committed here, nor anything derived from it).
 
 Each conversation gets a fresh workspace; every turn is saved as a note (title: the
-speaker and the session's date; what: the turn, with the caption of a shared photo) that
-``follows`` the turn before it, as an agent saving what it learns in order would link its
-notes; every question with evidence is a ``memory.search``. A note that dedupe merged stands for
-every turn it holds. Reported per question category (1 multi-hop, 2 temporal, 3
-open-domain, 4 single-hop; 5, adversarial, has no evidence and is left out):
+speaker and the session's date; what: the turn, with the caption of a shared photo) made
+at its session's date (``created``, as an importer of a dated history saves it; all the
+turns of a session at that one time, in order; ``--undated``: at the wall clock, as they
+are saved) that ``follows`` the turn before it, as an agent saving what it learns in order
+would link its notes; every question with evidence is a ``memory.search``. A note that
+dedupe merged stands for every turn it holds. Reported per question category (1
+multi-hop, 2 temporal, 3 open-domain, 4 single-hop; 5, adversarial, has no evidence and
+is left out):
 
 - any-evidence recall@1/5/10: some evidence turn is in the top k;
 - all-evidence recall@10: every evidence turn is in the top 10;
@@ -25,6 +28,7 @@ issue measured it; it sees the same texts.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import math
 import re
@@ -143,13 +147,26 @@ class BM25:
         return [i for _, i in sorted(scores)[:k]]
 
 
+def session_time(date: str) -> float | None:
+    """A session's date (``1:56 pm on 8 May, 2023``) in seconds since the epoch, read as
+    UTC; None when it is not in that form."""
+    try:
+        when = dt.datetime.strptime(date.strip(), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+    return when.replace(tzinfo=dt.UTC).timestamp()
+
+
 def note_text(turn: Turn) -> tuple[str, str]:
     """(title, what) a turn is saved as."""
     return f"{turn.speaker} ({turn.date})", turn.text
 
 
-def run(data: Path, dense: str, k: int, log: Callable[[str], None]) -> dict[str, Scores]:
-    """Both systems over every conversation in ``data``."""
+def run(
+    data: Path, dense: str, k: int, log: Callable[[str], None], *, dated: bool = True
+) -> dict[str, Scores]:
+    """Both systems over every conversation in ``data`` (``dated``: each turn saved at
+    its session's date)."""
     convs = json.loads(data.read_text("utf-8"))
     systems = {"memory": Scores(), "bm25": Scores()}
     for ci, conv in enumerate(convs):
@@ -163,7 +180,8 @@ def run(data: Path, dense: str, k: int, log: Callable[[str], None]) -> dict[str,
             previous = 0
             for turn in turns:
                 title, what = note_text(turn)
-                saved = ws.memory.save(title, "note", what=what)
+                created = session_time(turn.date) if dated else None
+                saved = ws.memory.save(title, "note", what=what, created=created)
                 stands_for[saved.id].add(turn.dia)
                 if previous and previous != saved.id:
                     ws.memory.relate(saved.id, previous, "follows")
@@ -213,12 +231,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--dense", default="static", help="embedding model (none: lexical)")
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument(
+        "--undated", action="store_true", help="save each turn at the wall clock, not its date"
+    )
     parser.add_argument("--json", type=Path, help="write the figures here (outside the repo)")
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"no LoCoMo data at {args.data}", file=sys.stderr)
         return 1
-    systems = run(args.data, args.dense, args.k, lambda s: print(s, file=sys.stderr))
+    systems = run(args.data, args.dense, args.k, lambda s: print(s, file=sys.stderr),
+                  dated=not args.undated)  # fmt: skip
     print(report(systems))
     if args.json:
         figures = {n: {m: {str(c): s.rate(m, c) for c in (*CATEGORIES, None)} for m in METRICS}
