@@ -1,6 +1,7 @@
 """Benchmark: the embedded backend against Qdrant's engine (edge), and Qdrant at scale.
 
     python -m eval.bench_backend [PATH] [--queries 100] [--dense static] [--scales 1,10]
+                                 [--no-latency] [--no-optimise] [--work DIR]
 
 Latency: PATH (default: this interpreter's standard library) is indexed twice, into two
 state folders: embedded, and ``CORTEX_BACKEND=qdrant`` on an edge shard (the same segments,
@@ -139,7 +140,9 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file())  # allocated
 
 
-def scale(path: Path, top: Path, dense: str, n: int, scales: list[int]) -> None:
+def scale(
+    path: Path, top: Path, dense: str, n: int, scales: list[int], *, optimise: bool = True
+) -> None:
     """Write N synthetic copies of PATH's base layer into a fresh edge shard; time it and
     the queries; report points, disk and peak memory."""
     config = Config.from_env(state_dir=str(top / "state-embedded"), dense_model=dense)
@@ -187,6 +190,9 @@ def scale(path: Path, top: Path, dense: str, n: int, scales: list[int]) -> None:
               f"({points / wrote:,.0f} points/s)  disk {_size(shard) / 2**20:8.1f} MiB  "
               f"peak RSS {_peak_mib():8.0f} MiB", flush=True)  # fmt: skip
         _print_times("as written", _backend_times(store, embedder.model_id, queries, qvecs))
+        if not optimise:
+            store.close()
+            continue
         t0 = time.perf_counter()
         store.optimize()  # a server does it in the background; the edge engine on request
         print(f"       optimize {time.perf_counter() - t0:8.1f} s  disk "
@@ -204,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dense", default="static")
     parser.add_argument("--scales", default="", help="e.g. 1,10: run the scale part")
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--no-optimise", action="store_true",
+                        help="scale: skip the optimiser (and the queries after it)")  # fmt: skip
     parser.add_argument("--work", default=None, help="keep state here (reused when present)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="cortex-backend-") as tmp:
@@ -212,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
             latency(Path(args.path), top, args.dense, args.queries)
         if args.scales:
             scales = [int(s) for s in args.scales.split(",")]
-            scale(Path(args.path), top, args.dense, args.queries, scales)
+            scale(Path(args.path), top, args.dense, args.queries, scales,
+                  optimise=not args.no_optimise)  # fmt: skip
     return 0
 
 
