@@ -10,7 +10,9 @@ one workspace: the files that differ from its base). Payload::
     id       chunk id or page id                  keyword index
     defines  names a section defines              keyword index (definitions by name)
     f_symbol_terms, f_path_terms, f_body          BM25-scored text indexes
-    chunk | file                                  the section's Chunk / the page's FileRecord
+    chunk | file                                  the section's Chunk / the page's FileRecord,
+                                                  as one JSON string (a mapping in points
+                                                  written before 2026-11-25: both are read)
     key                                           page: changes whenever the file's documents do
 
 A ``Scope`` becomes a filter: the base layer without the hidden paths, or the overlay layer
@@ -35,6 +37,7 @@ field) / (documents). Ids, ties and filters are otherwise the same.
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict
@@ -100,14 +103,23 @@ def _fields(raw: Mapping[str, str]) -> dict[str, str]:
     return {f"f_{name}": encode_terms(terms) or _EMPTY_FIELD for name, terms in raw.items()}
 
 
-def _chunk_payload(chunk: Chunk) -> dict[str, Any]:
+def _chunk_payload(chunk: Chunk) -> str:
+    """The chunk as one JSON string: Qdrant's Python binding converts each payload key
+    and list item on its own (about 20 µs each here) and a string of any length almost
+    at once, so a nested record would cost most of a write."""
     out = {k: getattr(chunk, k) for k in _CHUNK_KEYS}
     out["defines"], out["references"] = list(chunk.defines), list(chunk.references)
     out["start"], out["end"] = chunk.span.start_line, chunk.span.end_line
-    return out
+    return json.dumps(out, separators=(",", ":"))
 
 
-def _chunk(raw: Mapping[str, Any]) -> Chunk:
+def _record(raw: str | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A stored record: a JSON string, or a mapping as points written before were."""
+    return json.loads(raw) if isinstance(raw, str) else raw
+
+
+def _chunk(stored: str | Mapping[str, Any]) -> Chunk:
+    raw = _record(stored)
     return Chunk(
         id=raw["id"], page_id=raw["page_id"], path=raw["path"],
         span=Span(int(raw["start"]), int(raw["end"])), text=raw["text"], sha256=raw["sha256"],
@@ -356,8 +368,8 @@ class QdrantBackend:
 
     def files(self, scope: Scope) -> dict[str, FileRecord]:
         """Every file record of the scope by path."""
-        records = (FileRecord(**p["file"]) for p in self.store.scroll(scope_filter(scope, "pages"),
-                                                                       ("file",)))  # fmt: skip
+        read = self.store.scroll(scope_filter(scope, "pages"), ("file",))
+        records = (FileRecord(**_record(p["file"])) for p in read)
         return {r.path: r for r in sorted(records, key=lambda r: r.path)}
 
     def missing_layers(self, scope: Scope) -> list[str]:
@@ -502,7 +514,7 @@ class QdrantBackend:
         points: list[Point] = []
         for record, key, chunks in files:
             page = {"t": "pages", "layer": layer, "path": record.path, "id": record.page_id,
-                    "key": key, "file": asdict(record),
+                    "key": key, "file": json.dumps(asdict(record), separators=(",", ":")),
                     **_fields(page_fields(record.path, page_text(chunks)))}  # fmt: skip
             points.append(Point(_point_id(layer, "pages", record.page_id), {}, page))
             for chunk in chunks:

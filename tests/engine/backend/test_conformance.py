@@ -265,3 +265,30 @@ def test_a_mirror_killed_after_it_began_is_not_taken_as_finished(
     assert backend.layer_keys(OVERLAY) == built.overlay.file_keys(sorted(built.overlay.files()))
     backend.close()
 
+
+
+def test_points_written_with_nested_records_are_still_read(built: Built, tmp_path: Path) -> None:
+    """Chunks and file records are stored as JSON strings (far cheaper to write through
+    the Python binding); points an earlier version wrote as nested mappings read the same."""
+    from dataclasses import asdict
+
+    from engine.backend import Point
+    from engine.backend._qdrant import _chunk_payload, _point_id
+
+    backend = qdrant(built, "edge", tmp_path)
+    scope = Scope(BASE)
+    path = sorted(built.base.files())[0]
+    chunk = built.base.chunks_of(path)[0]
+    record = built.base.files()[path]
+    want_chunks, want_file = backend.chunks(scope, [chunk.id]), backend.files(scope)[path]
+    import json
+
+    old_section = {"t": "sections", "layer": BASE, "path": path, "id": chunk.id,
+                   "defines": list(chunk.defines), "chunk": json.loads(_chunk_payload(chunk))}
+    old_page = {"t": "pages", "layer": BASE, "path": path, "id": record.page_id, "key": "k",
+                "file": asdict(record)}  # fmt: skip
+    backend.store.upsert([Point(_point_id(BASE, "sections", chunk.id), {}, old_section),
+                          Point(_point_id(BASE, "pages", record.page_id), {}, old_page)])
+    assert backend.chunks(scope, [chunk.id]) == want_chunks
+    assert backend.files(scope)[path] == want_file
+    backend.close()
