@@ -17,6 +17,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from engine.core import (
     ConfigError,
     Edge,
@@ -33,7 +36,7 @@ from engine.core import (
     body_text,
     preview,
 )
-from engine.memory._episodes import episode_scores
+from engine.memory._episodes import episode_of, episode_scores
 from engine.memory._graph import relate, walk
 from engine.memory._observations import NoteStore, check_id, parse_enum
 from engine.memory._recall import (
@@ -338,29 +341,39 @@ class Memory:
         share = DENSE_SHARE if lex else 1.0
         scored = fuse(lex, near, share, weights)
         scored = self._spread(scored, keep, not include_superseded, kinds)
-        of, sizes = self.store.episodes() if scored else ({}, [])
-        if lex and len(sizes) > 1:
-            scored = self._lift(query, scored, of, sizes)
-        return self._diverse(scored, max(k, DIVERSE_POOL), of if len(sizes) > 1 else {})[:k]
+        of: dict[int, int] = {}
+        if scored:
+            by_id, sizes = self.store.episodes()
+            if len(sizes) > 1:  # one episode tells nothing apart
+                of = {i: e for i, _ in scored if (e := episode_of(by_id, i)) is not None}
+                if lex:
+                    scored = self._lift(query, scored, of, by_id, sizes)
+        return self._diverse(scored, max(k, DIVERSE_POOL), of)[:k]
 
     def _lift(
-        self, query: str, scored: list[tuple[int, float]], of: dict[int, int], sizes: list[int]
+        self,
+        query: str,
+        scored: list[tuple[int, float]],
+        of: dict[int, int],
+        by_id: npt.NDArray[np.int64],
+        sizes: list[int],
     ) -> list[tuple[int, float]]:
         """Each note's score plus ``EPISODE_LIFT`` of the best one's, times how well its
-        episode matches ``query`` against the best-matching episode."""
+        episode (``of``) matches ``query`` against the best-matching episode."""
         if EPISODE_LIFT <= 0:
             return scored
-        matches = {
-            w: [r[0] for r in self.store.read(
-                "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?", (f'"{w}"',))]
-            for w in self._words(query)
-        }  # fmt: skip
-        fit = episode_scores(matches, of, sizes)
+        matches = {}
+        for w in self._words(query):
+            held = self.store.read(
+                "SELECT group_concat(rowid) FROM notes_fts WHERE notes_fts MATCH ?", (f'"{w}"',)
+            )[0][0]
+            if held:
+                matches[w] = np.array(held.split(","), dtype=np.int64)
+        fit = episode_scores(matches, by_id, sizes)
         if not fit:
             return scored
-        best_fit, best = max(fit.values()), scored[0][1]
-        lifted = [(i, s + EPISODE_LIFT * best * fit.get(of.get(i, -1), 0.0) / best_fit)
-                  for i, s in scored]  # fmt: skip
+        share = EPISODE_LIFT * scored[0][1] / max(fit.values())
+        lifted = [(i, s + share * fit.get(of.get(i, -1), 0.0)) for i, s in scored]
         return sorted(lifted, key=lambda p: (-p[1], p[0]))
 
     def _diverse(
@@ -374,13 +387,10 @@ class Memory:
             if e.kind is EdgeKind.FOLLOWS:
                 beside.setdefault(e.src, set()).add(e.dst)
                 beside.setdefault(e.dst, set()).add(e.src)
-        episode_of = {i: of[i] for i, _ in head if i in of}
-        if not beside and not episode_of:
+        episodes = {i: of[i] for i, _ in head if i in of}
+        if not beside and not episodes:
             return scored
-        return (
-            diversify(head, beside, NEIGHBOUR_PENALTY, episode_of, EPISODE_PENALTY)
-            + scored[pool:]
-        )
+        return diversify(head, beside, NEIGHBOUR_PENALTY, episodes, EPISODE_PENALTY) + scored[pool:]
 
     def _spread(
         self,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from engine.core import (
     MAX_BODY_CHARS,
@@ -505,9 +506,9 @@ class NoteStore:
     def _last_seq(self) -> int:
         return int(self.read("SELECT value FROM meta WHERE key = 'seq'")[0][0])
 
-    def episodes(self) -> tuple[dict[int, int], list[int]]:
-        """Each visible note's episode and each episode's number of notes (see
-        ``Episodes``; read-only), advanced to the store's last change."""
+    def episodes(self) -> tuple[npt.NDArray[np.int64], list[int]]:
+        """Each visible note's episode by note id (-1: none) and each episode's number of
+        notes (see ``Episodes``; read-only), advanced to the store's last change."""
         seq = self._last_seq()
         if seq > self._episodes.seq:
             rows = self.read(

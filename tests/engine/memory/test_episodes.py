@@ -3,9 +3,11 @@ stores)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,7 +16,14 @@ from pytest import MonkeyPatch
 from engine.core import Config
 from engine.embed import make_embedder
 from engine.memory import Memory, NoteStore, _memory
-from engine.memory._episodes import EPISODE_GAP_S, Episodes, episode_scores
+from engine.memory._episodes import (
+    EPISODE_B,
+    EPISODE_GAP_S,
+    EPISODE_K1,
+    Episodes,
+    episode_of,
+    episode_scores,
+)
 from engine.memory._recall import diversify
 from engine.segment import code_terms
 
@@ -55,9 +64,8 @@ def test_episodes_advanced_in_any_order_match_the_definition(
         else:
             live.pop(note, None)
     of, sizes = eps.groups()
-    assert of.keys() >= live.keys()
-    assert {n: of[n] for n in live} == _reference(live)
-    assert sum(sizes) == len(live)
+    assert {n: episode_of(of, n) for n in live} == _reference(live)
+    assert sum(sizes) == len(live) == int((of >= 0).sum())
 
 
 def test_deleting_the_note_that_bridged_a_gap_splits_its_episode(mem: Memory) -> None:
@@ -66,23 +74,49 @@ def test_deleting_the_note_that_bridged_a_gap_splits_its_episode(mem: Memory) ->
     b = mem.save("second", "note", created=T0 + 0.8 * EPISODE_GAP_S).id
     c = mem.save("third", "note", created=T0 + 1.6 * EPISODE_GAP_S).id
     of, _ = mem.store.episodes()
-    assert of[a] == of[b] == of[c]
+    assert episode_of(of, a) == episode_of(of, b) == episode_of(of, c) == 0
     mem.forget(b)
     of, sizes = mem.store.episodes()
-    assert of[a] != of[c] and b not in of and sizes == [1, 1]
+    assert (episode_of(of, a), episode_of(of, b), episode_of(of, c)) == (0, None, 1)
+    assert sizes == [1, 1]
     d = mem.save("fourth", "note", created=T0 + 0.8 * EPISODE_GAP_S).id
-    assert mem.store.episodes()[0][d] == mem.store.episodes()[0][a]
+    of, _ = mem.store.episodes()
+    assert episode_of(of, d) == episode_of(of, a) == episode_of(of, c)
     mem.forget(d, hard=True)
     of, _ = mem.store.episodes()
-    assert of[a] != of[c] and d not in of
+    assert (episode_of(of, a), episode_of(of, d), episode_of(of, c)) == (0, None, 1)
 
 
 def test_episode_scores_reward_an_episode_that_holds_more_of_the_words() -> None:
     """BM25 over episodes: holding two query terms beats holding one; one episode: nothing."""
-    of = {1: 0, 2: 0, 3: 1, 4: 1, 5: 2}
-    fit = episode_scores({"kiln": [1, 3], "glaze": [2]}, of, [2, 2, 1])
+    of = np.array([-1, 0, 0, 1, 1, 2])
+    fit = episode_scores({"kiln": np.array([1, 3, 99]), "glaze": np.array([2])}, of, [2, 2, 1])
     assert fit[0] > fit[1] > 0 and 2 not in fit
-    assert episode_scores({"kiln": [1, 3, 99]}, {1: 0, 3: 0}, [2]) == {}
+    assert episode_scores({"kiln": np.array([1, 3])}, np.array([-1, 0, -1, 0]), [2]) == {}
+
+
+@given(st.lists(st.lists(st.integers(0, 12), max_size=12), min_size=1, max_size=4))
+def test_episode_scores_match_a_plain_bm25(terms: list[list[int]]) -> None:
+    """The array count equals BM25 written out per episode (tf: notes holding the term)."""
+    of = np.array([-1, 0, 0, 0, 1, 1, 2, 3, 3, 3, 3, 4, -1])
+    sizes = [3, 2, 1, 4, 1]
+    matches = {
+        str(t): np.array(sorted(set(notes)), dtype=np.int64) for t, notes in enumerate(terms)
+    }
+    want: dict[int, float] = {}
+    avg = sum(sizes) / len(sizes)
+    for notes in matches.values():
+        tf: dict[int, int] = {}
+        for n in notes:
+            if of[n] >= 0:
+                tf[int(of[n])] = tf.get(int(of[n]), 0) + 1
+        idf = math.log(1 + (len(sizes) - len(tf) + 0.5) / (len(tf) + 0.5))
+        for e, f in tf.items():
+            norm = EPISODE_K1 * (1 - EPISODE_B + EPISODE_B * sizes[e] / avg)
+            want[e] = want.get(e, 0.0) + idf * f * (EPISODE_K1 + 1) / (f + norm)
+    got = episode_scores(matches, of, sizes)
+    assert got.keys() == want.keys()
+    assert all(got[e] == pytest.approx(want[e]) for e in want)
 
 
 def test_diversify_spreads_over_episodes() -> None:
@@ -113,4 +147,4 @@ def test_undated_notes_are_one_episode_and_rank_as_before(mem: Memory) -> None:
     for text in ("kiln firing", "glaze colours", "lunch order"):
         mem.save(text, "note")
     of, sizes = mem.store.episodes()
-    assert sizes == [3] and set(of.values()) == {0}
+    assert sizes == [3] and set(of[of >= 0].tolist()) == {0}
