@@ -12,6 +12,7 @@ import argparse
 import json
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TextIO
 
 from engine import Config, Note, NoteHit, Workspace
@@ -70,6 +71,9 @@ def memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         save.add_argument(f"--{field}", dest=f"{field}_", default="", help=f"the note's {field}")
     save.add_argument("--topic-key", default=None, metavar="KEY", help="update this topic")
     save.add_argument("--scope", default="project", choices=["project", "personal"])
+    save.add_argument("--created", default=None, type=_when, metavar="WHEN",
+                      help="when it happened, for importing a dated history: seconds since "
+                           "the epoch or an ISO 8601 time (default: now)")  # fmt: skip
     search = parsers["search"]
     search.add_argument("query")
     search.add_argument("-k", type=int, default=10, help="how many (default 10)")
@@ -126,6 +130,24 @@ def _note(note: Note, out: TextIO) -> None:
         out.write(f"  contradicted by memory:{i} ({title})\n")
 
 
+def _when(text: str) -> float:
+    """``--created``: seconds since the epoch, or an ISO 8601 time (UTC when it names no
+    zone)."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a time: {text!r} (seconds since the epoch or ISO 8601, e.g. 2026-05-01T14:30)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
 def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Notes an agent saved: save, search, get, timeline, relate, graph, forget, stats."""
     with Workspace.open(args.where, config) as ws:
@@ -140,6 +162,7 @@ def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                 learned=args.learned_,
                 topic_key=args.topic_key,
                 scope=args.scope,
+                created=args.created,
             )
             if args.json:
                 _dump(to_json(saved), out)

@@ -443,9 +443,11 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         learned: str = "",
         topic_key: Annotated[str | None, Field(description="same key: update in place")] = None,
         scope: Literal["project", "personal"] = "project",
+        created: Annotated[float | None, Field(description="when it happened, seconds since "
+                           "the epoch, for importing a dated history (default: now)")] = None,
     ) -> CallToolResult:
         saved = await run(service.memory_save, title, type, what, why, where, learned,
-                          topic_key, scope)  # fmt: skip
+                          topic_key, scope, created)  # fmt: skip
         text = f"memory:{saved.id} {saved.action.value} (revision {saved.revision})"
         return result(to_json(saved), text)
 

@@ -139,7 +139,8 @@ OPENAPI: dict[str, Any] = {
                                   "what": {"type": "string"}, "why": {"type": "string"},
                                   "where": {"type": "string"}, "learned": {"type": "string"},
                                   "topic_key": {"type": "string"},
-                                  "scope": {"enum": ["project", "personal"]}}, ["title"]),
+                                  "scope": {"enum": ["project", "personal"]},
+                                  "created": {"type": "number"}}, ["title"]),
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/memory/search": {"get": {
             "summary": "Notes for a query: titles and previews, best first",

@@ -27,7 +27,8 @@ def memory_routes(service: Service, admin: set[str]) -> list[Route]:
     async def memory_save(request: Request) -> Response:
         async def work() -> object:
             body = await json_body(request)
-            names = ("title", "type", "what", "why", "where", "learned", "topic_key", "scope")
+            names = ("title", "type", "what", "why", "where", "learned", "topic_key", "scope",
+                     "created")
             only(body, *names)
             title = field(body, "title", str, None)
             if title is None:
@@ -37,6 +38,7 @@ def memory_routes(service: Service, admin: set[str]) -> list[Route]:
                 *(field(body, n, str, "") for n in ("what", "why", "where", "learned")),
                 field(body, "topic_key", (str, type(None)), None),
                 field(body, "scope", str, "project"),
+                field(body, "created", (int, float, type(None)), None),
             )  # fmt: skip
             return to_json(saved)
 

@@ -372,10 +372,13 @@ class Service:
         learned: str = "",
         topic_key: str | None = None,
         scope: str = "project",
+        created: float | None = None,
     ) -> SaveResult:
-        """``Memory.save`` (its limits are every surface's)."""
+        """``Memory.save`` (its limits are every surface's; ``created`` imports a dated
+        history: seconds since the epoch, never in the future)."""
         return self.ws.memory.save(title, type, what=what, why=why, where=where,
-                                   learned=learned, topic_key=topic_key, scope=scope)  # fmt: skip
+                                   learned=learned, topic_key=topic_key, scope=scope,
+                                   created=created)  # fmt: skip
 
     def memory_search(self, query: str, k: int = 10, types: Sequence[str] = (),
                       include_superseded: bool = False) -> list[NoteHit]:  # fmt: skip

@@ -140,3 +140,42 @@ def test_cli_memory_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert _cli("memory", "save", *at, "--title", " ")[0] == 2
     with pytest.raises(SystemExit):
         _cli("memory", "save", *at, "--title", "x", "--scope", "team")
+
+
+def test_a_dated_note_on_every_surface(server: Server, tmp_path: Path,  # noqa: F811
+                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """``created`` (importing a dated history) reaches the store the same way over HTTP,
+    MCP and the CLI (epoch seconds or ISO 8601 there); a future time is refused."""
+    when = 1_700_000_000.0  # 2023-11-14T22:13:20Z
+    status, saved = server.request("POST", "/v1/memory", {"title": "Dated over HTTP",
+                                                          "created": when})  # fmt: skip
+    assert status == 200
+    assert server.request("GET", f"/v1/memory/{saved['id']}")[1]["created"] == when
+    status, err = server.request("POST", "/v1/memory", {"title": "From the future",
+                                                        "created": 4_000_000_000})  # fmt: skip
+    assert status == 400, err
+
+    async def mcp() -> Any:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as client_http,
+            Client(streamable_http_client(server.url + "/mcp", http_client=client_http)) as c,
+        ):
+            made = await c.call_tool("memory_save", {"title": "Dated over MCP", "created": when})
+            return made.structured_content
+
+    over_mcp = anyio.run(mcp)
+    assert server.request("GET", f"/v1/memory/{over_mcp['id']}")[1]["created"] == when
+
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    folder = tmp_path / "cli"
+    folder.mkdir()
+    for given in (str(when), "2023-11-14T22:13:20"):
+        code, text = _cli("memory", "save", "--title", f"Dated {given}", "--created", given,
+                          "--path", str(folder), "--json")  # fmt: skip
+        assert code == 0, text
+        code, text = _cli("memory", "get", str(json.loads(text)["id"]), "--path", str(folder),
+                          "--json")  # fmt: skip
+        assert json.loads(text)["created"] == when
+    with pytest.raises(SystemExit):
+        _cli("memory", "save", "--title", "t", "--created", "last tuesday", "--path", str(folder))
