@@ -255,9 +255,6 @@ class QdrantBackend:
     def term_counts(self, scope: Scope, table: Table, terms: Sequence[str]) -> dict[str, int]:
         """Per term, the scope's documents of ``table`` holding it (most over the fields)."""
         corpus = scope_filter(scope, table)
-        both = scope.layered and bool(scope.overlay_paths)
-        names = (scope.base, scope.overlay) if both else (scope.base,)
-        layers = Where(must=(Cond("t", (table,)), Cond("layer", names)))
         known = self._counts.setdefault((scope, table), {})
         if len(self._counts) > _COUNT_SCOPES:
             self._counts.clear()
@@ -270,10 +267,11 @@ class QdrantBackend:
                 known[term] = 0
                 continue
             fields = [Cond(f"f_{name}", (token,), "text") for name in _BOOSTS[table]]
-            # Most candidate forms occur nowhere: one count over all fields of the scope's
-            # layers settles those, without the hidden paths (a branch far from its base
-            # hides thousands, and a filter naming them costs every count).
-            if not self.store.count(layers.and_(Where(should=tuple(fields)))):
+            # Most candidate forms occur nowhere. A count of one text condition alone reads
+            # the term's postings (0.3 ms on the standard library's 75k points), where any
+            # other condition beside it costs a check per point (1.5-5 ms): a form no point
+            # of the collection holds in any field is settled that way.
+            if not any(self.store.count(Where(must=(f,))) for f in fields):
                 known[term] = 0
                 continue
             known[term] = max(self.store.count(corpus.and_(f)) for f in fields)
