@@ -4,8 +4,6 @@ stores)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,9 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pytest import MonkeyPatch
 
-from engine.core import Config
-from engine.embed import make_embedder
-from engine.memory import Memory, NoteStore, _memory
+from engine.memory import Memory, _memory
 from engine.memory._episodes import (
     EPISODE_B,
     EPISODE_GAP_S,
@@ -25,19 +21,9 @@ from engine.memory._episodes import (
     episode_scores,
 )
 from engine.memory._recall import diversify
-from engine.segment import code_terms
 
 DAY = 86_400.0
 T0 = 1_683_554_160.0  # 8 May 2023, 13:56 UTC
-
-
-@pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Memory]:
-    store = NoteStore(tmp_path / "memory.sqlite", project="p", user="ann", terms=code_terms,
-                      embedder=make_embedder("hash", Config()))  # fmt: skip
-    m = Memory(store)
-    yield m
-    m.close()
 
 
 def _reference(created: dict[int, float]) -> dict[int, int]:

@@ -4,27 +4,14 @@ by timeline and dedupe (real SQLite stores)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from engine.core import Config, ConfigError, SaveAction
-from engine.embed import make_embedder
-from engine.memory import DEDUPE_WINDOW_S, Memory, NoteStore
-from engine.segment import code_terms
+from engine.core import ConfigError, SaveAction
+from engine.memory import DEDUPE_WINDOW_S, Memory
 
 DAY = 86_400.0
 T0 = 1_683_554_160.0  # 8 May 2023, 13:56 UTC
-
-
-@pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Memory]:
-    store = NoteStore(tmp_path / "memory.sqlite", project="p", user="ann", terms=code_terms,
-                      embedder=make_embedder("hash", Config()))  # fmt: skip
-    m = Memory(store)
-    yield m
-    m.close()
 
 
 def test_a_note_keeps_the_time_it_was_given(mem: Memory) -> None:

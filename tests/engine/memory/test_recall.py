@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pytest import MonkeyPatch
 
-from engine.core import Config
-from engine.embed import make_embedder
-from engine.memory import Memory, NoteStore, _memory
+from engine.memory import Memory, _memory
 from engine.memory._recall import IMPORTANCE_WEIGHT, diversify, fuse
-from engine.segment import code_terms
-
-
-@pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Memory]:
-    store = NoteStore(tmp_path / "memory.sqlite", project="p", user="ann", terms=code_terms,
-                      embedder=make_embedder("hash", Config()))  # fmt: skip
-    m = Memory(store)
-    yield m
-    m.close()
 
 
 def test_fusion_keeps_a_weak_match_weak() -> None:
