@@ -231,15 +231,18 @@ class QdrantBackend:
             if not full or (len(ranked) >= k and ranked[k - 1] > unseen):
                 break
             depth *= 4
-        if not ranked:
+        return [Found(i, path, score) for i, path, score in self._top(scores, k)]
+
+    def _top(self, scores: Mapping[str, float], k: int) -> list[tuple[str, str, float]]:
+        """(id, path, score) of the best ``k`` points, ties ordered by document id: every
+        point that reaches the k-th score is named, and only those."""
+        if not scores:
             return []
-        # The cut by score, then ties ordered by chunk id: name every point that reaches
-        # the k-th score.
-        floor = ranked[min(k, len(ranked)) - 1]
+        floor = sorted(scores.values(), reverse=True)[min(k, len(scores)) - 1]
         named = self._name([pt for pt, v in scores.items() if v >= floor])
-        found = [Found(i, path, scores[pt]) for pt, (i, path) in named.items()]
-        found.sort(key=lambda f: (-f.score, f.id))
-        return found[:k]
+        top = sorted(((i, path, scores[pt]) for pt, (i, path) in named.items()),
+                     key=lambda t: (-t[2], t[0]))  # fmt: skip
+        return top[:k]
 
     def _name(self, points: Sequence[str]) -> dict[str, tuple[str, str]]:
         """(chunk or page id, path) of each point: remembered, as a point's id is derived
@@ -302,13 +305,7 @@ class QdrantBackend:
             if len(hits) < depth or len(ranked) < k or hits[-1].score < ranked[k - 1]:
                 break
             depth *= 4
-        if not hits:
-            return []
-        floor = ranked[min(k, len(ranked)) - 1]
-        named = self._name([h.point for h in hits if h.score >= floor])
-        pairs = sorted(((named[h.point][0], h.score) for h in hits if h.point in named),
-                       key=lambda p: (-p[1], p[0]))  # fmt: skip
-        return pairs[:k]
+        return [(i, score) for i, _, score in self._top({h.point: h.score for h in hits}, k)]
 
     # -- lookups --------------------------------------------------------------------
 
@@ -326,12 +323,13 @@ class QdrantBackend:
         base layer and path: packing asks for the neighbours of every candidate); a base
         layer's points never change under its name, an overlay's do."""
         where = scope_filter(scope, "sections").and_(Cond("path", (path,)))
-        if path in scope.overlay_paths or path in scope.hidden:
-            return _line_order(_chunk(p["chunk"]) for p in self.store.scroll(where, ("chunk",)))
         key = (scope.base, path)
-        got = self._files.get(key)
+        in_base = path not in scope.overlay_paths and path not in scope.hidden
+        got = self._files.get(key) if in_base else None
         if got is None:
             got = _line_order(_chunk(p["chunk"]) for p in self.store.scroll(where, ("chunk",)))
+            if not in_base:
+                return got
             if len(self._files) >= _FILES:
                 self._files.pop(next(iter(self._files)))
             self._files[key] = got
@@ -411,10 +409,7 @@ class QdrantBackend:
             if dry_run:
                 continue
             self._forget()
-            where_record = Where(must=(Cond("t", ("layers",)), Cond("layer", (layer,))))
-            record = next(iter(self.store.scroll(where_record, ("models",))), None)
-            if record is not None:  # withdrawn first: a purge killed half way is redone
-                self._put_record(layer, record["models"], "")
+            self._withdraw(layer, self._record(layer))  # a purge killed half way is redone
             self.store.delete(where)
         if removed and not dry_run:
             self.store.compact(KEYWORDS, TEXTS)
@@ -440,15 +435,11 @@ class QdrantBackend:
         keys = segment.file_keys(sorted(records))
         model = embedder.model_id if embedder is not None and cache is not None else None
         digest = _keys_digest(keys)
-        where = Where(must=(Cond("t", ("layers",)), Cond("layer", (layer,))))
-        known = next(iter(self.store.scroll(where, ("models", "digest"))), None)
+        known = self._record(layer)
         models = sorted(known["models"]) if known is not None else []
         if known is not None and known.get("digest") == digest and model in (None, *models):
             return 0, 0  # the last mirror of this layer finished with exactly these files
-        # A mirror that goes on to change the layer first withdraws the record's digest: a
-        # mirror killed half way must not look finished to the next one.
-        if known is not None and known.get("digest"):
-            self._put_record(layer, models, "")
+        self._withdraw(layer, known)
         held = self.layer_keys(layer)  # even without a record: a killed mirror left points
         rewrite_all = model is not None and model not in models
         todo = sorted(p for p in records if rewrite_all or held.get(p) != keys.get(p))
@@ -465,6 +456,17 @@ class QdrantBackend:
             models = sorted({*models, model})
         self._put_record(layer, models, digest)
         return len(todo), len(gone)
+
+    def _record(self, layer: str) -> Mapping[str, Any] | None:
+        """The layer's record (its models and digest), None before its first mirror."""
+        where = Where(must=(Cond("t", ("layers",)), Cond("layer", (layer,))))
+        return next(iter(self.store.scroll(where, ("models", "digest"))), None)
+
+    def _withdraw(self, layer: str, record: Mapping[str, Any] | None) -> None:
+        """Clear the record's digest before the layer changes: a change killed half way
+        must not look like a finished mirror to the next one."""
+        if record is not None and record.get("digest"):
+            self._put_record(layer, record["models"], "")
 
     def _put_record(self, layer: str, models: Sequence[str], digest: str) -> None:
         """The layer's record: which models' vectors it holds and, once a mirror has
