@@ -14,12 +14,17 @@ one workspace: the files that differ from its base). Payload::
                                                   as one JSON string (a mapping in points
                                                   written before 2026-11-25: both are read)
     key                                           page: changes whenever the file's documents do
+    lengths                                       page: its file's documents and tokens per
+                                                  field (``Totals``); a layer's record: the
+                                                  layer's, once a mirror has finished
 
 A ``Scope`` becomes a filter: the base layer without the hidden paths, or the overlay layer
 within its paths. BM25 runs on the Qdrant side, per field, with the IDF corpus set to that
 same filter, so the document count, average lengths and document frequencies are the
 scope's, as in one index of the branch; the per-field scores are combined with the
-embedded index's boosts, reading deeper until no unread document could enter the top k.
+embedded index's boosts. Those are candidates: the ones that can reach the top k are scored
+again with tantivy's BM25 and the scope's exact statistics (``engine.backend._rescore``),
+reading deeper until no unread document could enter the top k.
 
 Terms are analysed here, with the embedded index's ``code_terms``, and written so that
 Qdrant's word tokenizer keeps each one whole: ``q`` becomes ``qq`` and ``_`` becomes ``qu``
@@ -27,11 +32,11 @@ Qdrant's word tokenizer keeps each one whole: ``q`` becomes ``qq`` and ``_`` bec
 can be ``qz``): Qdrant leaves a document without tokens out of a field's statistics, tantivy
 counts it, and the marker keeps the document counts equal.
 
-Where scores differ from the embedded backend (the documented tolerance): tantivy stores a
-field's length in one byte, exact up to 40 tokens and rounded down beyond (at most 1/8
-less); Qdrant keeps lengths exact below 8192 tokens; and the marker adds one token to a
-field that had none, so a field's average length is higher by (documents without the
-field) / (documents). Ids, ties and filters are otherwise the same.
+Qdrant's own scores differ from the embedded backend's in two ways, which the rescoring
+undoes: tantivy stores a field's length in one byte, exact up to 40 tokens and rounded down
+beyond (at most 1/8 less), where Qdrant keeps lengths exact; and the marker adds one token
+to a field that had none, raising Qdrant's average length. The scores returned are the
+embedded backend's within float rounding (f64 here, tantivy's own in f32).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.backend._rescore import EMPTY_FIELD, MAX_ROUNDING, Totals, doc_terms
 from engine.backend._store import POINT_ID, Cond, Point, Store, TextAsk, Where
 from engine.core import IndexStateError, embedding_text, is_trivial, page_text
 from engine.embed import Embedder, EmbeddingCache, embed_with_cache
@@ -58,24 +64,23 @@ from engine.segment import (
     section_fields,
 )
 from indexers import Chunk, ChunkKind, DocType, Span
-from overlays import Found, Scope, Table
+from overlays import DocTerms, Found, Scope, Table, bm25
 
 __all__ = ["KEYWORDS", "TEXTS", "QdrantBackend", "encode_terms", "scope_filter"]
 
 _BOOSTS = LEXICAL_WEIGHTS  # the embedded index's per-field boosts, so scores compare
 KEYWORDS = ("t", "layer", "path", "id", "defines")
 TEXTS = tuple(dict.fromkeys(f"f_{name}" for table in _BOOSTS.values() for name in table))
-_EMPTY_FIELD = "qz"  # never an encoded term: after q comes only q or u
 _FIRST_DEPTH = 4  # hits per field read first, per hit asked: each pass recomputes the
 # scope's statistics in Qdrant (linear in the scope), so one deep pass beats several shallow
 _DEPTH_SLACK = 16  # and a few more, for small k
-_EPSILON = 1e-5  # relative slack on the unseen bound: Qdrant scores are f32
+_EPSILON = 1e-5  # relative slack on bounds from Qdrant's scores: they are f32
 _ID_PATH = ("id", "path")
 _FILES = 256  # files whose chunks are remembered (the oldest goes first)
 _IDENTS = 500_000  # points whose (id, path) are remembered (about 100 MB at most)
 _TIE_SLACK = 16  # extra dense hits read so ties at the cut are ordered by id
 _BATCH = 256  # points per upsert call
-_COUNT_SCOPES = 64  # scopes whose term counts are remembered
+_COUNT_SCOPES = 64  # scopes whose term counts (and token totals) are remembered
 _CHUNK_KEYS = ("id", "page_id", "path", "text", "sha256", "language", "kind", "doc_type",
                "symbol", "context", "defines", "references", "tokens", "license", "depth",
                "part", "parts")  # fmt: skip
@@ -100,7 +105,7 @@ def _vector_name(model_id: str) -> str:
 
 
 def _fields(raw: Mapping[str, str]) -> dict[str, str]:
-    return {f"f_{name}": encode_terms(terms) or _EMPTY_FIELD for name, terms in raw.items()}
+    return {f"f_{name}": encode_terms(terms) or EMPTY_FIELD for name, terms in raw.items()}
 
 
 def _chunk_payload(chunk: Chunk) -> str:
@@ -163,9 +168,12 @@ class QdrantBackend:
     def __init__(self, store: Store) -> None:
         self.store = store
         store.ensure_indexes(KEYWORDS, TEXTS)
-        # Term counts per (scope, table), forgotten whenever this backend writes: a base
-        # layer never changes, and an overlay has one writer (its workspace).
-        self._counts: dict[tuple[Scope, str], dict[str, int]] = {}
+        # Per (scope, table), forgotten whenever this backend writes (a base layer never
+        # changes, and an overlay has one writer, its workspace): documents holding each
+        # (field, encoded term), and the token totals.
+        self._counts: dict[tuple[Scope, str], dict[tuple[str, str], int]] = {}
+        self._totals: dict[Scope, Totals] = {}
+        self._layer_totals: dict[str, Totals] = {}
         # Dense vector names seen in the collection: names are only ever added, so one seen
         # is not asked for again (a server answers ``vectors`` with a round trip).
         self._names: set[str] = set()
@@ -184,6 +192,8 @@ class QdrantBackend:
     def _forget(self) -> None:
         """Drop what is remembered of the collection's contents (this backend writes)."""
         self._counts.clear()
+        self._totals.clear()
+        self._layer_totals.clear()
         self._files.clear()
 
     # -- BM25 -----------------------------------------------------------------------
@@ -200,14 +210,16 @@ class QdrantBackend:
                 "this Qdrant store cannot compute BM25 statistics over a branch's scope "
                 "(qdrant-client's local mode); use a server (http://…) or the edge engine (edge:…)"
             )
-        text = encode_terms(" ".join(terms))
+        tokens = [encode_terms(t) for t in terms]
+        text = " ".join(tokens)
         corpus = scope_filter(scope, table)
         where = corpus if paths is None else corpus.and_(Cond("path", tuple(sorted(paths))))
         boosts = _BOOSTS[table]
         names = list(boosts)
         depth = _FIRST_DEPTH * k + _DEPTH_SLACK
+        docs: dict[str, DocTerms] = {}  # candidates read so far, by point
         # Hits are point ids and scores: a hit's payload costs a read of all of it (the
-        # chunk's text and fields), so only the points that make the cut are named.
+        # chunk's text and fields), so only the candidates that may make the cut are read.
         while True:
             asks = [TextAsk(f"f_{n}", text, where, depth, ()) for n in names]
             lists = self.store.text_searches(asks, corpus)
@@ -226,12 +238,127 @@ class QdrantBackend:
                 for n, hits in zip(follow, self.store.text_searches(asks, corpus), strict=True):
                     per_field[n].update((h.point, h.score) for h in hits)
             scores = {pt: sum(boosts[n] * per_field[n].get(pt, 0.0) for n in names) for pt in seen}
-            ranked = sorted(scores.values(), reverse=True)
-            unseen = sum(boosts[n] * s for n, s in full.items()) * (1 + _EPSILON)
+            exact = self._rescore(scope, table, tokens, scores, k, docs)
+            ranked = sorted(exact.values(), reverse=True)
+            unseen = sum(boosts[n] * s for n, s in full.items()) * MAX_ROUNDING * (1 + _EPSILON)
             if not full or (len(ranked) >= k and ranked[k - 1] > unseen):
                 break
             depth *= 4
-        return [Found(i, path, score) for i, path, score in self._top(scores, k)]
+        return [Found(i, path, score) for i, path, score in self._top(exact, k)]
+
+    def _rescore(
+        self,
+        scope: Scope,
+        table: Table,
+        tokens: Sequence[str],
+        scores: Mapping[str, float],
+        k: int,
+        docs: dict[str, DocTerms],
+    ) -> dict[str, float]:
+        """Tantivy's BM25 of the candidates (Qdrant ``scores`` by point) that can reach the
+        top k: the best k by Qdrant's score, then every one that ``MAX_ROUNDING`` could
+        lift to the k-th rescored score. The others cannot make the cut, so are left out."""
+        order = sorted(scores, key=lambda pt: (-scores[pt], pt))
+        exact = self._exact(scope, table, tokens, order[:k], docs)
+        floor = sorted(exact.values(), reverse=True)[k - 1] if len(exact) >= k else 0.0
+        lift = MAX_ROUNDING * (1 + _EPSILON)
+        rest = [pt for pt in order[k:] if scores[pt] * lift >= floor]
+        exact.update(self._exact(scope, table, tokens, rest, docs))
+        return exact
+
+    def _exact(
+        self,
+        scope: Scope,
+        table: Table,
+        tokens: Sequence[str],
+        points: Sequence[str],
+        docs: dict[str, DocTerms],
+    ) -> dict[str, float]:
+        """Tantivy's BM25 of ``points`` with the scope's statistics: their analysed fields
+        are read (once per search: ``docs``), the scope's token totals and the document
+        frequencies of the (field, term) pairs they hold are looked up."""
+        boosts = _BOOSTS[table]
+        ask = [pt for pt in points if pt not in docs]
+        if ask:
+            got = self.store.retrieve(ask, (*_ID_PATH, *(f"f_{n}" for n in boosts)))
+            for pt, payload in got.items():
+                self._idents.setdefault(pt, (payload["id"], payload["path"]))
+                docs[pt] = doc_terms(payload["id"], payload["path"], payload, list(boosts))
+        held = {(name, t) for pt in points if pt in docs
+                for name, (_, counts) in docs[pt].fields.items()
+                for t in tokens if t in counts}  # fmt: skip
+        df: dict[str, dict[str, int]] = {}
+        for (name, t), n in self._doc_counts(scope, table, held).items():
+            df.setdefault(name, {})[t] = n
+        stats = self._scope_totals(scope).stats(table, df)
+        return {pt: bm25(docs[pt], tokens, stats, boosts) for pt in points if pt in docs}
+
+    def _doc_counts(
+        self, scope: Scope, table: Table, pairs: Collection[tuple[str, str]]
+    ) -> dict[tuple[str, str], int]:
+        """Documents of ``table`` in the scope holding each (field, encoded term), counted
+        by Qdrant with the scope's filter (exact) and remembered per scope."""
+        known = self._known(scope, table)
+        missing = [p for p in pairs if p not in known]
+        if missing:
+            corpus = scope_filter(scope, table)
+            for name, token in missing:
+                known[(name, token)] = self.store.count(
+                    corpus.and_(Cond(f"f_{name}", (token,), "text")))  # fmt: skip
+        return {p: known[p] for p in pairs}
+
+    def _known(self, scope: Scope, table: Table) -> dict[tuple[str, str], int]:
+        """The remembered document counts of (field, encoded term) pairs in the scope."""
+        if (scope, table) not in self._counts and len(self._counts) >= _COUNT_SCOPES:
+            self._counts.clear()
+        return self._counts.setdefault((scope, table), {})
+
+    def _scope_totals(self, scope: Scope) -> Totals:
+        """The scope's documents and tokens per field: its base layer's, minus the files it
+        hides, plus the overlay's files (remembered per scope)."""
+        got = self._totals.get(scope)
+        if got is None:
+            got = self._layer_totals_of(scope.base)
+            if scope.hidden:
+                got = got.plus(self._files_totals(scope.base, scope.hidden), -1)
+            if scope.layered and scope.overlay_paths:
+                got = got.plus(self._files_totals(scope.overlay, scope.overlay_paths))
+            if len(self._totals) >= _COUNT_SCOPES:
+                self._totals.clear()
+            self._totals[scope] = got
+        return got
+
+    def _layer_totals_of(self, layer: str) -> Totals:
+        """A layer's totals: from its record when its last mirror finished, else summed
+        over its pages (a layer written by ``write`` alone, or being written)."""
+        got = self._layer_totals.get(layer)
+        if got is None:
+            record = self._record(layer)
+            if record is not None and record.get("digest") and record.get("lengths"):
+                got = Totals.parse(record["lengths"])
+            else:
+                got = self._files_totals(layer, None)
+            self._layer_totals[layer] = got
+        return got
+
+    def _files_totals(self, layer: str, paths: Collection[str] | None) -> Totals:
+        """The totals of ``layer``'s files among ``paths`` (all when None), from their page
+        points."""
+        where = Where(must=(Cond("t", ("pages",)), Cond("layer", (layer,))))
+        if paths is not None:
+            where = where.and_(Cond("path", tuple(sorted(paths))))
+        pages = self.store.scroll(where, ("path", "lengths"))
+        return Totals.sum(self._page_totals(p) for p in pages)
+
+    @staticmethod
+    def _page_totals(page: Mapping[str, Any]) -> Totals:
+        raw = page.get("lengths")
+        if not raw:
+            raise IndexStateError(
+                f"the Qdrant points of {page.get('path')!r} were written without their token "
+                "counts (before exact BM25); run `cortex index` to write them again"
+            )
+        return Totals.parse(raw)
 
     def _top(self, scores: Mapping[str, float], k: int) -> list[tuple[str, str, float]]:
         """(id, path, score) of the best ``k`` points, ties ordered by document id: every
@@ -257,28 +384,28 @@ class QdrantBackend:
 
     def term_counts(self, scope: Scope, table: Table, terms: Sequence[str]) -> dict[str, int]:
         """Per term, the scope's documents of ``table`` holding it (most over the fields)."""
-        corpus = scope_filter(scope, table)
-        known = self._counts.setdefault((scope, table), {})
-        if len(self._counts) > _COUNT_SCOPES:
-            self._counts.clear()
-            known = self._counts.setdefault((scope, table), {})
+        names = list(_BOOSTS[table])
+        out: dict[str, int] = {}
         for term in dict.fromkeys(terms):
             token = encode_terms(term)
-            if term in known:
-                continue
             if not token or " " in token:
-                known[term] = 0
+                out[term] = 0
                 continue
-            fields = [Cond(f"f_{name}", (token,), "text") for name in _BOOSTS[table]]
+            pairs = [(name, token) for name in names]
+            known = self._known(scope, table)
             # Most candidate forms occur nowhere. A count of one text condition alone reads
             # the term's postings (0.3 ms on the standard library's 75k points), where any
             # other condition beside it costs a check per point (1.5-5 ms): a form no point
             # of the collection holds in any field is settled that way.
-            if not any(self.store.count(Where(must=(f,))) for f in fields):
-                known[term] = 0
+            if not all(p in known for p in pairs) and not any(
+                self.store.count(Where(must=(Cond(f"f_{name}", (token,), "text"),)))
+                for name in names
+            ):
+                known.update((p, 0) for p in pairs)
+                out[term] = 0
                 continue
-            known[term] = max(self.store.count(corpus.and_(f)) for f in fields)
-        return {t: known[t] for t in terms}
+            out[term] = max(self._doc_counts(scope, table, pairs).values())
+        return {t: out[t] for t in terms}
 
     # -- dense ----------------------------------------------------------------------
 
@@ -417,8 +544,14 @@ class QdrantBackend:
 
     def layer_keys(self, layer: str) -> dict[str, str]:
         """Per path held in ``layer``: the key its documents were written with."""
+        return {path: key for path, (key, _) in self._held(layer).items()}
+
+    def _held(self, layer: str) -> dict[str, tuple[str, str]]:
+        """Per path held in ``layer``: its key and its totals' JSON ("" in points written
+        before totals were kept)."""
         where = Where(must=(Cond("t", ("pages",)), Cond("layer", (layer,))))
-        return {p["path"]: p["key"] for p in self.store.scroll(where, ("path", "key"))}
+        return {p["path"]: (p["key"], p.get("lengths") or "")
+                for p in self.store.scroll(where, ("path", "key", "lengths"))}  # fmt: skip
 
     def mirror(
         self,
@@ -437,42 +570,51 @@ class QdrantBackend:
         digest = _keys_digest(keys)
         known = self._record(layer)
         models = sorted(known["models"]) if known is not None else []
-        if known is not None and known.get("digest") == digest and model in (None, *models):
+        if (known is not None and known.get("digest") == digest and known.get("lengths")
+                and model in (None, *models)):  # fmt: skip
             return 0, 0  # the last mirror of this layer finished with exactly these files
         self._withdraw(layer, known)
-        held = self.layer_keys(layer)  # even without a record: a killed mirror left points
+        held = self._held(layer)  # even without a record: a killed mirror left points
         rewrite_all = model is not None and model not in models
-        todo = sorted(p for p in records if rewrite_all or held.get(p) != keys.get(p))
+        # A file held without token totals (written before they were kept) is written again.
+        kept = {p for p, (key, lengths) in held.items() if lengths and key == keys.get(p)}
+        todo = sorted(p for p in records if rewrite_all or p not in kept)
         gone = sorted(set(held) - set(records))
         stale = tuple(sorted({*todo, *gone} & set(held)))
         if stale:
             self._forget()
             self.store.delete(Where(must=(Cond("layer", (layer,)), Cond("path", stale))))
+        totals = Totals.sum(Totals.parse(held[p][1]) for p in kept.difference(todo))
         for start in range(0, len(todo), _BATCH // 8 or 1):
             batch = todo[start : start + _BATCH // 8 or 1]
-            self._write(segment, layer, [(records[p], keys.get(p, "")) for p in batch],
-                        embedder if model else None, cache)  # fmt: skip
+            totals = totals.plus(self._write(segment, layer,
+                                             [(records[p], keys.get(p, "")) for p in batch],
+                                             embedder if model else None, cache))  # fmt: skip
         if model is not None:
             models = sorted({*models, model})
-        self._put_record(layer, models, digest)
+        self._put_record(layer, models, digest, totals)
         return len(todo), len(gone)
 
     def _record(self, layer: str) -> Mapping[str, Any] | None:
         """The layer's record (its models and digest), None before its first mirror."""
         where = Where(must=(Cond("t", ("layers",)), Cond("layer", (layer,))))
-        return next(iter(self.store.scroll(where, ("models", "digest"))), None)
+        return next(iter(self.store.scroll(where, ("models", "digest", "lengths"))), None)
 
     def _withdraw(self, layer: str, record: Mapping[str, Any] | None) -> None:
-        """Clear the record's digest before the layer changes: a change killed half way
-        must not look like a finished mirror to the next one."""
+        """Clear the record's digest (and totals) before the layer changes: a change killed
+        half way must not look like a finished mirror to the next one."""
         if record is not None and record.get("digest"):
-            self._put_record(layer, record["models"], "")
+            self._put_record(layer, record["models"], "", None)
 
-    def _put_record(self, layer: str, models: Sequence[str], digest: str) -> None:
+    def _put_record(
+        self, layer: str, models: Sequence[str], digest: str, totals: Totals | None
+    ) -> None:
         """The layer's record: which models' vectors it holds and, once a mirror has
-        finished, the digest of the file keys it was written from (else empty)."""
+        finished, the digest of the file keys it was written from and the layer's token
+        totals (else both empty)."""
         record = {"t": "layers", "layer": layer, "path": "", "id": layer,
-                  "models": list(models), "digest": digest}  # fmt: skip
+                  "models": list(models), "digest": digest,
+                  "lengths": totals.to_json() if totals is not None else ""}  # fmt: skip
         self.store.upsert([Point(_point_id(layer, "layers", layer), {}, record)])
 
     def _write(
@@ -482,7 +624,7 @@ class QdrantBackend:
         files: Sequence[tuple[FileRecord, str]],
         embedder: Embedder | None,
         cache: EmbeddingCache | None,
-    ) -> None:
+    ) -> Totals:
         batch = [(record, key, segment.chunks_of(record.path)) for record, key in files]
         vectors: dict[str, Sequence[float]] = {}
         model = None
@@ -492,7 +634,7 @@ class QdrantBackend:
             if targets:
                 got = embed_with_cache(embedder, cache, [embedding_text(c) for c in targets])
                 vectors = {c.id: row for c, row in zip(targets, got.vectors.tolist(), strict=True)}
-        self.write(layer, batch, model, vectors)
+        return self.write(layer, batch, model, vectors)
 
     def write(
         self,
@@ -500,11 +642,12 @@ class QdrantBackend:
         files: Sequence[tuple[FileRecord, str, Sequence[Chunk]]],
         model_id: str | None = None,
         vectors: Mapping[str, Sequence[float]] | None = None,
-    ) -> None:
+    ) -> Totals:
         """Upsert the page and section points of ``files`` ((record, key, chunks) each) into
         ``layer``, sections with their ``model_id`` vector where ``vectors`` has one (by
-        chunk id). ``mirror`` is the incremental path; this is its last step, public for
-        tools that write synthetic layers (``eval.bench_backend``'s scale copies)."""
+        chunk id); returns the files' token totals. ``mirror`` is the incremental path; this
+        is its last step, public for tools that write synthetic layers
+        (``eval.bench_backend``'s scale copies)."""
         self._forget()
         vectors = vectors or {}
         name = _vector_name(model_id) if model_id else ""
@@ -512,18 +655,24 @@ class QdrantBackend:
             self.store.ensure_vector(name, len(next(iter(vectors.values()))))
             self._names.add(name)
         points: list[Point] = []
+        totals = Totals()
         for record, key, chunks in files:
+            page_raw = page_fields(record.path, page_text(chunks))
+            sections = [section_fields(chunk) for chunk in chunks]
+            mine = Totals.of_file(page_raw, sections)
+            totals = totals.plus(mine)
             page = {"t": "pages", "layer": layer, "path": record.path, "id": record.page_id,
                     "key": key, "file": json.dumps(asdict(record), separators=(",", ":")),
-                    **_fields(page_fields(record.path, page_text(chunks)))}  # fmt: skip
+                    "lengths": mine.to_json(), **_fields(page_raw)}  # fmt: skip
             points.append(Point(_point_id(layer, "pages", record.page_id), {}, page))
-            for chunk in chunks:
+            for chunk, raw in zip(chunks, sections, strict=True):
                 payload = {
                     "t": "sections", "layer": layer, "path": chunk.path, "id": chunk.id,
                     "defines": list(dict.fromkeys(chunk.defines)), "chunk": _chunk_payload(chunk),
-                    **_fields(section_fields(chunk)),
+                    **_fields(raw),
                 }  # fmt: skip
                 named = {name: vectors[chunk.id]} if name and chunk.id in vectors else {}
                 points.append(Point(_point_id(layer, "sections", chunk.id), named, payload))
         for start in range(0, len(points), _BATCH):
             self.store.upsert(points[start : start + _BATCH])
+        return totals

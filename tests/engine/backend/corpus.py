@@ -1,9 +1,11 @@
 """A base, an overlay and the branch they make, built as real segments, for backend tests.
 
-The base is a folder at "commit" ``BASE``; the branch edits one file, deletes one, adds one
-and renames one. ``Built`` holds the base segment, the overlay segment (only the files that
-differ), the ``Scope`` that makes them the branch, and a segment of the whole branch built
-from scratch: what every backend's answers within the scope are compared with.
+The base is a folder at "commit" ``BASE``; the branch edits two files, deletes one, adds one
+and renames one. Most fields are short; ``long_module``'s run past 40 terms, where tantivy
+rounds a field's length and Qdrant does not. ``Built`` holds the base segment, the overlay
+segment (only the files that differ), the ``Scope`` that makes them the branch, and a
+segment of the whole branch built from scratch: what every backend's answers within the
+scope are compared with.
 """
 
 from __future__ import annotations
@@ -36,18 +38,34 @@ def module(n: int, salt: int, funcs: int = 2) -> str:
     return "\n".join(body)
 
 
+def long_module(n: int, salt: int) -> str:
+    """A module of four functions whose bodies run past 40 terms (about 45 to 150), where
+    tantivy stores a field's length rounded down and Qdrant keeps it exact."""
+    body = []
+    for j in range(4):
+        pairs = [(WORDS[(n + i + salt) % len(WORDS)], WORDS[(n * 5 + i * i + j) % len(WORDS)])
+                 for i in range(14 + 11 * j + n)]  # fmt: skip
+        calls = [f"{a}_{b}(x)" for a, b in pairs]
+        body.append(f"def long_{n}_{j}(x):\n    return " + " + ".join(calls) + "\n")
+    return "\n".join(body)
+
+
 def base_files() -> dict[str, str]:
     """The base tree."""
     files = {f"pkg/m{n}.py": module(n, 0) for n in range(8)}
+    files["pkg/long0.py"] = long_module(0, 0)
+    files["pkg/long1.py"] = long_module(1, 0)
     files["docs/README.md"] = "# Notes\n\nparse value and render token\n"
     files["pkg/sub/m0.py"] = module(20, 1)
     return files
 
 
 def branch_files() -> dict[str, str]:
-    """The branch's tree: m1 edited, m2 deleted, m3 renamed to moved.py, new.py added."""
+    """The branch's tree: m1 and long0 edited, m2 deleted, m3 renamed to moved.py, new.py
+    added."""
     files = base_files()
     files["pkg/m1.py"] += "\ndef extra_cache(q):\n    return merge_query(q)\n"
+    files["pkg/long0.py"] += "\n" + long_module(2, 3)
     del files["pkg/m2.py"]
     files["pkg/moved.py"] = files.pop("pkg/m3.py")
     files["pkg/new.py"] = module(30, 2)

@@ -3,9 +3,10 @@
 The same questions go to each backend holding one base and one overlay (``corpus``): the
 embedded one over local segments, Qdrant through qdrant-client's local mode, and Qdrant's
 real engine in process (qdrant-edge-py). The reference is a segment of the whole branch
-built from scratch. The corpus keeps every field under 40 terms, where tantivy stores
-lengths exactly, so BM25 must agree to float precision on every backend that scores
-within a scope (qdrant-client's local mode cannot: it has no IDF corpus for text queries).
+built from scratch. Some of the corpus's fields run past 40 terms, where tantivy rounds a
+field's length and Qdrant does not; BM25 must still agree to float precision on every
+backend that scores within a scope (qdrant-client's local mode cannot: it has no IDF
+corpus for text queries).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from tests.engine.backend.corpus import BASE, OVERLAY, Built, build, qdrant
 # A live server or cluster joins when QDRANT_URL names one (QDRANT_API_KEY if it needs one).
 KINDS = ["embedded", "local", "edge", *(["server"] if os.environ.get("QDRANT_URL") else [])]
 QUERIES = ["parse value", "render token cache", "merge query", "fn_3", "notes", "extra cache",
-           "value_render", "nothing_matches_this"]  # fmt: skip
-REL = 1e-4  # Qdrant scores in f32; the embedded View rescores in f64
+           "value_render", "long_1 index branch", "nothing_matches_this"]  # fmt: skip
+# tantivy sums its BM25 in f32 (a few units in the last place per term and field); the
+# embedded View's rescoring and the Qdrant backend's score in f64.
+REL = 5e-6
 DENSE_ABS = 1e-3  # Qdrant renormalises stored vectors for cosine, in f32
 
 
@@ -233,7 +236,7 @@ def test_an_unchanged_layer_is_not_read_again(built: Built, tmp_path: Path) -> N
 
     store.scroll = counting  # type: ignore[method-assign,assignment]
     assert backend.mirror(built.base, BASE, embedder=built.embedder, cache=built.cache) == (0, 0)
-    assert read == [("models", "digest")]
+    assert read == [("models", "digest", "lengths")]
     backend.close()
 
 
