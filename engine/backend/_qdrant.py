@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from engine.backend._rescore import EMPTY_FIELD, MAX_ROUNDING, Totals, doc_terms
+from engine.backend._statistics import ScopeStatistics
 from engine.backend._store import POINT_ID, Cond, Point, Store, TextAsk, Where
 from engine.core import IndexStateError, embedding_text, is_trivial, page_text
 from engine.embed import Embedder, EmbeddingCache, embed_with_cache
@@ -80,7 +81,6 @@ _FILES = 256  # files whose chunks are remembered (the oldest goes first)
 _IDENTS = 500_000  # points whose (id, path) are remembered (about 100 MB at most)
 _TIE_SLACK = 16  # extra dense hits read so ties at the cut are ordered by id
 _BATCH = 256  # points per upsert call
-_COUNT_SCOPES = 64  # scopes whose term counts (and token totals) are remembered
 _CHUNK_KEYS = ("id", "page_id", "path", "text", "sha256", "language", "kind", "doc_type",
                "symbol", "context", "defines", "references", "tokens", "license", "depth",
                "part", "parts")  # fmt: skip
@@ -168,12 +168,8 @@ class QdrantBackend:
     def __init__(self, store: Store) -> None:
         self.store = store
         store.ensure_indexes(KEYWORDS, TEXTS)
-        # Per (scope, table), forgotten whenever this backend writes (a base layer never
-        # changes, and an overlay has one writer, its workspace): documents holding each
-        # (field, encoded term), and the token totals.
-        self._counts: dict[tuple[Scope, str], dict[tuple[str, str], int]] = {}
-        self._totals: dict[Scope, Totals] = {}
-        self._layer_totals: dict[str, Totals] = {}
+        # Document counts and token totals per scope, forgotten whenever this backend writes.
+        self._stats = ScopeStatistics(store)
         # Dense vector names seen in the collection: names are only ever added, so one seen
         # is not asked for again (a server answers ``vectors`` with a round trip).
         self._names: set[str] = set()
@@ -191,9 +187,7 @@ class QdrantBackend:
 
     def _forget(self) -> None:
         """Drop what is remembered of the collection's contents (this backend writes)."""
-        self._counts.clear()
-        self._totals.clear()
-        self._layer_totals.clear()
+        self._stats.forget()
         self._files.clear()
 
     # -- BM25 -----------------------------------------------------------------------
@@ -277,7 +271,7 @@ class QdrantBackend:
         """Tantivy's BM25 of ``points`` with the scope's statistics: their analysed fields
         are read (once per search: ``docs``), the scope's token totals and the document
         frequencies of the (field, term) pairs they hold are looked up."""
-        boosts = _BOOSTS[table]
+        boosts, corpus = _BOOSTS[table], scope_filter(scope, table)
         ask = [pt for pt in points if pt not in docs]
         if ask:
             got = self.store.retrieve(ask, (*_ID_PATH, *(f"f_{n}" for n in boosts)))
@@ -288,77 +282,10 @@ class QdrantBackend:
                 for name, (_, counts) in docs[pt].fields.items()
                 for t in tokens if t in counts}  # fmt: skip
         df: dict[str, dict[str, int]] = {}
-        for (name, t), n in self._doc_counts(scope, table, held).items():
+        for (name, t), n in self._stats.doc_counts(scope, table, corpus, held).items():
             df.setdefault(name, {})[t] = n
-        stats = self._scope_totals(scope).stats(table, df)
+        stats = self._stats.totals(scope).stats(table, df)
         return {pt: bm25(docs[pt], tokens, stats, boosts) for pt in points if pt in docs}
-
-    def _doc_counts(
-        self, scope: Scope, table: Table, pairs: Collection[tuple[str, str]]
-    ) -> dict[tuple[str, str], int]:
-        """Documents of ``table`` in the scope holding each (field, encoded term), counted
-        by Qdrant with the scope's filter (exact) and remembered per scope."""
-        known = self._known(scope, table)
-        missing = [p for p in pairs if p not in known]
-        if missing:
-            corpus = scope_filter(scope, table)
-            for name, token in missing:
-                known[(name, token)] = self.store.count(
-                    corpus.and_(Cond(f"f_{name}", (token,), "text")))  # fmt: skip
-        return {p: known[p] for p in pairs}
-
-    def _known(self, scope: Scope, table: Table) -> dict[tuple[str, str], int]:
-        """The remembered document counts of (field, encoded term) pairs in the scope."""
-        if (scope, table) not in self._counts and len(self._counts) >= _COUNT_SCOPES:
-            self._counts.clear()
-        return self._counts.setdefault((scope, table), {})
-
-    def _scope_totals(self, scope: Scope) -> Totals:
-        """The scope's documents and tokens per field: its base layer's, minus the files it
-        hides, plus the overlay's files (remembered per scope)."""
-        got = self._totals.get(scope)
-        if got is None:
-            got = self._layer_totals_of(scope.base)
-            if scope.hidden:
-                got = got.plus(self._files_totals(scope.base, scope.hidden), -1)
-            if scope.layered and scope.overlay_paths:
-                got = got.plus(self._files_totals(scope.overlay, scope.overlay_paths))
-            if len(self._totals) >= _COUNT_SCOPES:
-                self._totals.clear()
-            self._totals[scope] = got
-        return got
-
-    def _layer_totals_of(self, layer: str) -> Totals:
-        """A layer's totals: from its record when its last mirror finished, else summed
-        over its pages (a layer written by ``write`` alone, or being written)."""
-        got = self._layer_totals.get(layer)
-        if got is None:
-            record = self._record(layer)
-            if record is not None and record.get("digest") and record.get("lengths"):
-                got = Totals.parse(record["lengths"])
-            else:
-                got = self._files_totals(layer, None)
-            self._layer_totals[layer] = got
-        return got
-
-    def _files_totals(self, layer: str, paths: Collection[str] | None) -> Totals:
-        """The totals of ``layer``'s files among ``paths`` (all when None), from their page
-        points."""
-        where = Where(must=(Cond("t", ("pages",)), Cond("layer", (layer,))))
-        if paths is not None:
-            where = where.and_(Cond("path", tuple(sorted(paths))))
-        pages = self.store.scroll(where, ("path", "lengths"))
-        return Totals.sum(self._page_totals(p) for p in pages)
-
-    @staticmethod
-    def _page_totals(page: Mapping[str, Any]) -> Totals:
-        raw = page.get("lengths")
-        if not raw:
-            raise IndexStateError(
-                f"the Qdrant points of {page.get('path')!r} were written without their token "
-                "counts (before exact BM25); run `cortex index` to write them again"
-            )
-        return Totals.parse(raw)
 
     def _top(self, scores: Mapping[str, float], k: int) -> list[tuple[str, str, float]]:
         """(id, path, score) of the best ``k`` points, ties ordered by document id: every
@@ -384,27 +311,11 @@ class QdrantBackend:
 
     def term_counts(self, scope: Scope, table: Table, terms: Sequence[str]) -> dict[str, int]:
         """Per term, the scope's documents of ``table`` holding it (most over the fields)."""
-        names = list(_BOOSTS[table])
+        corpus, names = scope_filter(scope, table), list(_BOOSTS[table])
         out: dict[str, int] = {}
         for term in dict.fromkeys(terms):
             token = encode_terms(term)
-            if not token or " " in token:
-                out[term] = 0
-                continue
-            pairs = [(name, token) for name in names]
-            known = self._known(scope, table)
-            # Most candidate forms occur nowhere. A count of one text condition alone reads
-            # the term's postings (0.3 ms on the standard library's 75k points), where any
-            # other condition beside it costs a check per point (1.5-5 ms): a form no point
-            # of the collection holds in any field is settled that way.
-            if not all(p in known for p in pairs) and not any(
-                self.store.count(Where(must=(Cond(f"f_{name}", (token,), "text"),)))
-                for name in names
-            ):
-                known.update((p, 0) for p in pairs)
-                out[term] = 0
-                continue
-            out[term] = max(self._doc_counts(scope, table, pairs).values())
+            out[term] = self._stats.most(scope, table, corpus, names, token) if token else 0
         return {t: out[t] for t in terms}
 
     # -- dense ----------------------------------------------------------------------

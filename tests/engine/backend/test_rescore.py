@@ -1,5 +1,6 @@
 """Tantivy's BM25 on Qdrant's candidates: the statistics it is computed with, its bound,
-and points written before token totals were kept."""
+and points written before token totals were kept (``engine.backend._rescore`` and
+``_statistics``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from engine.backend import Cond, Point, QdrantBackend, Where
 from engine.backend._qdrant import _point_id
 from engine.backend._rescore import MAX_ROUNDING, Totals, field_length
+from engine.backend._statistics import ScopeStatistics
 from engine.core import IndexStateError, page_text
 from engine.segment import page_fields, section_fields
 from overlays import Scope, stored_length
@@ -56,11 +58,11 @@ def test_a_scope_has_the_statistics_of_one_index_of_the_branch(
     segment of the whole branch recorded; the base alone, what the base recorded."""
     backend = qdrant(built, "edge", tmp_path)
     recorded = json.loads(built.full.meta.get_info("lexical_stats") or "{}")
-    assert backend._scope_totals(built.scope).tables == recorded
+    assert backend._stats.totals(built.scope).tables == recorded
     base = json.loads(built.base.meta.get_info("lexical_stats") or "{}")
-    assert backend._scope_totals(Scope(BASE)).tables == base
+    assert backend._stats.totals(Scope(BASE)).tables == base
     # Without the layer's record (a layer written by ``write`` alone), summed over pages.
-    assert QdrantBackend(backend.store)._files_totals(BASE, None).tables == base
+    assert ScopeStatistics(backend.store).files_totals(BASE, None).tables == base
     backend.close()
 
 
