@@ -49,6 +49,7 @@ __all__ = ["bm25_rank", "creation_order", "main", "outcome_scores"]
 ARMS = ("none", "learn", "flip")
 FILES_K = 50  # files ranked per question: enough for Acc@5 and the outcomes tier's match
 OUTCOMES_K = 10  # earlier intents the tier ranks for scoring hit@1/3/5 and MRR
+OUTCOME_FILES = 20  # the request's best files the tier matches earlier citations against
 _NUMBER = re.compile(r"-(\d+)$")
 _WORD = re.compile(r"[a-z0-9_]+")
 
@@ -104,21 +105,26 @@ def _ask(ws: Workspace, inst: Instance, budget: int) -> tuple[dict[str, Any], Co
         "acc@1": metrics.file_accuracy(files, inst.gold_files, 1),
         "acc@5": metrics.file_accuracy(files, inst.gold_files, 5),
         f"hit@{budget}": all(g in packed for g in inst.gold_files),
-        "top_files": files[:5],
+        # The outcomes tier matches earlier citations against these same files (its first
+        # OUTCOME_FILES), so a row holds what re-ranking the tier offline needs.
+        "top_files": files[:OUTCOME_FILES],
     }, pack
 
 
-def _teach(ws: Workspace, inst: Instance, pack: ContextPack, flipped: bool) -> int:
-    """The oracle's feedback: the packed snippets from gold files, cited; 0 when none."""
+def _teach(ws: Workspace, inst: Instance, pack: ContextPack,
+           flipped: bool) -> tuple[int, list[str]]:  # fmt: skip
+    """The oracle's feedback: the packed snippets from gold files, cited; how many, and the
+    files they are from (0 and none: no feedback was given)."""
     gold = set(inst.gold_files)
-    cited = [s.id for s in pack.citations if s.source_uri.split("#", 1)[0] in gold]
+    cited = [s for s in pack.citations if s.source_uri.split("#", 1)[0] in gold]
     if not cited:
-        return 0
+        return 0, []
+    ids = [s.id for s in cited]
     if flipped:
-        ws.feedback(pack.replay_key, cited, outcome="failure", reason="wrong_assumption")
+        ws.feedback(pack.replay_key, ids, outcome="failure", reason="wrong_assumption")
     else:
-        ws.feedback(pack.replay_key, cited, outcome="success")
-    return len(cited)
+        ws.feedback(pack.replay_key, ids, outcome="success")
+    return len(ids), sorted({s.source_uri.split("#", 1)[0] for s in cited})
 
 
 def _run_repo(repo: str, members: list[Instance], args: argparse.Namespace, home: Path,
@@ -170,7 +176,9 @@ def _run_repo(repo: str, members: list[Instance], args: argparse.Namespace, home
                     turn = ws.journal.find(pack.replay_key)
                     if turn is not None and arm == "learn":
                         turn_of[turn.turn_id] = inst
-                    row[arm]["cited"] = _teach(ws, inst, pack, flipped and arm == "flip")
+                    row[arm]["cited"], row[arm]["cited_files"] = _teach(
+                        ws, inst, pack, flipped and arm == "flip"
+                    )
                 row["wall_s"] = round(time.perf_counter() - t0, 1)
                 rows.append(row)
                 out.write(json.dumps(row, sort_keys=True) + "\n")
