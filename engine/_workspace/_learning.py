@@ -4,13 +4,12 @@ earlier intents, and the cold-start bundle that trims every tier under one budge
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
-from typing import Generic, TypeVar
 
 from engine._workspace._index import Indexer
 from engine._workspace._notes import Notes
@@ -74,6 +73,10 @@ _BUNDLE_NOTES = 4  # saved notes for the goal
 _BUNDLE_RECALL = 40  # sections recalled per retriever and reranked for a bundle
 _BUNDLE_PAGES = 8  # pages whose best sections a bundle's recall pulls in
 _OUTCOME_FILES = 20  # the request's best files an earlier intent's citations are matched to
+# Threads that read a bundle's notes beside its code ranking: one per bundle served at once
+# (a server answers a few together); started on first use and kept, as a thread's start
+# is a noticeable share of a bundle.
+_NOTE_READERS = 4
 
 
 class Learning:
@@ -89,6 +92,14 @@ class Learning:
         self._salience: SalienceState | None = None  # the fold as of the ledger's head
         self._outcomes: OutcomeIndex | None = None  # earlier attested intents
         self._counts: MemoCounter | None = None  # the bundle's: most items come back
+        self._readers: ThreadPoolExecutor | None = None  # a bundle's notes, beside its code
+
+    def close(self) -> None:
+        """Stop the bundle's note readers (a later bundle starts them again)."""
+        with self._state.lazy:
+            readers, self._readers = self._readers, None
+        if readers is not None:
+            readers.shutdown(wait=True)
 
     def remember(self, replay_key: str, scored: Sequence[Scored]) -> None:
         """Keep a turn's best candidates, for an outcome that may follow."""
@@ -239,7 +250,7 @@ class Learning:
                                     scrub(text), 0.95))  # fmt: skip
         # The notes are read on a thread of their own while this one ranks the code: the
         # text index's BM25 and git's status for the View both wait outside the GIL.
-        notes = _Beside(self._notes_for, goal) if self._notes.exists() else None
+        notes = self._read_notes(goal) if self._notes.exists() else None
         try:
             code = self._code_items(goal, wanted)
         finally:  # the notes' error first, as when they were read first
@@ -250,6 +261,14 @@ class Learning:
         kept, overflow, text, tokens = fit_bundle(goal, items, budget, self._bundle_counter())
         latency = round((time.perf_counter() - started) * 1000, 3)
         return Bundle(goal, budget, kept, overflow, tokens, text, latency)
+
+    def _read_notes(self, goal: str) -> Future[tuple[list[BundleItem], list[BundleItem]]]:
+        """``_notes_for(goal)`` started on a note reader (``result`` waits for it, and
+        raises in the caller what it raised)."""
+        with self._state.lazy:
+            if self._readers is None:
+                self._readers = ThreadPoolExecutor(_NOTE_READERS, "cortex-bundle-notes")
+            return self._readers.submit(self._notes_for, goal)
 
     def _notes_for(self, goal: str) -> tuple[list[BundleItem], list[BundleItem]]:
         """The saved notes a bundle shows: (pinned identity, constraint and goal notes,
@@ -319,34 +338,6 @@ class Learning:
             if self._counts is None:
                 self._counts = MemoCounter(self._state.counter)
             return self._counts
-
-
-_T = TypeVar("_T")
-
-
-class _Beside(Generic[_T]):
-    """``work(arg)`` run on a thread of its own; ``result`` waits for it and answers what
-    it returned, or raises what it raised."""
-
-    def __init__(self, work: Callable[[str], _T], arg: str) -> None:
-        self._out: tuple[_T] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(work, arg), daemon=True)
-        self._thread.start()
-
-    def _run(self, work: Callable[[str], _T], arg: str) -> None:
-        try:
-            self._out = (work(arg),)
-        except BaseException as exc:  # handed to the caller, in its thread
-            self._error = exc
-
-    def result(self) -> _T:
-        """What ``work`` returned (after waiting for it)."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._out is not None
-        return self._out[0]
 
 
 def _bundle_settings(config: Config) -> ContextSettings:

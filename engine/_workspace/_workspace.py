@@ -132,6 +132,7 @@ class Workspace:
     def close(self) -> None:
         """Release indexes, models and files."""
         with self._lock:
+            self._learning.close()
             self._state.close()
             self._notes.close()
 

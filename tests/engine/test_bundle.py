@@ -120,3 +120,12 @@ def test_a_notes_error_reaches_the_caller(ws: Workspace, monkeypatch: pytest.Mon
     monkeypatch.setattr("engine.memory.Memory.pool", broken)
     with pytest.raises(MemoryStateError, match="damaged"):
         ws.bundle("register a new hook type")
+
+
+def test_a_closed_workspace_bundles_again(ws: Workspace) -> None:
+    """Closing stops the note readers; the next bundle starts them again, same bytes."""
+    ws.memory.save("You maintain the hook registry.", "identity")
+    first = ws.bundle("register a new hook type").render()
+    ws.close()
+    assert ws.bundle("register a new hook type").render() == first
+    ws.close()
