@@ -20,7 +20,9 @@ help): file Acc@1/5 (``search_files``) and hit@budget (every gold file among the
 snippets of ``build_context``). The outcomes tier is scored in the ``learn`` arm, before the
 instance's own feedback: whether the earlier instance it ranks first (top 3, and the rank
 of the first) edited one of this instance's gold files, against BM25 over the earlier
-instances' issue texts (every earlier instance, feedback or not). Rows go to
+instances' issue texts (every earlier instance, feedback or not), beside the ceiling of
+each (the share of instances that have such an earlier instance at all: no ranking's
+hit@k or MRR can pass it). Rows go to
 ``OUT/results.jsonl``, the summary to ``OUT/summary.json`` and stdout.
 """
 
@@ -44,7 +46,7 @@ from eval import metrics
 from eval.swebench import RepoOverlays
 from eval.swebench_data import Instance, check_workdir, find_git_dir, load_instances
 
-__all__ = ["bm25_rank", "creation_order", "main", "outcome_scores"]
+__all__ = ["bm25_rank", "creation_order", "main", "outcome_scores", "outcomes_ceiling"]
 
 ARMS = ("none", "learn", "flip")
 FILES_K = 50  # files ranked per question: enough for Acc@5 and the outcomes tier's match
@@ -206,7 +208,33 @@ def summarise(rows: Sequence[dict[str, Any]], budget: int) -> dict[str, Any]:
     for name in ("outcomes_ours", "outcomes_bm25"):
         out[name] = {m: round(sum(r[name][m] for r in scored) / max(1, len(scored)), 3)
                      for m in ("hit@1", "hit@3", "hit@5", "mrr")}  # fmt: skip
+    out["outcomes_ceiling"] = outcomes_ceiling(rows)
     return out
+
+
+def outcomes_ceiling(rows: Sequence[dict[str, Any]]) -> dict[str, float] | None:
+    """The best hit@k (and MRR) any ranking of earlier intents can reach: the share of
+    scored instances with an earlier one that edited one of their gold files, among every
+    earlier instance (what BM25 ranks) and among those the tier holds (with feedback, i.e.
+    a packed gold snippet was cited). None for rows that do not say what they cited."""
+    if any("cited_files" not in r["learn"] for r in rows):
+        return None
+    by_repo: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_repo.setdefault(r["repo"], []).append(r)
+    any_earlier = attested = scored = 0
+    for members in by_repo.values():
+        members = sorted(members, key=lambda r: r["pos"])
+        for pos, r in enumerate(members):
+            if "outcomes_ours" not in r:
+                continue
+            scored += 1
+            gold = set(r["gold_files"])
+            shared = [e for e in members[:pos] if gold & set(e["gold_files"])]
+            any_earlier += bool(shared)
+            attested += any(e["learn"]["cited_files"] for e in shared)
+    return {"bm25": round(any_earlier / max(1, scored), 3),
+            "ours": round(attested / max(1, scored), 3)}  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

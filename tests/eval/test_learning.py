@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.learning import bm25_rank, creation_order, main, outcome_scores
+from eval.learning import bm25_rank, creation_order, main, outcome_scores, outcomes_ceiling
 from eval.swebench_data import Instance
 
 
@@ -39,3 +39,18 @@ def test_summarise_reads_earlier_results(
     assert main(["--summarise", str(tmp_path / "r.jsonl")]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["learn"] == {"acc@1": 100.0, "acc@5": 100.0, "hit@4000": 0.0}
+
+
+def test_outcomes_ceiling_counts_earlier_instances_sharing_a_gold_file() -> None:
+    """An instance counts when an earlier one edited a gold file of its own (for the tier:
+    only earlier ones whose feedback cited something); rows without citations say None."""
+    def row(pos: int, gold: list[str], cited: list[str], scored: bool = True) -> dict:
+        r = {"repo": "o/r", "pos": pos, "gold_files": gold, "learn": {"cited_files": cited}}
+        return r | ({"outcomes_ours": {}} if scored else {})
+
+    rows = [row(0, ["a.py"], [], scored=False), row(1, ["b.py"], ["b.py"]),
+            row(2, ["a.py"], ["a.py"]), row(3, ["b.py", "c.py"], [])]  # fmt: skip
+    # pos 1: nothing earlier shares; pos 2: pos 0 shares a.py but cited nothing;
+    # pos 3: pos 1 shares b.py and cited it.
+    assert outcomes_ceiling(rows) == {"bm25": round(2 / 3, 3), "ours": round(1 / 3, 3)}
+    assert outcomes_ceiling([{"repo": "o/r", "pos": 0, "gold_files": [], "learn": {}}]) is None
