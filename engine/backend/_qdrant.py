@@ -79,6 +79,10 @@ _EPSILON = 1e-5  # relative slack on bounds from Qdrant's scores: they are f32
 _ID_PATH = ("id", "path")
 _FILES = 256  # files whose chunks are remembered (the oldest goes first)
 _IDENTS = 500_000  # points whose (id, path) are remembered (about 100 MB at most)
+# Candidates' lengths and term frequencies remembered for the query terms they were read
+# for (under 1 KB each): the same query is searched several times per request (sections,
+# pages, sections within the best pages) and per turn (context, then search).
+_TERMS = 50_000
 _TIE_SLACK = 16  # extra dense hits read so ties at the cut are ordered by id
 _BATCH = 256  # points per upsert call
 _CHUNK_KEYS = ("id", "page_id", "path", "text", "sha256", "language", "kind", "doc_type",
@@ -174,6 +178,7 @@ class QdrantBackend:
         # is not asked for again (a server answers ``vectors`` with a round trip).
         self._names: set[str] = set()
         self._idents: dict[str, tuple[str, str]] = {}
+        self._terms: dict[tuple[str, ...], dict[str, DocTerms]] = {}
         self._files: dict[tuple[str, str], list[Chunk]] = {}
 
     def _has_vector(self, name: str) -> bool:
@@ -188,6 +193,7 @@ class QdrantBackend:
     def _forget(self) -> None:
         """Drop what is remembered of the collection's contents (this backend writes)."""
         self._stats.forget()
+        self._terms.clear()
         self._files.clear()
 
     # -- BM25 -----------------------------------------------------------------------
@@ -211,7 +217,6 @@ class QdrantBackend:
         boosts = _BOOSTS[table]
         names = list(boosts)
         depth = _FIRST_DEPTH * k + _DEPTH_SLACK
-        docs: dict[str, DocTerms] = {}  # candidates read so far, by point
         # Hits are point ids and scores: a hit's payload costs a read of all of it (the
         # chunk's text and fields), so only the candidates that may make the cut are read.
         while True:
@@ -232,7 +237,7 @@ class QdrantBackend:
                 for n, hits in zip(follow, self.store.text_searches(asks, corpus), strict=True):
                     per_field[n].update((h.point, h.score) for h in hits)
             scores = {pt: sum(boosts[n] * per_field[n].get(pt, 0.0) for n in names) for pt in seen}
-            exact = self._rescore(scope, table, tokens, scores, k, docs)
+            exact = self._rescore(scope, table, tokens, scores, k)
             ranked = sorted(exact.values(), reverse=True)
             unseen = sum(boosts[n] * s for n, s in full.items()) * MAX_ROUNDING * (1 + _EPSILON)
             if not full or (len(ranked) >= k and ranked[k - 1] > unseen):
@@ -247,17 +252,16 @@ class QdrantBackend:
         tokens: Sequence[str],
         scores: Mapping[str, float],
         k: int,
-        docs: dict[str, DocTerms],
     ) -> dict[str, float]:
         """Tantivy's BM25 of the candidates (Qdrant ``scores`` by point) that can reach the
         top k: the best k by Qdrant's score, then every one that ``MAX_ROUNDING`` could
         lift to the k-th rescored score. The others cannot make the cut, so are left out."""
         order = sorted(scores, key=lambda pt: (-scores[pt], pt))
-        exact = self._exact(scope, table, tokens, order[:k], docs)
+        exact = self._exact(scope, table, tokens, order[:k])
         floor = sorted(exact.values(), reverse=True)[k - 1] if len(exact) >= k else 0.0
         lift = MAX_ROUNDING * (1 + _EPSILON)
         rest = [pt for pt in order[k:] if scores[pt] * lift >= floor]
-        exact.update(self._exact(scope, table, tokens, rest, docs))
+        exact.update(self._exact(scope, table, tokens, rest))
         return exact
 
     def _exact(
@@ -266,18 +270,22 @@ class QdrantBackend:
         table: Table,
         tokens: Sequence[str],
         points: Sequence[str],
-        docs: dict[str, DocTerms],
     ) -> dict[str, float]:
         """Tantivy's BM25 of ``points`` with the scope's statistics: their analysed fields
-        are read (once per search: ``docs``), the scope's token totals and the document
-        frequencies of the (field, term) pairs they hold are looked up."""
+        are read (once per query's terms: ``_TERMS``), the scope's token totals and the
+        document frequencies of the (field, term) pairs they hold are looked up."""
         boosts, corpus = _BOOSTS[table], scope_filter(scope, table)
+        docs = self._terms.setdefault(tuple(tokens), {})
         ask = [pt for pt in points if pt not in docs]
         if ask:
+            if sum(map(len, self._terms.values())) + len(ask) > _TERMS:
+                self._terms.clear()
+                docs = self._terms[tuple(tokens)] = {}
             got = self.store.retrieve(ask, (*_ID_PATH, *(f"f_{n}" for n in boosts)))
             for pt, payload in got.items():
                 self._idents.setdefault(pt, (payload["id"], payload["path"]))
-                docs[pt] = doc_terms(payload["id"], payload["path"], payload, list(boosts))
+                docs[pt] = doc_terms(payload["id"], payload["path"], payload, list(boosts),
+                                     tokens)  # fmt: skip
         held = {(name, t) for pt in points if pt in docs
                 for name, (_, counts) in docs[pt].fields.items()
                 for t in tokens if t in counts}  # fmt: skip

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from overlays import DocTerms, FieldStats, TableStats, stored_length
@@ -115,13 +115,20 @@ class Totals:
 
 
 def doc_terms(
-    ident: str, path: str, payload: Mapping[str, object], names: Sequence[str]
+    ident: str,
+    path: str,
+    payload: Mapping[str, object],
+    names: Sequence[str],
+    wanted: Collection[str],
 ) -> DocTerms:
-    """A candidate as BM25 sees it, from its point's analysed fields (``f_<name>``): per
-    field its length and the frequency of each (encoded) term."""
+    """A candidate as BM25 sees it for the (encoded) terms ``wanted``, from its point's
+    analysed fields (``f_<name>``): per field its length and each wanted term's frequency
+    (the others are dropped: only these are scored, and the result is kept)."""
     fields: dict[str, tuple[int, Counter[str]]] = {}
     for name in names:
         raw = payload.get(f"f_{name}", "")
         terms = raw if isinstance(raw, str) and raw != EMPTY_FIELD else ""
-        fields[name] = (field_length(terms), Counter(terms.split()))
+        counts = Counter(terms.split())
+        mine = Counter({t: counts[t] for t in wanted if t in counts})
+        fields[name] = (field_length(terms), mine)
     return DocTerms(ident, path, fields)
