@@ -354,6 +354,6 @@ def feature_rows(scored: Sequence[Scored]) -> tuple[FeatureRow, ...]:
     return tuple(
         FeatureRow(s.chunk.path, s.chunk.span.start_line, s.chunk.span.end_line, s.chunk.symbol,
                    tuple((c.feature, c.value) for c in s.contributions
-                         if c.feature not in LEARNED_FEATURES))
-        for s in scored[:LEARN_POOL]
+                         if c.feature not in LEARNED_FEATURES), rank)
+        for rank, s in enumerate(scored[:LEARN_POOL])
     )  # fmt: skip

@@ -39,6 +39,14 @@ def _hooks_id(ws: Workspace, query: str = QUERY) -> tuple[str, int]:
     return pack.replay_key, cited
 
 
+def _taught(ws: Workspace) -> tuple[str, list[int]]:
+    """A success worth learning from: hooks.py's snippet and the pack's last one cited, so
+    uncited candidates ranked above a cited one (weights only move on such pairs)."""
+    pack = ws.build_context(GOAL, QUERY, budget_tokens=1500)
+    cited = next(s.id for s in pack.citations if s.source_uri.startswith("hooks.py"))
+    return pack.replay_key, sorted({cited, pack.citations[-1].id})
+
+
 def _items(ws: Workspace) -> dict[str, tuple[int, int, str]]:
     state = SalienceTables(ws.ledger_path.with_suffix(".salience.sqlite")).load()
     return {k: (i.citations, i.accesses, i.last_used) for k, i in state.items.items()}
@@ -153,26 +161,41 @@ def test_token_bucket_refills_at_its_rate() -> None:
 
 
 def test_ema_moves_toward_the_cited_features_within_bounds() -> None:
-    """Success moves an offset toward cited minus uncited; a faulted failure away; another
+    """Success moves an offset toward cited minus uncited when an uncited candidate was
+    ranked above a cited one; a faulted failure away when a cited one was above; another
     failure or a turn with nothing uncited is skipped; the bound holds."""
-    cited = [FeatureRow("a.py", 1, 2, "", (("source", 1.0), ("size", 0.2)))]
-    uncited = [FeatureRow("b.md", 1, 2, "", (("source", 0.0), ("size", 0.8)))]
+    cited = [FeatureRow("a.py", 1, 2, "", (("source", 1.0), ("size", 0.2)), rank=1)]
+    uncited = [FeatureRow("b.md", 1, 2, "", (("source", 0.0), ("size", 0.8)), rank=0)]
     settings = LearnSettings(rate=0.5, bound=0.6, gain=2.0)
     after, skipped = ema_step({}, cited, uncited, Outcome.SUCCESS, None, settings)
     assert not skipped and after["source"] == 0.6 and after["size"] == pytest.approx(-0.6)
-    away, _ = ema_step({}, cited, uncited, Outcome.FAILURE, "factual_error", settings)
+    above = [FeatureRow("a.py", 1, 2, "", (("source", 1.0), ("size", 0.2)), rank=0)]
+    below = [FeatureRow("b.md", 1, 2, "", (("source", 0.0), ("size", 0.8)), rank=1)]
+    away, _ = ema_step({}, above, below, Outcome.FAILURE, "factual_error", settings)
     assert away["source"] < 0 < away["size"]
     same, skipped = ema_step({"x": 0.1}, cited, uncited, Outcome.FAILURE, "timeout", settings)
     assert skipped and same == {"x": 0.1}
     assert ema_step({}, cited, [], Outcome.SUCCESS, None, settings)[1]
+
+
+def test_a_turn_ranked_right_teaches_the_weights_nothing() -> None:
+    """Success with every cited candidate above every uncited one, or a faulted failure with
+    every cited one below, leaves the offsets as they were (skipped)."""
+    settings = LearnSettings(rate=0.5, bound=0.6, gain=2.0)
+    top = [FeatureRow("a.py", 1, 2, "", (("source", 1.0),), rank=0)]
+    rest = [FeatureRow("b.md", 1, 2, "", (("source", 0.0),), rank=1),
+            FeatureRow("c.md", 1, 2, "", (("source", 0.2),), rank=2)]  # fmt: skip
+    assert ema_step({"x": 0.1}, top, rest, Outcome.SUCCESS, None, settings) == ({"x": 0.1}, True)
+    low = [FeatureRow("a.py", 1, 2, "", (("source", 1.0),), rank=3)]
+    assert ema_step({}, low, rest, Outcome.FAILURE, "wrong_assumption", settings) == ({}, True)
     assert item_changes(Outcome.FAILURE, "timeout", ["k"]) == [("k", 0, 0)]
 
 
 def test_salience_and_learned_weights_are_named_features(ws: Workspace) -> None:
     """After a success the cited file's sections carry a salience contribution (what
     --explain shows), and the learned offsets a learned one."""
-    key, cited = _hooks_id(ws)
-    ws.feedback(key, [cited], outcome="success")
+    key, cited = _taught(ws)
+    ws.feedback(key, cited, outcome="success")
     hits = ws.search("hook", k=5)
     features = {c.feature for h in hits if h.chunk.path == "hooks.py" for c in h.contributions}
     assert "salience" in features
@@ -198,9 +221,9 @@ def test_read_paths_never_change_the_ledger_or_salience(ws: Workspace) -> None:
 def test_a_fresh_process_learns_from_a_recorded_turn(ws: Workspace) -> None:
     """Feedback from another Workspace (no features in memory) ranks the turn again and
     learns the same way."""
-    key, cited = _hooks_id(ws)
+    key, cited = _taught(ws)
     with Workspace.open(ws.root, CONFIG) as other:
-        other.feedback(key, [cited], outcome="success")
+        other.feedback(key, cited, outcome="success")
         assert other.learned().weights
     assert ws.learned().salience["file:hooks.py"] > 0
 
