@@ -282,6 +282,8 @@ class QdrantBackend:
                 self._terms.clear()
                 docs = self._terms[tuple(tokens)] = {}
             got = self.store.retrieve(ask, (*_ID_PATH, *(f"f_{n}" for n in boosts)))
+            if len(self._idents) + len(got) > _IDENTS:
+                self._idents.clear()
             for pt, payload in got.items():
                 self._idents.setdefault(pt, (payload["id"], payload["path"]))
                 docs[pt] = doc_terms(payload["id"], payload["path"], payload, list(boosts),
