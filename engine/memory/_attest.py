@@ -126,16 +126,17 @@ def ema_step(before: Mapping[str, float], cited: Sequence[FeatureRow],
     when the outcome says nothing about the evidence, or no (cited, uncited) pair was
     ranked the wrong way round for it (see the module's docstring)."""
     sign = 1.0 if outcome is Outcome.SUCCESS else -1.0 if reason in FAULT_REASONS else 0.0
-    pairs = [(c, u) for c in cited for u in uncited
-             if (u.rank < c.rank if sign > 0 else c.rank < u.rank)]  # fmt: skip
-    if not sign or not pairs:
+    if not sign:
+        return dict(before), True
+    cv = [(r.rank, dict(r.features)) for r in cited]
+    uv = [(r.rank, dict(r.features)) for r in uncited]
+    pairs = [(c, u) for rc, c in cv for ru, u in uv if (ru < rc if sign > 0 else rc < ru)]
+    if not pairs:
         return dict(before), True
     names = sorted({n for r in (*cited, *uncited) for n, _ in r.features} | set(before))
-    values = {id(r): dict(r.features) for r in (*cited, *uncited)}
     after: dict[str, float] = {}
     for name in names:
-        diff = sum(values[id(c)].get(name, 0.0) - values[id(u)].get(name, 0.0)
-                   for c, u in pairs) / len(pairs)  # fmt: skip
+        diff = sum(c.get(name, 0.0) - u.get(name, 0.0) for c, u in pairs) / len(pairs)
         target = sign * settings.gain * diff
         value = (1 - settings.rate) * before.get(name, 0.0) + settings.rate * target
         value = max(-settings.bound, min(settings.bound, value))
