@@ -20,7 +20,7 @@ from engine.core import (
     NoteType,
     NotFoundError,
 )
-from engine.memory._observations import NoteStore, check_id, parse_enum
+from engine.memory._observations import NoteStore, check_id, index_near, parse_enum
 
 __all__ = ["relate", "walk"]
 
@@ -43,7 +43,11 @@ def relate(store: NoteStore, src: int | str, dst: int | str, kind: EdgeKind | st
         )
     now = store.clock()
     with store.write() as db:
-        db.execute("INSERT OR IGNORE INTO edges VALUES (?, ?, ?, ?)", (src, dst, edge.value, now))
+        added = db.execute(
+            "INSERT OR IGNORE INTO edges VALUES (?, ?, ?, ?)", (src, dst, edge.value, now)
+        ).rowcount
+        if added and edge is EdgeKind.FOLLOWS:  # each end is indexed with the other's words
+            index_near(db, [src, dst])
         row = db.execute(
             "SELECT created FROM edges WHERE src = ? AND dst = ? AND kind = ?",
             (src, dst, edge.value),

@@ -4,7 +4,8 @@ graph, forget, archive, stats.
 Progressive disclosure: ``search`` answers titles and previews of at most
 ``PREVIEW_CHARS`` characters (with the stale links and contradictions a reader must see),
 ``timeline`` the notes saved around one, ``get`` one note in full. Search is lexical
-(SQLite FTS5's BM25 over the same code-aware terms the code index uses) plus dense (the
+(SQLite FTS5's BM25 over the same code-aware terms the code index uses, each note indexed
+with the words of its ``follows`` neighbours at a lower weight) plus dense (the
 code embedder's vectors), fused by score and scaled by importance, each note lifted by
 how well its episode matches (the notes saved in one stretch of time, ``_episodes.py``),
 the head of the list spread over distinct episodes (``_recall.py``). A superseded note is
@@ -38,7 +39,7 @@ from engine.core import (
 )
 from engine.memory._episodes import episode_of, episode_scores
 from engine.memory._graph import relate, walk
-from engine.memory._observations import NoteStore, check_id, parse_enum
+from engine.memory._observations import NoteStore, check_id, index_near, parse_enum
 from engine.memory._recall import (
     EPISODE_PENALTY,
     NEIGHBOUR_PENALTY,
@@ -245,6 +246,15 @@ class Memory:
                     raise NotFoundError(f"no note {note_id} here (for this project and user)")
                 return False
             seq = self.store.seq(db)
+            # Its neighbours stop being found by its words (``index_near``).
+            beside = [
+                r[0]
+                for r in db.execute(
+                    "SELECT CASE WHEN src = ? THEN dst ELSE src END FROM edges WHERE "
+                    "kind = 'follows' AND (src = ? OR dst = ?)",
+                    (note_id, note_id, note_id),
+                )
+            ]
             if hard:
                 db.execute("PRAGMA secure_delete = ON")
                 db.execute("DELETE FROM notes WHERE id = ?", (note_id,))
@@ -255,6 +265,7 @@ class Memory:
                 db.execute(
                     "UPDATE notes SET deleted = ?, seq = ? WHERE id = ?", (now, seq, note_id)
                 )
+            index_near(db, [note_id, *beside] if not hard else beside)
         if hard:
             self.store.dropped(note_id)
         return True
@@ -363,9 +374,10 @@ class Memory:
         if EPISODE_LIFT <= 0:
             return scored
         matches = {}
-        for w in self._words(query):
+        for w in self._words(query):  # a note's own words: its neighbours' are not its episode's
             held = self.store.read(
-                "SELECT group_concat(rowid) FROM notes_fts WHERE notes_fts MATCH ?", (f'"{w}"',)
+                "SELECT group_concat(rowid) FROM notes_fts WHERE notes_fts MATCH ?",
+                (f'{{title body}} : "{w}"',),
             )[0][0]
             if held:
                 matches[w] = np.array(held.split(","), dtype=np.int64)
@@ -506,7 +518,8 @@ class Memory:
 
     def items(self, query: str, k: int) -> list[MemoryItem]:
         """The ``k`` best notes for ``query`` with their full text, for the memory lane:
-        only notes that share a word with the query or whose vector is close to it
+        only notes that share a word with the query (or whose ``follows`` neighbour does),
+        or whose vector is close to it
         (``LANE_MIN_COSINE``), so an unrelated store adds nothing to a prompt."""
         pool = self.pool(query)  # one text search and one embedding serve both reads
         ranked = self.recall(query, k, pool=pool)

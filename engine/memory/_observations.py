@@ -53,14 +53,28 @@ from engine.memory._links import CodeAccess, checked_links, link_entities
 from engine.memory._recall import NoteEmbedder, Vectors, importance
 from indexers import redact, sha256_text
 
-__all__ = ["CLOCK_SKEW_S", "DEDUPE_WINDOW_S", "SCHEMA", "NoteStore", "parse_enum"]
+__all__ = [
+    "CLOCK_SKEW_S",
+    "DEDUPE_WINDOW_S",
+    "NEAR_MAX",
+    "NEAR_WEIGHT",
+    "SCHEMA",
+    "NoteStore",
+    "index_near",
+    "parse_enum",
+]
 
-SCHEMA = 1
+SCHEMA = 2  # 2: the lexical index holds each note's neighbours' words (``near``)
 DEDUPE_WINDOW_S = 30 * 86_400.0  # the same content saved again within 30 days is one note
 CLOCK_SKEW_S = 300.0  # a given creation time may run this far ahead of our clock
 BUSY_TIMEOUT_S = 30.0  # a writer waits this long for another process's transaction
 _FILE_MODE = 0o600
 TITLE_WEIGHT = 2.0  # a title is the note's own summary: its words count twice in BM25
+# A note's ``follows`` neighbours (the note before it and the one after) are indexed with
+# it at this weight: the question before an answer, or the reply after a remark, often
+# holds the words a later search uses, and the pair matches together what neither holds.
+NEAR_WEIGHT = 0.3
+NEAR_MAX = 4  # neighbours indexed with a note: bounds a hub's row
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -83,10 +97,13 @@ CREATE TABLE IF NOT EXISTS edges (
     src INTEGER NOT NULL, dst INTEGER NOT NULL, kind TEXT NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (src, dst, kind));
 CREATE INDEX IF NOT EXISTS edges_dst ON edges (dst, kind);
-CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
-    title, body, tokenize = "porter unicode61 remove_diacritics 0 tokenchars '_'");
-INSERT INTO notes_fts (notes_fts, rank) VALUES ('rank', 'bm25(TITLE_WEIGHT, 1.0)');
 """
+_FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
+    title, body, near, tokenize = "porter unicode61 remove_diacritics 0 tokenchars '_'")"""
+_FTS_RANK = (
+    "INSERT INTO notes_fts (notes_fts, rank) VALUES "
+    f"('rank', 'bm25({TITLE_WEIGHT}, 1.0, {NEAR_WEIGHT})')"
+)
 _E = TypeVar("_E", NoteType, Scope, EdgeKind)
 _COLUMNS = (
     "id, type, scope, title, what, why, place, learned, topic_key, revision, "
@@ -146,11 +163,17 @@ class NoteStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             # idempotent; executescript commits on its own
-            db.executescript(_DDL.replace("TITLE_WEIGHT", str(TITLE_WEIGHT)))
+            db.executescript(_DDL)
             with _transaction(db, immediate=True):
                 db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
                 db.execute("INSERT OR IGNORE INTO meta VALUES ('seq', '0')")
-            found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                if found is not None and found[0] == "1":
+                    self._migrate_1(db)
+                    found = (str(SCHEMA),)
+                if found is not None and found[0] == str(SCHEMA):
+                    db.execute(_FTS_TABLE)
+                    db.execute(_FTS_RANK)
         except sqlite3.DatabaseError as exc:
             raise MemoryStateError(
                 f"the memory store {self.path} cannot be used ({exc}); move it aside to "
@@ -165,6 +188,21 @@ class NoteStore:
                 f", this cortex reads {SCHEMA}; move it aside"
             )
         return db
+
+    def _migrate_1(self, db: sqlite3.Connection) -> None:
+        """Schema 1 to 2 (inside a transaction): the lexical index again, with a column for
+        each note's neighbours' words."""
+        db.execute("DROP TABLE IF EXISTS notes_fts")
+        db.execute(_FTS_TABLE)
+        rows = db.execute(
+            "SELECT id, title, what, why, place, learned, entities FROM notes ORDER BY id"
+        ).fetchall()
+        for note_id, title, *fields, entities in rows:
+            names = " ".join(e.split(":", 1)[1] for e in json.loads(entities))
+            body = body_text(*fields)
+            _index_terms(db, note_id, (self.terms(title), self.terms(f"{body}\n{names}")))
+        index_near(db, [r[0] for r in rows])
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA),))
 
     def close(self) -> None:
         """Close the file."""
@@ -304,6 +342,7 @@ class NoteStore:
                         (*row, at, model, vector, seq, found[0]),
                     )
                     _index_terms(db, found[0], terms)
+                    index_near(db, [found[0]])
                     return SaveResult(
                         found[0],
                         SaveAction.UPDATED,
@@ -578,6 +617,7 @@ class NoteStore:
                     (title, what, why, place, learned, content, vector, self.seq(db), note_id),
                 )
                 _index_terms(db, note_id, (self.terms(title), self.terms(body)))
+            index_near(db, [r[0] for r in rows])
         with self._lock:
             try:  # deleted FTS entries live on in old segments until they are merged
                 self._db.execute("INSERT INTO notes_fts (notes_fts) VALUES ('optimize')")
@@ -625,6 +665,44 @@ def _check_time(created: object, now: float) -> float:
 def _index_terms(db: sqlite3.Connection, note_id: int, terms: tuple[str, str]) -> None:
     db.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
     db.execute("INSERT INTO notes_fts (rowid, title, body) VALUES (?, ?, ?)", (note_id, *terms))
+
+
+def index_near(db: sqlite3.Connection, around: Sequence[int]) -> None:
+    """Index again the neighbours' words (``near``) of ``around`` and of every note a
+    ``follows`` edge joins to one of them (inside a transaction): a live note gets the
+    title and body words of at most ``NEAR_MAX`` live neighbours of its own project,
+    scope and owner (a personal note's words never help find a shared one), a deleted one
+    none."""
+    if not around:
+        return
+    todo = set(around)
+    for chunk in range(0, len(around), 500):
+        part = list(around[chunk : chunk + 500])
+        marks = ",".join("?" * len(part))
+        for src, dst in db.execute(
+            f"SELECT src, dst FROM edges WHERE kind = 'follows' AND (src IN ({marks}) OR "
+            f"dst IN ({marks}))",
+            (*part, *part),
+        ):
+            todo |= {src, dst}
+    for note in sorted(todo):
+        found = db.execute(
+            "SELECT project, scope, owner FROM notes WHERE id = ? AND deleted IS NULL", (note,)
+        ).fetchone()
+        words = []
+        if found is not None:
+            words = [
+                r[0]
+                for r in db.execute(
+                    "SELECT f.title || char(10) || f.body FROM edges e JOIN notes n ON n.id = "
+                    "CASE WHEN e.src = ? THEN e.dst ELSE e.src END JOIN notes_fts f ON "
+                    "f.rowid = n.id WHERE "
+                    "(e.src = ? OR e.dst = ?) AND e.kind = 'follows' AND n.deleted IS NULL "
+                    "AND n.project = ? AND n.scope = ? AND n.owner = ? ORDER BY n.id LIMIT ?",
+                    (note, note, note, *found, NEAR_MAX),
+                )
+            ]
+        db.execute("UPDATE notes_fts SET near = ? WHERE rowid = ?", ("\n".join(words), note))
 
 
 def _scrub(text: str) -> str:
