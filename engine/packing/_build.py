@@ -81,6 +81,9 @@ class Request:
     places: list[Location]
     intents: frozenset[Intent] = frozenset()
     phrases: tuple[tuple[str, ...], ...] = ()
+    # Places the request itself names (a pasted traceback, a failing test id), apart from
+    # those a tool signal gives: the agent's own words, so weighed less than a tool's.
+    named: tuple[Location, ...] = ()
 
     @classmethod
     def parse(cls, goal: str, query: str, signals: Sequence[ToolSignal]) -> Request:
@@ -92,8 +95,9 @@ class Request:
         goal_ask = clean_query(goal) if query.strip() else ""
         if goal_ask.strip() == ask.strip():
             goal_ask = ""
+        named = tuple(p for p in locations(query or goal) if p not in places)
         return cls(ask, goal_ask, idents, places, request_intents(ask),
-                   request_phrases(query or goal, MAX_INTENT_WORDS))  # fmt: skip
+                   request_phrases(query or goal, MAX_INTENT_WORDS), named)  # fmt: skip
 
 
 def replay_key(view: str, goal: str, query: str, signals: Sequence[ToolSignal],
@@ -158,7 +162,7 @@ def retrieve(
     clock.lap("embed")
     cands = recall(view, request.ask, request.identifiers, request.places, qvec, dense_model,
                    settings.recall, timings, goal=request.goal_ask, goal_vector=gvec,
-                   keep=settings.rerank_depth)  # fmt: skip
+                   keep=settings.rerank_depth, named=request.named)  # fmt: skip
     clock.last = time.perf_counter()
     vectors = _candidate_vectors(cands, embedder, cache)
     mtimes: dict[str, int] = {}

@@ -2,7 +2,8 @@
 
 Two stages: BM25 and dense hits on sections, plus BM25 on whole pages (files) whose best
 few sections are then pulled in; sections that define a name the request mentions; and
-sections a tool signal points at (a traceback frame, a failing test, a compiler error).
+sections a tool signal points at (a traceback frame, a failing test, a compiler error),
+and those the request's own text points at the same way.
 A goal that differs from the request is searched on its own too. Each list keeps its own
 ranks; fusion is reciprocal-rank (RRF) or max-normalised scores.
 """
@@ -36,13 +37,15 @@ def recall(
     goal: str = "",
     goal_vector: np.ndarray | None = None,
     keep: int | None = None,
+    named: Sequence[Location] = (),
 ) -> list[Candidate]:
     """Candidates for ``query``, fused and sorted best first (ties by chunk id).
 
     A ``goal`` that differs from the query gets its own BM25, page and dense lists
     (``goal_bm25``, ``goal_page``, ``goal_dense``): a short statement of the task is a
     sharper query than a long request whose words drown it. Only the best ``keep``
-    candidates are returned (all when None). ``timings``, when given, accumulates seconds
+    candidates are returned (all when None). ``named``: places the request itself names
+    (its own ``place`` list, apart from the tool signals' ``signal`` list). ``timings``, when given, accumulates seconds
     per stage (bm25, dense, symbols, fuse).
     """
     clock = Clock(timings)
@@ -59,6 +62,8 @@ def recall(
         lists["symbol"] = [(cid, 1.0) for name in identifiers for cid in defined.get(name, [])]
     if signal_locations:
         lists["signal"] = _signal_hits(view, signal_locations)
+    if named:
+        lists["place"] = _signal_hits(view, named)
     clock.lap("symbols")
     fused = fuse_lists(view, lists, settings, keep)
     if settings.expand_from and weights_of(settings).get("expand", 0.0) > 0:

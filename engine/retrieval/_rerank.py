@@ -131,6 +131,7 @@ def rerank(
             for c in cands
         ],
         "signal": [1.0 if "signal" in c.ranks else 0.0 for c in cands],
+        "place": [1.0 if "place" in c.ranks else 0.0 for c in cands],
         "phrase": [phrase_match(phrases, c.chunk.text) if phrases else 0.0 for c in cands],
         "source": [_source_prior(prior, c.chunk) for c in cands],
         "depth": [1.0 / (1 + c.chunk.depth) for c in cands],

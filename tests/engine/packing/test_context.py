@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,24 @@ def test_tool_signal_grounding(ws: Workspace) -> None:
     pack = ws.build_context("Fix the crash", "crash", tool_signals=[ToolSignal(trace)])
     hit = next(s for s in pack.citations if s.symbol == "HeaderParser.parse_strict")
     assert "signal" in hit.reason_tag
+
+
+def test_pasted_traceback_is_a_place(ws: Workspace) -> None:
+    """A traceback pasted into the request itself pulls in the section holding that line,
+    as its own ``place`` list and feature (a tool's ``signal`` stays the tool's)."""
+    query = (
+        "parse_strict crashes on an empty header:\n"
+        '  File "/home/me/project/parser.py", line 7, in parse_strict\n'
+        "ValueError: empty header\n"
+    )
+    ranked: list[Any] = []
+    pack = ws.build_context("Fix the crash", query, explain=ranked)
+    hit = next(s for s in pack.citations if s.symbol == "HeaderParser.parse_strict")
+    assert "place" in hit.reason_tag and "signal" not in hit.reason_tag
+    top = next(r for r in ranked if r.chunk.symbol == "HeaderParser.parse_strict")
+    assert {c.feature: c.value for c in top.contributions}["place"] == 1.0
+    plain = ws.build_context("Fix the crash", "parse_strict crashes on an empty header")
+    assert all("place" not in s.reason_tag for s in plain.citations)
 
 
 def test_goal_larger_than_budget_is_an_error(ws: Workspace) -> None:

@@ -43,7 +43,7 @@ def test_zero_weights_drop_features_and_cosine_reads_vectors() -> None:
     """A feature weighted 0 is not listed; cosine is scaled across the candidates."""
     weights = RerankWeights(recall=0.0, file=0.0, defines=0.0, mentions=0.0, signal=0.0,
                             source=0.0, depth=0.0, code_ratio=0.0, entropy=0.0, size=0.0,
-                            phrase=0.0, cosine=1.0)  # fmt: skip
+                            phrase=0.0, place=0.0, cosine=1.0)  # fmt: skip
     query = np.array([1.0, 0.0], dtype=np.float32)
     vectors = {TEST.id: np.array([1.0, 0.0], np.float32), IMPL.id: np.array([0.0, 1.0], np.float32)}
     scored = rerank(_cands(), [], query, vectors, {}, weights)
