@@ -45,8 +45,8 @@ def recall(
     (``goal_bm25``, ``goal_page``, ``goal_dense``): a short statement of the task is a
     sharper query than a long request whose words drown it. Only the best ``keep``
     candidates are returned (all when None). ``named``: places the request itself names
-    (its own ``place`` list, apart from the tool signals' ``signal`` list). ``timings``, when given, accumulates seconds
-    per stage (bm25, dense, symbols, fuse).
+    (its own ``place`` list, apart from the tool signals' ``signal`` list). ``timings``,
+    when given, accumulates seconds per stage (bm25, dense, symbols, fuse).
     """
     clock = Clock(timings)
     # Other forms of the words only for a short request (a question), in its own lists and
