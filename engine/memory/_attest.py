@@ -7,13 +7,16 @@ token bucket that limits how often one (actor, intent) may attest.
 - any other failure: no count changes; every cited item's last-used time is still touched.
 
 The learned weights move by EMA toward the difference between the cited and the uncited
-candidates of the turn that the ranking put the wrong way round, feature by feature: on
-success each uncited candidate ranked above a cited one, on a faulted failure each cited
-one ranked above an uncited one (any other failure moves nothing), clamped to the
-configured bound. A turn the ranking already got right teaches nothing: moving toward every
+candidates of a successful turn that the ranking put the wrong way round (each uncited
+candidate ranked above a cited one), feature by feature, clamped to the configured bound.
+A turn the ranking already got right teaches nothing: moving toward every
 cited-minus-uncited difference would only push up the features that ranked the cited ones
 first, tilting the weights chosen for every other request (on the dev set that cost top-1
-files without gaining top-5 ones).
+files without gaining top-5 ones). A failure moves no weight, whatever its reason: it says
+the cited items misled (their counts drop), not what should have been cited instead, so
+it gives no direction. Pushing away from the cited ones' features (the earlier rule) set
+each faulted failure against everything ranked below the evidence, a far larger step than
+a success's few misranked rivals give.
 """
 
 from __future__ import annotations
@@ -125,7 +128,8 @@ def ema_step(before: Mapping[str, float], cited: Sequence[FeatureRow],
     """(after, skipped): the learned offsets after one outcome. Skipped (after = before)
     when the outcome says nothing about the evidence, or no (cited, uncited) pair was
     ranked the wrong way round for it (see the module's docstring)."""
-    sign = 1.0 if outcome is Outcome.SUCCESS else -1.0 if reason in FAULT_REASONS else 0.0
+    del reason  # a failure's reason moves counts (``item_changes``), never the weights
+    sign = 1.0 if outcome is Outcome.SUCCESS else 0.0
     if not sign:
         return dict(before), True
     cv = [(r.rank, dict(r.features)) for r in cited]

@@ -162,8 +162,8 @@ def test_token_bucket_refills_at_its_rate() -> None:
 
 def test_ema_moves_toward_the_cited_features_within_bounds() -> None:
     """Success moves an offset toward cited minus uncited when an uncited candidate was
-    ranked above a cited one; a faulted failure away when a cited one was above; another
-    failure or a turn with nothing uncited is skipped; the bound holds."""
+    ranked above a cited one; a failure, faulted or not, or a turn with nothing uncited is
+    skipped; the bound holds."""
     cited = [FeatureRow("a.py", 1, 2, "", (("source", 1.0), ("size", 0.2)), rank=1)]
     uncited = [FeatureRow("b.md", 1, 2, "", (("source", 0.0), ("size", 0.8)), rank=0)]
     settings = LearnSettings(rate=0.5, bound=0.6, gain=2.0)
@@ -171,16 +171,17 @@ def test_ema_moves_toward_the_cited_features_within_bounds() -> None:
     assert not skipped and after["source"] == 0.6 and after["size"] == pytest.approx(-0.6)
     above = [FeatureRow("a.py", 1, 2, "", (("source", 1.0), ("size", 0.2)), rank=0)]
     below = [FeatureRow("b.md", 1, 2, "", (("source", 0.0), ("size", 0.8)), rank=1)]
-    away, _ = ema_step({}, above, below, Outcome.FAILURE, "factual_error", settings)
-    assert away["source"] < 0 < away["size"]
+    for reason in ("factual_error", "wrong_assumption"):  # counts move, weights do not
+        assert ema_step({"x": 0.1}, above, below, Outcome.FAILURE, reason, settings) == (
+            {"x": 0.1}, True)
     same, skipped = ema_step({"x": 0.1}, cited, uncited, Outcome.FAILURE, "timeout", settings)
     assert skipped and same == {"x": 0.1}
     assert ema_step({}, cited, [], Outcome.SUCCESS, None, settings)[1]
 
 
 def test_a_turn_ranked_right_teaches_the_weights_nothing() -> None:
-    """Success with every cited candidate above every uncited one, or a faulted failure with
-    every cited one below, leaves the offsets as they were (skipped)."""
+    """Success with every cited candidate above every uncited one leaves the offsets as
+    they were (skipped)."""
     settings = LearnSettings(rate=0.5, bound=0.6, gain=2.0)
     top = [FeatureRow("a.py", 1, 2, "", (("source", 1.0),), rank=0)]
     rest = [FeatureRow("b.md", 1, 2, "", (("source", 0.0),), rank=1),
