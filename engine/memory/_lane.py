@@ -30,7 +30,9 @@ __all__ = ["LaneSettings", "build_lane", "lane_header", "recall_lines", "search_
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _MIN_LINE = 25  # shorter lines carry too little to be worth recalling into a stub
-_RECALLED = "Recalled for this request from compacted steps:"
+# Recalled lines are shown as the step printed them, under one ``~#N`` line per step: a tag
+# on every line would cost a few tokens each, and the room is what decides how many fit.
+_RECALLED = "Recalled for this request from compacted steps (~#N: lines of step N):"
 # Code as tools print it: a line number ("12:", "  12<tab>") before the code, and the
 # definitions that open a block (the block is every deeper-indented line after).
 _NUMBERED = re.compile(r"^\s*\d+(?::|\t)")
@@ -252,7 +254,7 @@ def _lines(item: Step, memo: Memo | None) -> _Lines:
 def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: int,
            query: str, settings: LaneSettings) -> list[str]:  # fmt: skip
     """Room left after the plan, spent on the lines of compacted tool outputs the request
-    points at, each tagged with its step: a line scores the summed idf of the words it
+    points at, grouped under their step: a line scores the summed idf of the words it
     shares with the request, plus a share of its neighbours' (agents copy blocks) and of a
     definition it sits in that the request names (agents rewrite what they name), divided
     by how far back it is (ties: newer steps, then earlier lines)."""
@@ -298,17 +300,30 @@ def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: i
     )  # fmt: skip
     chosen: list[tuple[int, int, str]] = []
     seen: set[str] = set()
-    for _, step, n in ranked[: settings.recall_lines]:
+    opened: set[int] = set()  # steps whose group header is already paid for
+    for _, step, n in ranked:
+        if len(chosen) >= settings.recall_lines:
+            break
         line = texts[step][n]
         if line in seen or ("  " + line) in shown or ("! " + line) in shown:
             continue
-        cost = memo.count(f"~#{step} {line}") + 1
+        cost = memo.count(line) + 1
+        if step not in opened:
+            cost += memo.count(f"~#{step}") + 1
         if cost > left:
             continue
         seen.add(line)
+        opened.add(step)
         chosen.append((step, n, line))
         left -= cost
-    return [f"~#{step} {line}" for step, _, line in sorted(chosen)]
+    out: list[str] = []
+    last_step = -1
+    for step, _, line in sorted(chosen):
+        if not out or step != last_step:
+            out.append(f"~#{step}")
+        last_step = step
+        out.append(line)
+    return out
 
 
 def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: str,

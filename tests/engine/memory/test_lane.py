@@ -142,3 +142,20 @@ def test_recalled_lines_never_push_steps_below_the_digest() -> None:
     asked = build_lane(items, 800, Memo(COUNTER), session="s", query="why does value sum")
     assert "Goals and lessons" not in plain.text and "Goals and lessons" not in asked.text
     assert "src/pkg/module_3.py" in asked.text
+
+
+def test_recalled_lines_are_shown_as_printed_under_one_tag_per_step() -> None:
+    """Lines recalled from a masked step keep their text and indentation, under a single
+    ``~#N`` line for their step rather than a tag on each."""
+    items = [Step(1, StepRole.USER, "Fix: empty headers are rejected"),
+             Step(2, StepRole.ASSISTANT, "THOUGHT: read it\n```bash\nnl -ba src/h.py\n```"),
+             Step(3, StepRole.TOOL, _file_view(), tool="bash")]  # fmt: skip
+    for i in range(12):
+        turn = f"THOUGHT: run {i}\n```bash\nls\n```"
+        items.append(Step(len(items) + 1, StepRole.ASSISTANT, turn))
+        items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
+    asked = "I will rewrite `parse_header` so that it accepts empty values"
+    lines = build_lane(items, 900, Memo(COUNTER), session="s", query=asked).text.splitlines()
+    assert lines.count("~#3") == 1
+    assert "    42\t    cleaned = raw.strip().lower()" in lines
+    assert not any(line.startswith("~#3 ") for line in lines)
