@@ -39,6 +39,11 @@ _NUMBERED = re.compile(r"^\s*\d+(?::|\t)")
 # A step whose code defines a name the query uses is what a search for it wants: each such
 # name adds this many times its idf (over the definitions) to the step's BM25 score.
 SEARCH_DEFINITION_WEIGHT = 2.0
+# Room the joined lane leaves is spent again on recalled lines at most this many times (the
+# second round takes what the first's own joined text leaves), and not at all below this
+# many tokens (less than a line).
+_FILL_ROUNDS = 2
+_FILL_MIN = 10
 _DEFINES = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 
 
@@ -380,8 +385,35 @@ def build_lane(
             )  # fmt: skip
         # Lines counted one by one can undercount their joined text by a few tokens.
         margin += max(tokens - room, 1 + room // 100)
+    if plan is not None and query:
+        text, tokens = _fill(items, plan, memo, session, room, query, settings, extra, lines,
+                             tokens)  # fmt: skip
     return HistoryLane(session, text, tokens, items[-1].step if items else 0,
                        _compacted(items, plan, session, memo))  # fmt: skip
+
+
+def _fill(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: int,
+          query: str, settings: LaneSettings, extra: list[str], lines: list[str],
+          tokens: int) -> tuple[str, int]:  # fmt: skip
+    """The lane with more recalled lines in the room its joined text leaves: lines counted
+    one by one overstate their joined text (a newline often merges with what is next to
+    it: ``.\n``, ``>\n<``, a blank line), so a lane planned by their sum falls short of
+    ``room``."""
+    text = "\n".join(lines)
+    for _ in range(_FILL_ROUNDS):
+        over = memo.cost(lines) - 1 - tokens
+        if room - tokens < _FILL_MIN or over <= 0:
+            break
+        more = _spend(items, plan, memo, session, room + over, query, settings)
+        if len(more) <= len(extra):
+            break
+        candidate = _render(items, plan, memo, session, more)
+        joined = "\n".join(candidate)
+        count = memo.counter.count(joined)
+        if count > room:
+            break
+        lines, text, tokens, extra = candidate, joined, count, more
+    return text, tokens
 
 
 def _compacted(items: Sequence[Step], plan: _Plan | None, session: str,

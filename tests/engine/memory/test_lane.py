@@ -159,3 +159,17 @@ def test_recalled_lines_are_shown_as_printed_under_one_tag_per_step() -> None:
     assert lines.count("~#3") == 1
     assert "    42\t    cleaned = raw.strip().lower()" in lines
     assert not any(line.startswith("~#3 ") for line in lines)
+
+
+def test_room_the_joined_text_leaves_goes_to_recalled_lines() -> None:
+    """Lines counted one by one overstate their joined text (``.\n`` is one token): what
+    that leaves of the room holds more recalled lines."""
+    body = "\n".join(f"cleaned_{n} = value.strip()  # header {n} is cleaned." for n in range(400))
+    items = [Step(1, StepRole.USER, "Fix: empty headers"),
+             Step(2, StepRole.ASSISTANT, "THOUGHT: read\n```bash\ncat src/h.py\n```"),
+             Step(3, StepRole.TOOL, body, tool="bash")]  # fmt: skip
+    for i in range(6):
+        items.append(Step(len(items) + 1, StepRole.ASSISTANT, f"THOUGHT: {i}\n```bash\nls\n```"))
+        items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
+    lane = build_lane(items, 900, Memo(COUNTER), session="s", query="why is the value cleaned")
+    assert 900 - 20 < lane.tokens <= 900
