@@ -3,10 +3,11 @@ tokens that is never exceeded and never cut.
 
 With a request, ``recall_share`` of the room is kept first for the lines of compacted tool
 outputs the request points at (the words it shares with them, the blocks around those, and
-whole definitions it names); what those lines do not use goes back to the rest. The newest
-items are shown verbatim (L0, at most ``recent_turns`` and ``recent_share`` of the room
-left, or all of it once every line the request matches is in); older tool outputs are
-masked to stubs (L1); when the stubs do not fit, the oldest of them are folded into a
+whole definitions it names), and those lines come before stubs: while they want the
+room, every older item is in the digest; what they do not use goes back to the rest. The
+newest items are shown verbatim (L0, at most ``recent_turns`` and ``recent_share`` of the
+room left, or all of it once every line the request matches is in); older tool outputs
+are masked to stubs (L1); when the stubs do not fit, the oldest of them are folded into a
 digest (L2), and when the digest does not fit either, the oldest part of it into goals and
 lessons (L3). Whatever is not shown whole is listed in ``HistoryLane.compacted`` with a
 ``session:ID#N`` uri that resolves to it; if even the shortest form (one line naming every
@@ -147,11 +148,12 @@ def _smallest(lo: int, hi: int, fits: Callable[[int], bool]) -> int | None:
 
 
 def _plan(items: Sequence[Step], room: int, memo: Memo, session: str,
-          settings: LaneSettings, reserve: int = 0, share: float | None = None,
-          ) -> _Plan | None:  # fmt: skip
+          settings: LaneSettings, reserve: int = 0, share: float | None = None, *,
+          stubs: bool = True) -> _Plan | None:  # fmt: skip
     """The plan that shows the most whole and the least folded within ``room`` less
-    ``reserve`` (by summed line counts; the newest whole in at most ``share`` of it), or
-    None when not even everything folded into goals fits."""
+    ``reserve`` (by summed line counts; the newest whole in at most ``share`` of it; with
+    ``stubs`` False, every older item folded), or None when not even everything folded
+    into goals fits."""
     room -= reserve
     cap = int(room * (settings.recent_share if share is None else share))
     recent, used = 0, 0
@@ -166,23 +168,23 @@ def _plan(items: Sequence[Step], room: int, memo: Memo, session: str,
     # and failures of every step it covers); goals and lessons only when nothing else fits.
     for deepest in (False, True):
         for whole in range(recent, -1, -1):
-            plan = _fold(items, whole, room, memo, session, goals=deepest)
+            plan = _fold(items, whole, room, memo, session, goals=deepest, stubs=stubs)
             if plan is not None:
                 return plan
     return None
 
 
 def _fold(items: Sequence[Step], recent: int, room: int, memo: Memo, session: str, *,
-          goals: bool) -> _Plan | None:  # fmt: skip
-    """With ``recent`` items whole: the fewest older items folded into the digest (with
-    ``goals``, then into goals and lessons) for the rest to fit ``room``; None when
-    nothing does."""
+          goals: bool, stubs: bool = True) -> _Plan | None:  # fmt: skip
+    """With ``recent`` items whole: the fewest older items folded into the digest (all
+    of them without ``stubs``; with ``goals``, then into goals and lessons) for the rest
+    to fit ``room``; None when nothing does."""
     older = len(items) - recent
 
     def cost(to_goals: int, digest: int) -> int:
         return _cost(items, _Plan(recent, to_goals, digest), memo, session)
 
-    digest = _smallest(0, older, lambda d: cost(0, d) <= room)
+    digest = _smallest(0 if stubs else older, older, lambda d: cost(0, d) <= room)
     if digest is not None:
         return _Plan(recent, 0, digest)
     if not goals:
@@ -336,11 +338,17 @@ def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: 
     """The plan and the lines recalled for the request: room is kept for the recalled
     lines first, and what they do not use goes back to the plan."""
     reserve = int(room * settings.recall_share) if _words(query) else 0
-    plan = _plan(items, room, memo, session, settings, reserve) if reserve else None
+
+    def first(reserve: int) -> _Plan | None:
+        # The lines the request points at come before the stubs: every older step is in
+        # the digest (which keeps its names) while the recalled lines want the room.
+        return _plan(items, room, memo, session, settings, reserve, stubs=False)
+
+    plan = first(reserve) if reserve else None
     while reserve and (plan is None or plan.goals):
         # Recalled lines never push a step below the digest (which keeps its names).
         reserve //= 2
-        plan = _plan(items, room, memo, session, settings, reserve) if reserve else None
+        plan = first(reserve) if reserve else None
     if plan is not None:
         extra = _spend(items, plan, memo, session, room, query, settings)
         used = memo.cost([_RECALLED, *extra]) if extra else 0

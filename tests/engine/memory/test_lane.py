@@ -173,3 +173,21 @@ def test_room_the_joined_text_leaves_goes_to_recalled_lines() -> None:
         items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
     lane = build_lane(items, 900, Memo(COUNTER), session="s", query="why is the value cleaned")
     assert 900 - 20 < lane.tokens <= 900
+
+
+def test_recalled_lines_come_before_stubs() -> None:
+    """While the request's lines want the room, older steps are in the digest (their names
+    kept) rather than stubs; a request that matches nothing leaves the stubs as they are."""
+    body = "\n".join(f"cleaned_{n} = value.strip()  # header {n} is cleaned" for n in range(200))
+    items = [Step(1, StepRole.USER, "Fix: empty headers"),
+             Step(2, StepRole.ASSISTANT, "THOUGHT: read\n```bash\ncat src/h.py\n```"),
+             Step(3, StepRole.TOOL, body, tool="bash")]  # fmt: skip
+    for i in range(10):
+        turn = f"THOUGHT: {i}\n```bash\npython run_{i}.py\n```"
+        items.append(Step(len(items) + 1, StepRole.ASSISTANT, turn))
+        items.append(Step(len(items) + 1, StepRole.TOOL, f"run {i} done: 3 rows", tool="bash"))
+    asked = build_lane(items, 1200, Memo(COUNTER), session="s", query="why is value cleaned")
+    assert {p.reason for p in asked.compacted} == {"digest"}
+    assert asked.text.count("cleaned_") > 50 and "run_3.py" in asked.text
+    plain = build_lane(items, 1200, Memo(COUNTER), session="s", query="zebra quokka")
+    assert {p.reason for p in plain.compacted} == {"masked"}
