@@ -337,7 +337,8 @@ def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: 
              settings: LaneSettings) -> tuple[_Plan | None, list[str]]:  # fmt: skip
     """The plan and the lines recalled for the request: room is kept for the recalled
     lines first, and what they do not use goes back to the plan."""
-    reserve = int(room * settings.recall_share) if _words(query) else 0
+    # (A room below one token has none to keep: halving a negative reserve never ends.)
+    reserve = int(room * settings.recall_share) if room > 0 and _words(query) else 0
 
     def first(reserve: int) -> _Plan | None:
         # The lines the request points at come before the stubs: every older step is in

@@ -56,6 +56,13 @@ def test_lane_refuses_rather_than_truncates() -> None:
         build_lane(_session(5), 8, Memo(COUNTER), session="s")
 
 
+def test_a_room_below_one_token_is_refused_with_a_request() -> None:
+    """A negative room with a request is refused like one without, not planned forever."""
+    for room in (0, -5):
+        with pytest.raises(BudgetUnreachableError):
+            build_lane(_session(3), room, Memo(COUNTER), session="s", query="empty header")
+
+
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(0, 25), room=st.integers(60, 3000))
 def test_lane_never_exceeds_its_room(n: int, room: int) -> None:
