@@ -273,6 +273,9 @@ def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: i
     if left <= 0:
         return []
     shown = {ln for i in older[plan.goals + plan.digest :] for ln in memo.block("stub", i)[0]}
+    # A line the newest steps show whole (a file viewed again) is not recalled twice.
+    shown.update("  " + ln.rstrip() for i in items[len(older) :]
+                 for ln in memo.block("verbatim", i)[0])  # fmt: skip
     outputs = [(item, _lines(item, memo)) for item in older if item.role is StepRole.TOOL]
     df: Counter[str] = Counter()
     total = 0

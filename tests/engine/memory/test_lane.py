@@ -198,3 +198,20 @@ def test_recalled_lines_come_before_stubs() -> None:
     assert asked.text.count("cleaned_") > 50 and "run_3.py" in asked.text
     plain = build_lane(items, 1200, Memo(COUNTER), session="s", query="zebra quokka")
     assert {p.reason for p in plain.compacted} == {"masked"}
+
+
+def test_a_line_the_newest_steps_show_is_not_recalled_again() -> None:
+    """A file viewed early and again last: its lines are in the lane once, in the newest
+    step shown whole, not also among the recalled lines."""
+    view = "\n".join(f"cleaned_{n} = value.strip()  # header {n} is cleaned" for n in range(30))
+    items = [Step(1, StepRole.USER, "Fix: empty headers"),
+             Step(2, StepRole.ASSISTANT, "THOUGHT: read\n```bash\ncat src/h.py\n```"),
+             Step(3, StepRole.TOOL, view, tool="bash")]  # fmt: skip
+    for i in range(8):
+        items.append(Step(len(items) + 1, StepRole.ASSISTANT, f"THOUGHT: {i}\n```bash\nls\n```"))
+        items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
+    items.append(Step(len(items) + 1, StepRole.ASSISTANT, "THOUGHT: again\n```bash\ncat x\n```"))
+    items.append(Step(len(items) + 1, StepRole.TOOL, view, tool="bash"))
+    lane = build_lane(items, 1500, Memo(COUNTER), session="s", query="why is the value cleaned")
+    assert f"session:s#{len(items)}" not in {p.source_uri for p in lane.compacted}
+    assert lane.text.count("cleaned_7 = value.strip()") == 1
