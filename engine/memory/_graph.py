@@ -20,7 +20,8 @@ from engine.core import (
     NoteType,
     NotFoundError,
 )
-from engine.memory._observations import NoteStore, check_id, index_near, parse_enum
+from engine.memory._near import index_near
+from engine.memory._observations import NoteStore, check_id, parse_enum
 
 __all__ = ["relate", "walk"]
 

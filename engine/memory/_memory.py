@@ -39,7 +39,8 @@ from engine.core import (
 )
 from engine.memory._episodes import episode_of, episode_scores
 from engine.memory._graph import relate, walk
-from engine.memory._observations import NoteStore, check_id, index_near, parse_enum
+from engine.memory._near import follows_neighbours, index_near
+from engine.memory._observations import NoteStore, check_id, parse_enum
 from engine.memory._recall import (
     EPISODE_PENALTY,
     NEIGHBOUR_PENALTY,
@@ -247,14 +248,7 @@ class Memory:
                 return False
             seq = self.store.seq(db)
             # Its neighbours stop being found by its words (``index_near``).
-            beside = [
-                r[0]
-                for r in db.execute(
-                    "SELECT CASE WHEN src = ? THEN dst ELSE src END FROM edges WHERE "
-                    "kind = 'follows' AND (src = ? OR dst = ?)",
-                    (note_id, note_id, note_id),
-                )
-            ]
+            beside = follows_neighbours(db, note_id)
             if hard:
                 db.execute("PRAGMA secure_delete = ON")
                 db.execute("DELETE FROM notes WHERE id = ?", (note_id,))

@@ -50,19 +50,11 @@ from engine.core import (
 )
 from engine.memory._episodes import Episodes
 from engine.memory._links import CodeAccess, checked_links, link_entities
+from engine.memory._near import NEAR_WEIGHT, index_near
 from engine.memory._recall import NoteEmbedder, Vectors, importance
 from indexers import redact, sha256_text
 
-__all__ = [
-    "CLOCK_SKEW_S",
-    "DEDUPE_WINDOW_S",
-    "NEAR_MAX",
-    "NEAR_WEIGHT",
-    "SCHEMA",
-    "NoteStore",
-    "index_near",
-    "parse_enum",
-]
+__all__ = ["CLOCK_SKEW_S", "DEDUPE_WINDOW_S", "SCHEMA", "NoteStore", "parse_enum"]
 
 SCHEMA = 2  # 2: the lexical index holds each note's neighbours' words (``near``)
 DEDUPE_WINDOW_S = 30 * 86_400.0  # the same content saved again within 30 days is one note
@@ -70,11 +62,6 @@ CLOCK_SKEW_S = 300.0  # a given creation time may run this far ahead of our cloc
 BUSY_TIMEOUT_S = 30.0  # a writer waits this long for another process's transaction
 _FILE_MODE = 0o600
 TITLE_WEIGHT = 2.0  # a title is the note's own summary: its words count twice in BM25
-# A note's ``follows`` neighbours (the note before it and the one after) are indexed with
-# it at this weight: the question before an answer, or the reply after a remark, often
-# holds the words a later search uses, and the pair matches together what neither holds.
-NEAR_WEIGHT = 0.3
-NEAR_MAX = 4  # neighbours indexed with a note: bounds a hub's row
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -665,44 +652,6 @@ def _check_time(created: object, now: float) -> float:
 def _index_terms(db: sqlite3.Connection, note_id: int, terms: tuple[str, str]) -> None:
     db.execute("DELETE FROM notes_fts WHERE rowid = ?", (note_id,))
     db.execute("INSERT INTO notes_fts (rowid, title, body) VALUES (?, ?, ?)", (note_id, *terms))
-
-
-def index_near(db: sqlite3.Connection, around: Sequence[int]) -> None:
-    """Index again the neighbours' words (``near``) of ``around`` and of every note a
-    ``follows`` edge joins to one of them (inside a transaction): a live note gets the
-    title and body words of at most ``NEAR_MAX`` live neighbours of its own project,
-    scope and owner (a personal note's words never help find a shared one), a deleted one
-    none."""
-    if not around:
-        return
-    todo = set(around)
-    for chunk in range(0, len(around), 500):
-        part = list(around[chunk : chunk + 500])
-        marks = ",".join("?" * len(part))
-        for src, dst in db.execute(
-            f"SELECT src, dst FROM edges WHERE kind = 'follows' AND (src IN ({marks}) OR "
-            f"dst IN ({marks}))",
-            (*part, *part),
-        ):
-            todo |= {src, dst}
-    for note in sorted(todo):
-        found = db.execute(
-            "SELECT project, scope, owner FROM notes WHERE id = ? AND deleted IS NULL", (note,)
-        ).fetchone()
-        words = []
-        if found is not None:
-            words = [
-                r[0]
-                for r in db.execute(
-                    "SELECT f.title || char(10) || f.body FROM edges e JOIN notes n ON n.id = "
-                    "CASE WHEN e.src = ? THEN e.dst ELSE e.src END JOIN notes_fts f ON "
-                    "f.rowid = n.id WHERE "
-                    "(e.src = ? OR e.dst = ?) AND e.kind = 'follows' AND n.deleted IS NULL "
-                    "AND n.project = ? AND n.scope = ? AND n.owner = ? ORDER BY n.id LIMIT ?",
-                    (note, note, note, *found, NEAR_MAX),
-                )
-            ]
-        db.execute("UPDATE notes_fts SET near = ? WHERE rowid = ?", ("\n".join(words), note))
 
 
 def _scrub(text: str) -> str:
