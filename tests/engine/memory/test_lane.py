@@ -88,9 +88,9 @@ def _file_view() -> str:
     return "\n".join(f"{n + 1:6}\t{line}" for n, line in enumerate(lines))
 
 
-def test_a_definition_the_request_names_is_recalled_whole() -> None:
-    """A masked file view's lines inside the definition the request names come back, even
-    those that share no word with the request; other functions' lines do not."""
+def _viewed_then_busy() -> tuple[list[Step], str]:
+    """A file viewed at step 3, twelve unrelated commands after it, and a request that
+    names a function of that file."""
     items = [Step(1, StepRole.USER, "Fix: empty headers are rejected"),
              Step(2, StepRole.ASSISTANT, "THOUGHT: read it\n```bash\nnl -ba src/h.py\n```"),
              Step(3, StepRole.TOOL, _file_view(), tool="bash")]  # fmt: skip
@@ -98,7 +98,13 @@ def test_a_definition_the_request_names_is_recalled_whole() -> None:
         turn = f"THOUGHT: run {i}\n```bash\nls\n```"
         items.append(Step(len(items) + 1, StepRole.ASSISTANT, turn))
         items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
-    asked = "I will rewrite `parse_header` so that it accepts empty values"
+    return items, "I will rewrite `parse_header` so that it accepts empty values"
+
+
+def test_a_definition_the_request_names_is_recalled_whole() -> None:
+    """A masked file view's lines inside the definition the request names come back, even
+    those that share no word with the request; other functions' lines do not."""
+    items, asked = _viewed_then_busy()
     lane = build_lane(items, 900, Memo(COUNTER), session="s", query=asked)
     assert "session:s#3" in {p.source_uri for p in lane.compacted}
     assert "return cleaned or DEFAULT_PLACEHOLDER_VALUE" in lane.text
@@ -154,30 +160,29 @@ def test_recalled_lines_never_push_steps_below_the_digest() -> None:
 def test_recalled_lines_are_shown_as_printed_under_one_tag_per_step() -> None:
     """Lines recalled from a masked step keep their text and indentation, under a single
     ``~#N`` line for their step rather than a tag on each."""
-    items = [Step(1, StepRole.USER, "Fix: empty headers are rejected"),
-             Step(2, StepRole.ASSISTANT, "THOUGHT: read it\n```bash\nnl -ba src/h.py\n```"),
-             Step(3, StepRole.TOOL, _file_view(), tool="bash")]  # fmt: skip
-    for i in range(12):
-        turn = f"THOUGHT: run {i}\n```bash\nls\n```"
-        items.append(Step(len(items) + 1, StepRole.ASSISTANT, turn))
-        items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
-    asked = "I will rewrite `parse_header` so that it accepts empty values"
+    items, asked = _viewed_then_busy()
     lines = build_lane(items, 900, Memo(COUNTER), session="s", query=asked).text.splitlines()
     assert lines.count("~#3") == 1
     assert "    42\t    cleaned = raw.strip().lower()" in lines
     assert not any(line.startswith("~#3 ") for line in lines)
 
 
+def _catted_then_listed(view: str, listings: int) -> list[Step]:
+    """A file printed at step 3, then ``listings`` unrelated listings."""
+    items = [Step(1, StepRole.USER, "Fix: empty headers"),
+             Step(2, StepRole.ASSISTANT, "THOUGHT: read\n```bash\ncat src/h.py\n```"),
+             Step(3, StepRole.TOOL, view, tool="bash")]  # fmt: skip
+    for i in range(listings):
+        items.append(Step(len(items) + 1, StepRole.ASSISTANT, f"THOUGHT: {i}\n```bash\nls\n```"))
+        items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
+    return items
+
+
 def test_room_the_joined_text_leaves_goes_to_recalled_lines() -> None:
     """Lines counted one by one overstate their joined text (``.\n`` is one token): what
     that leaves of the room holds more recalled lines."""
     body = "\n".join(f"cleaned_{n} = value.strip()  # header {n} is cleaned." for n in range(400))
-    items = [Step(1, StepRole.USER, "Fix: empty headers"),
-             Step(2, StepRole.ASSISTANT, "THOUGHT: read\n```bash\ncat src/h.py\n```"),
-             Step(3, StepRole.TOOL, body, tool="bash")]  # fmt: skip
-    for i in range(6):
-        items.append(Step(len(items) + 1, StepRole.ASSISTANT, f"THOUGHT: {i}\n```bash\nls\n```"))
-        items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
+    items = _catted_then_listed(body, 6)
     lane = build_lane(items, 900, Memo(COUNTER), session="s", query="why is the value cleaned")
     assert 900 - 20 < lane.tokens <= 900
 
@@ -204,12 +209,7 @@ def test_a_line_the_newest_steps_show_is_not_recalled_again() -> None:
     """A file viewed early and again last: its lines are in the lane once, in the newest
     step shown whole, not also among the recalled lines."""
     view = "\n".join(f"cleaned_{n} = value.strip()  # header {n} is cleaned" for n in range(30))
-    items = [Step(1, StepRole.USER, "Fix: empty headers"),
-             Step(2, StepRole.ASSISTANT, "THOUGHT: read\n```bash\ncat src/h.py\n```"),
-             Step(3, StepRole.TOOL, view, tool="bash")]  # fmt: skip
-    for i in range(8):
-        items.append(Step(len(items) + 1, StepRole.ASSISTANT, f"THOUGHT: {i}\n```bash\nls\n```"))
-        items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
+    items = _catted_then_listed(view, 8)
     items.append(Step(len(items) + 1, StepRole.ASSISTANT, "THOUGHT: again\n```bash\ncat x\n```"))
     items.append(Step(len(items) + 1, StepRole.TOOL, view, tool="bash"))
     lane = build_lane(items, 1500, Memo(COUNTER), session="s", query="why is the value cleaned")
