@@ -126,22 +126,21 @@ def ema_step(before: Mapping[str, float], cited: Sequence[FeatureRow],
              uncited: Sequence[FeatureRow], outcome: Outcome, reason: str | None,
              settings: LearnSettings) -> tuple[dict[str, float], bool]:  # fmt: skip
     """(after, skipped): the learned offsets after one outcome. Skipped (after = before)
-    when the outcome says nothing about the evidence, or no (cited, uncited) pair was
-    ranked the wrong way round for it (see the module's docstring)."""
+    for a failure, or when no (cited, uncited) pair was ranked the wrong way round (see
+    the module's docstring)."""
     del reason  # a failure's reason moves counts (``item_changes``), never the weights
-    sign = 1.0 if outcome is Outcome.SUCCESS else 0.0
-    if not sign:
+    if outcome is not Outcome.SUCCESS:
         return dict(before), True
     cv = [(r.rank, dict(r.features)) for r in cited]
     uv = [(r.rank, dict(r.features)) for r in uncited]
-    pairs = [(c, u) for rc, c in cv for ru, u in uv if (ru < rc if sign > 0 else rc < ru)]
+    pairs = [(c, u) for rc, c in cv for ru, u in uv if ru < rc]
     if not pairs:
         return dict(before), True
     names = sorted({n for r in (*cited, *uncited) for n, _ in r.features} | set(before))
     after: dict[str, float] = {}
     for name in names:
         diff = sum(c.get(name, 0.0) - u.get(name, 0.0) for c, u in pairs) / len(pairs)
-        target = sign * settings.gain * diff
+        target = settings.gain * diff
         value = (1 - settings.rate) * before.get(name, 0.0) + settings.rate * target
         value = max(-settings.bound, min(settings.bound, value))
         if value:
