@@ -185,11 +185,15 @@ class NoteStore:
             "SELECT id, title, what, why, place, learned, entities FROM notes ORDER BY id"
         ).fetchall()
         for note_id, title, *fields, entities in rows:
-            names = " ".join(e.split(":", 1)[1] for e in json.loads(entities))
-            body = body_text(*fields)
-            _index_terms(db, note_id, (self.terms(title), self.terms(f"{body}\n{names}")))
+            terms = self._note_terms(title, body_text(*fields), json.loads(entities))
+            _index_terms(db, note_id, terms)
         index_near(db, [r[0] for r in rows])
         db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA),))
+
+    def _note_terms(self, title: str, body: str, entities: Sequence[str]) -> tuple[str, str]:
+        """A note's lexical terms: its title's, and its body's with its entities' names."""
+        names = " ".join(e.split(":", 1)[1] for e in entities)
+        return self.terms(title), self.terms(f"{body}\n{names}")
 
     def close(self) -> None:
         """Close the file."""
@@ -295,8 +299,7 @@ class NoteStore:
         if self.embedder is not None:
             vec = self.embedder.embed([f"{title}\n{body}"])[0]
             vector = np.asarray(vec, dtype=np.float32).tobytes()
-        names = " ".join(e.split(":", 1)[1] for e in entities)
-        terms = (self.terms(title), self.terms(f"{body}\n{names}"))
+        terms = self._note_terms(title, body, entities)
         owner = self.user if where_to is Scope.PERSONAL else ""
         links_json = json.dumps(
             [[lk.entity, lk.path, lk.start_line, lk.end_line, lk.sha256, h] for lk, h in links]
