@@ -258,20 +258,65 @@ def _lines(item: Step, memo: Memo | None) -> _Lines:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class _Ranked:
+    """The lines of a plan's compacted tool outputs that a request points at, best first
+    as (score, step, line number), with each step's lines and the lines already shown."""
+
+    order: list[tuple[float, int, int]]
+    texts: dict[int, tuple[str, ...]]
+    shown: set[str]
+
+
 def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: int,
-           query: str, settings: LaneSettings) -> list[str]:  # fmt: skip
+           query: str, settings: LaneSettings, ranked: _Ranked | None = None,
+           ) -> list[str]:  # fmt: skip
     """Room left after the plan, spent on the lines of compacted tool outputs the request
-    points at, grouped under their step: a line scores the summed idf of the words it
-    shares with the request, plus a share of its neighbours' (agents copy blocks) and of a
-    definition it sits in that the request names (agents rewrite what they name), divided
-    by how far back it is (ties: newer steps, then earlier lines)."""
-    words = set(_words(query))
-    if not words:
+    points at (``_rank``; ``ranked`` when already ranked for this plan), grouped under
+    their step."""
+    if not _words(query):
         return []
-    older = items[: len(items) - plan.recent]
     left = room - _cost(items, plan, memo, session) - memo.count(_RECALLED) - 1
     if left <= 0:
         return []
+    ranked = ranked or _rank(items, plan, memo, query, settings)
+    chosen: list[tuple[int, int, str]] = []
+    seen: set[str] = set()
+    opened: set[int] = set()  # steps whose group header is already paid for
+    for _, step, n in ranked.order:
+        if len(chosen) >= settings.recall_lines:
+            break
+        line = ranked.texts[step][n]
+        if line in seen or ("  " + line) in ranked.shown or ("! " + line) in ranked.shown:
+            continue
+        cost = memo.count(line) + 1
+        if step not in opened:
+            cost += memo.count(f"~#{step}") + 1
+        if cost > left:
+            continue
+        seen.add(line)
+        opened.add(step)
+        chosen.append((step, n, line))
+        left -= cost
+    out: list[str] = []
+    last_step = -1
+    for step, _, line in sorted(chosen):
+        if not out or step != last_step:
+            out.append(f"~#{step}")
+        last_step = step
+        out.append(line)
+    return out
+
+
+def _rank(items: Sequence[Step], plan: _Plan, memo: Memo, query: str,
+          settings: LaneSettings) -> _Ranked:  # fmt: skip
+    """The lines of the plan's compacted tool outputs the request points at: a line scores
+    the summed idf of the words it shares with the request, plus a share of its
+    neighbours' (agents copy blocks) and of a definition it sits in that the request names
+    (agents rewrite what they name), divided by how far back it is (ties: newer steps,
+    then earlier lines)."""
+    words = set(_words(query))
+    older = items[: len(items) - plan.recent]
     shown = {ln for i in older[plan.goals + plan.digest :] for ln in memo.block("stub", i)[0]}
     # A line the newest steps show whole (a file viewed again) is not recalled twice.
     shown.update("  " + ln.rstrip() for i in items[len(older) :]
@@ -308,32 +353,7 @@ def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: i
          for (step, n), value in score.items() if 0 <= n < len(texts[step]) and value > 0),
         key=lambda h: (-h[0], -h[1], h[2]),
     )  # fmt: skip
-    chosen: list[tuple[int, int, str]] = []
-    seen: set[str] = set()
-    opened: set[int] = set()  # steps whose group header is already paid for
-    for _, step, n in ranked:
-        if len(chosen) >= settings.recall_lines:
-            break
-        line = texts[step][n]
-        if line in seen or ("  " + line) in shown or ("! " + line) in shown:
-            continue
-        cost = memo.count(line) + 1
-        if step not in opened:
-            cost += memo.count(f"~#{step}") + 1
-        if cost > left:
-            continue
-        seen.add(line)
-        opened.add(step)
-        chosen.append((step, n, line))
-        left -= cost
-    out: list[str] = []
-    last_step = -1
-    for step, _, line in sorted(chosen):
-        if not out or step != last_step:
-            out.append(f"~#{step}")
-        last_step = step
-        out.append(line)
-    return out
+    return _Ranked(ranked, texts, shown)
 
 
 def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: str,
@@ -412,11 +432,13 @@ def _fill(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: in
     it: ``.\n``, ``>\n<``, a blank line), so a lane planned by their sum falls short of
     ``room``."""
     text = "\n".join(lines)
+    ranked: _Ranked | None = None  # the same plan each round: ranked once
     for _ in range(_FILL_ROUNDS):
         over = memo.cost(lines) - 1 - tokens
         if room - tokens < _FILL_MIN or over <= 0:
             break
-        more = _spend(items, plan, memo, session, room + over, query, settings)
+        ranked = ranked or _rank(items, plan, memo, query, settings)
+        more = _spend(items, plan, memo, session, room + over, query, settings, ranked)
         if len(more) <= len(extra):
             break
         candidate = _render(items, plan, memo, session, more)
