@@ -131,6 +131,7 @@ class _Candidate:
     defines: tuple[str, ...]
     units: list[tree_sitter.Node] = field(default_factory=list)
     signature: str = ""  # first line of a definition, shown as context on later parts
+    test: bool = False  # a test beside the code (``Syntax.test_attribute``): doc type test
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,8 +224,10 @@ class _Chunker:
         context: str,
         own_kind: ChunkKind,
         in_class: bool,
+        in_test: bool = False,
     ) -> list[_Candidate]:
-        """Sections for one scope (the module, or a container's members), in line order."""
+        """Sections for one scope (the module, or a container's members), in line order;
+        ``in_test``: the scope is a test module, so all of it is tests."""
         out: list[_Candidate] = []
         gap: list[tree_sitter.Node] = []
         pending: list[tree_sitter.Node] = []  # comments that may belong to the next definition
@@ -250,12 +253,27 @@ class _Chunker:
             if gap:
                 out.extend(self._gap(gap, prefix, depth, context, own_kind, prev_end, start, end))
                 gap = []
-            out.extend(self._define(found, start, attached, prefix, depth, context, in_class))
+            test = in_test or self._is_test(found, attached)
+            out.extend(self._define(found, start, attached, prefix, depth, context, in_class, test))
             prev_end = max(prev_end, end)
         gap.extend(pending)
         if gap:
             out.extend(self._gap(gap, prefix, depth, context, own_kind, prev_end, 0, 0))
+        if in_test:
+            for cand in out:
+                cand.test = True
         return out
+
+    def _is_test(self, found: _Definition, attached: list[tree_sitter.Node]) -> bool:
+        """Whether a definition is a test beside the code: an attribute above it says so,
+        or it is a module the language's convention names for tests."""
+        syntax = self.syntax
+        if found.kind is ChunkKind.MODULE and found.name in syntax.test_modules:
+            return True
+        mark = syntax.test_attribute
+        return mark is not None and any(
+            node.type in syntax.attributes and mark.match(_text(node)) for node in attached
+        )
 
     def _gap(
         self,
@@ -292,6 +310,7 @@ class _Chunker:
         depth: int,
         context: str,
         in_class: bool,
+        test: bool = False,
     ) -> list[_Candidate]:
         end = _lines(found.outer)[1]
         symbol = _join(prefix, found.name)
@@ -305,12 +324,12 @@ class _Chunker:
         members = self._members(found)
         if not members:
             units = [*attached, found.outer]
-            return [_Candidate(start, end, kind, symbol, context, depth, defines, units, signature)]
+            return [_Candidate(start, end, kind, symbol, context, depth, defines, units, signature,
+                               test)]  # fmt: skip
         header = self._header(found)
         inner_context = f"{context}\n{header}" if context else header
-        subs = self.scope(
-            members, symbol, depth + 1, inner_context, kind, in_class=kind is ChunkKind.CLASS
-        )
+        subs = self.scope(members, symbol, depth + 1, inner_context, kind,
+                          in_class=kind is ChunkKind.CLASS, in_test=test)  # fmt: skip
         if subs[0].kind is kind and subs[0].symbol == symbol:
             subs[0].start = start  # the header joins the first run of non-method members
             subs[0].units[:0] = attached
@@ -319,7 +338,8 @@ class _Chunker:
             subs[0].defines = tuple(dict.fromkeys((*defines, *subs[0].defines)))
         elif subs[0].start > start:
             head_end = subs[0].start - 1
-            subs.insert(0, _Candidate(start, head_end, kind, symbol, context, depth, defines))
+            head = _Candidate(start, head_end, kind, symbol, context, depth, defines, test=test)
+            subs.insert(0, head)
         # Closing lines (`}`, `};`) belong to the last member section.
         last = max(subs, key=lambda c: c.end)
         last.end = max(last.end, end)
@@ -356,7 +376,9 @@ class _Chunker:
         out: list[Draft] = []
         for cand, tokens in zip(candidates, counts, strict=True):
             cand_type = doc_type
-            if cand_type is None and cand.kind in (ChunkKind.CLASS, ChunkKind.TYPE):
+            if cand_type is None and cand.test:
+                cand_type = DocType.TEST
+            elif cand_type is None and cand.kind in (ChunkKind.CLASS, ChunkKind.TYPE):
                 cand_type = DocType.DEFINITION
             if tokens <= self.max_tokens:
                 out.append(self._draft(cand, cand.start, cand.end, 1, 1, cand_type, tokens))

@@ -13,7 +13,7 @@ __all__ = ["doc_type_for"]
 _TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "testdata"})
 _TEST_FILE = re.compile(
     r"^(test_.*\.py|.*_test\.(py|go|rs|c|cc|cpp)|conftest\.py|.*\.(test|spec)\.[jt]sx?"
-    r"|Test.*\.java|.*Tests?\.(java|cs|kt|swift|php)|.*_(spec|test)\.rb)$"
+    r"|Test.*\.java|.*Tests?\.(java|cs|kt|swift|php)|.*_(spec|test)\.rb|tests\.rs)$"
 )
 _EXAMPLE_DIRS = frozenset({"example", "examples", "sample", "samples", "demo", "demos"})
 # Project-history and meta files, whatever their extension (CHANGES.old, NEWS.txt, ...).

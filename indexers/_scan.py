@@ -25,7 +25,8 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 # an index built by another version re-chunks every file on its next update.
 # 4: PHP, Ruby, C#, Kotlin, Swift sections; JS/TS `#private` names; licences from manifests
 # 5: source in languages without a grammar (Lua, Scala, Cython, jq, ...) is code, not data
-CHUNKER_VERSION = 5
+# 6: Rust tests beside the code (`#[test]`, `#[cfg(test)] mod tests`, `tests.rs`) are tests
+CHUNKER_VERSION = 6
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
 _LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block

@@ -6,6 +6,7 @@ table per language, so adding a language is adding a table (and a golden fixture
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from indexers._chunk import ChunkKind
@@ -38,6 +39,11 @@ class Syntax:
     implicit_names: dict[str, str] = field(default_factory=dict)
     # characters around a defined name that a query leaves out (`#render`, `paid?`)
     name_affixes: str = ""
+    # Tests that live beside the code in a source file: an attribute that marks the
+    # definition below it as a test (Rust `#[test]`, `#[cfg(test)] mod tests`), and module
+    # names that hold tests. Their sections are tests, as a test file's are.
+    test_attribute: re.Pattern[str] | None = None
+    test_modules: frozenset[str] = frozenset()
 
 
 _JS = Syntax(
@@ -106,6 +112,11 @@ _SYNTAX: dict[str, Syntax] = {
         types=frozenset({"struct_item", "enum_item", "union_item", "type_item"}),
         comments=frozenset({"line_comment", "block_comment"}),
         attributes=frozenset({"attribute_item"}),
+        # `#[test]`, `#[tokio::test]`, `#[cfg(test)]`, and the test-case macros' own.
+        test_attribute=re.compile(
+            r"#\[\s*(?:cfg\(\s*test\s*\)|(?:\w+::)*test\b|rstest\b|test_case\b|bench\b)"
+        ),
+        test_modules=frozenset({"tests"}),
     ),
     "java": Syntax(
         functions=frozenset(

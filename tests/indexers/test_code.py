@@ -197,6 +197,52 @@ def test_new_languages_test_files_are_tests(path: str) -> None:
     assert doc_type_for(path, language_for_path(path)) is DocType.TEST
 
 
+RUST_WITH_TESTS = b"""pub fn add(a: i32, b: i32) -> i32 {
+    a + b
+}
+
+#[test]
+fn standalone() {
+    assert_eq!(add(1, 2), 3);
+}
+
+#[cfg(test)]
+mod checks {
+    use super::*;
+
+    fn helper() -> i32 { 1 }
+
+    #[tokio::test]
+    async fn it_adds() {
+        assert_eq!(add(helper(), 2), 3);
+    }
+}
+
+mod tests {
+    fn case() {}
+}
+
+/// #[test] in a doc comment marks nothing.
+#[derive(Debug)]
+mod inner {
+    pub fn not_a_test() {}
+}
+"""
+
+
+def test_rust_tests_beside_the_code_are_tests() -> None:
+    """Rust keeps unit tests in the source file: `#[test]` functions, `#[cfg(test)]`
+    modules (everything inside), and `mod tests` are tests; the code around them is not."""
+    chunks = chunk_file("src/lib.rs", RUST_WITH_TESTS, counter=COUNTER).chunks
+    doc_types = {c.symbol: c.doc_type for c in chunks}
+    assert doc_types["add"] is DocType.IMPLEMENTATION
+    assert doc_types["inner.not_a_test"] is DocType.IMPLEMENTATION
+    for symbol in ("standalone", "checks", "checks.helper", "checks.it_adds", "tests.case"):
+        assert doc_types[symbol] is DocType.TEST, symbol
+    _assert_covered(RUST_WITH_TESTS, chunks)
+    assert doc_type_for("src/parser/tests.rs", language_for_path("x.rs")) is DocType.TEST
+
+
 def test_no_grammar_falls_back_to_overlapping_windows() -> None:
     """A file with no grammar is covered by line windows that overlap."""
     data = "".join(f"key_{i} = value {i} and some more words\n" for i in range(300)).encode()
