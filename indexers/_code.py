@@ -8,8 +8,8 @@ How a file becomes sections:
 * A container (class, impl, trait, namespace) yields a section for its header and non-method
   members, and one section per method, each carrying the class header as ``context``. The
   container's closing lines join its last section, so every line stays covered.
-* A section over ``max_tokens`` is split where its children begin (statements, members),
-  recursing into children that are themselves too large; never mid-line, never dropped.
+* A section over ``max_tokens`` is split where its children begin (statements, members;
+  ``_sizing.py``), recursing into children that are too large; never mid-line or dropped.
 * Syntax errors: tree-sitter recovers, and ``ERROR`` nodes are read through like any other
   code, so one broken function does not lose its neighbours. A file with no grammar falls
   back to overlapping line windows.
@@ -20,16 +20,17 @@ from __future__ import annotations
 import posixpath
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from indexers._chunk import ChunkKind, DocType
 from indexers._draft import Draft
 from indexers._languages import GrammarNotInstalledError, Language, grammar
+from indexers._sizing import Candidate, Sizer, lines_of
 from indexers._syntax import Syntax, syntax_for
 from indexers._text import SourceText
 from indexers._tokens import TokenCounter
-from indexers._windows import line_windows, pack_ranges
+from indexers._windows import line_windows
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -97,14 +98,6 @@ def _parser(language: Language) -> tree_sitter.Parser:
     return parser
 
 
-def _lines(node: tree_sitter.Node) -> tuple[int, int]:
-    """1-based inclusive lines of a node; a node ending at column 0 ends on the line before."""
-    start_row, _ = node.start_point
-    end_row, end_col = node.end_point
-    end = end_row + 1 if end_col > 0 or end_row == start_row else end_row
-    return start_row + 1, end
-
-
 def _text(node: tree_sitter.Node | None) -> str:
     if node is None or node.text is None:
         return ""
@@ -118,22 +111,6 @@ def is_header_file(path: str, language: Language) -> bool:
     return syntax is not None and any(name.endswith(ext) for ext in syntax.header_extensions)
 
 
-@dataclass(slots=True)
-class _Candidate:
-    """A section before sizing: its lines, names, and the nodes it may be split between."""
-
-    start: int
-    end: int
-    kind: ChunkKind
-    symbol: str
-    context: str
-    depth: int
-    defines: tuple[str, ...]
-    units: list[tree_sitter.Node] = field(default_factory=list)
-    signature: str = ""  # first line of a definition, shown as context on later parts
-    test: bool = False  # a test beside the code (``Syntax.test_attribute``): doc type test
-
-
 @dataclass(frozen=True, slots=True)
 class _Definition:
     outer: tree_sitter.Node  # span (wrapper included: decorators, export, template)
@@ -144,17 +121,12 @@ class _Definition:
 
 
 class _Chunker:
-    def __init__(
-        self,
-        src: SourceText,
-        syntax: Syntax,
-        max_tokens: int,
-        counter: TokenCounter,
-    ) -> None:
+    """Finds one file's sections (``Candidate``s) in its syntax tree; ``Sizer`` fits them
+    to the token budget."""
+
+    def __init__(self, src: SourceText, syntax: Syntax) -> None:
         self.src = src
         self.syntax = syntax
-        self.max_tokens = max_tokens
-        self.counter = counter
 
     # -- classification -------------------------------------------------------------
 
@@ -225,10 +197,10 @@ class _Chunker:
         own_kind: ChunkKind,
         in_class: bool,
         in_test: bool = False,
-    ) -> list[_Candidate]:
+    ) -> list[Candidate]:
         """Sections for one scope (the module, or a container's members), in line order;
         ``in_test``: the scope is a test module, so all of it is tests."""
-        out: list[_Candidate] = []
+        out: list[Candidate] = []
         gap: list[tree_sitter.Node] = []
         pending: list[tree_sitter.Node] = []  # comments that may belong to the next definition
         prev_end = 0
@@ -242,12 +214,12 @@ class _Chunker:
                     pending = []
                     gap.append(node)
                 continue
-            start, end = _lines(found.outer)
+            start, end = lines_of(found.outer)
             attached: list[tree_sitter.Node] = []
-            while pending and _lines(pending[-1])[1] >= start - 1:
+            while pending and lines_of(pending[-1])[1] >= start - 1:
                 comment = pending.pop()
                 attached.insert(0, comment)
-                start = min(start, _lines(comment)[0])
+                start = min(start, lines_of(comment)[0])
             gap.extend(pending)
             pending = []
             if gap:
@@ -285,21 +257,21 @@ class _Chunker:
         prev_end: int,
         next_start: int,
         next_end: int,
-    ) -> list[_Candidate]:
+    ) -> list[Candidate]:
         # Drop nodes whose lines a neighbouring definition already covers (`};`, `} else`).
         kept = []
         for node in nodes:
-            start, end = _lines(node)
+            start, end = lines_of(node)
             if end <= prev_end or (next_start and start >= next_start and end <= next_end):
                 continue
             kept.append(node)
         if not kept:
             return []
-        start = min(_lines(n)[0] for n in kept)
-        end = max(_lines(n)[1] for n in kept)
+        start = min(lines_of(n)[0] for n in kept)
+        end = max(lines_of(n)[1] for n in kept)
         affixes = self.syntax.name_affixes
         defines = tuple(dict.fromkeys(name.strip(affixes) for n in kept for name in _declared(n)))
-        return [_Candidate(start, end, kind, prefix, context, depth, defines, kept)]
+        return [Candidate(start, end, kind, prefix, context, depth, defines, kept)]
 
     def _define(
         self,
@@ -311,8 +283,8 @@ class _Chunker:
         context: str,
         in_class: bool,
         test: bool = False,
-    ) -> list[_Candidate]:
-        end = _lines(found.outer)[1]
+    ) -> list[Candidate]:
+        end = lines_of(found.outer)[1]
         symbol = _join(prefix, found.name)
         kind = found.kind
         if kind is ChunkKind.FUNCTION and in_class:
@@ -320,11 +292,11 @@ class _Chunker:
         # A query names `#render` or `paid?` as `render`, `paid`: that is what is defined.
         short = found.name.rsplit(".", 1)[-1].strip(self.syntax.name_affixes)
         defines = (short,) if short else ()
-        signature = self.src.lines[_lines(found.inner)[0] - 1].strip()
+        signature = self.src.lines[lines_of(found.inner)[0] - 1].strip()
         members = self._members(found)
         if not members:
             units = [*attached, found.outer]
-            return [_Candidate(start, end, kind, symbol, context, depth, defines, units, signature,
+            return [Candidate(start, end, kind, symbol, context, depth, defines, units, signature,
                                test)]  # fmt: skip
         header = self._header(found)
         inner_context = f"{context}\n{header}" if context else header
@@ -338,7 +310,7 @@ class _Chunker:
             subs[0].defines = tuple(dict.fromkeys((*defines, *subs[0].defines)))
         elif subs[0].start > start:
             head_end = subs[0].start - 1
-            head = _Candidate(start, head_end, kind, symbol, context, depth, defines, test=test)
+            head = Candidate(start, head_end, kind, symbol, context, depth, defines, test=test)
             subs.insert(0, head)
         # Closing lines (`}`, `};`) belong to the last member section.
         last = max(subs, key=lambda c: c.end)
@@ -356,116 +328,15 @@ class _Chunker:
 
     def _header(self, found: _Definition) -> str:
         """The container's header lines (``class A(B):``, ``impl X for Y {``)."""
-        first = _lines(found.inner)[0]
+        first = lines_of(found.inner)[0]
         assert found.body is not None
-        body_first = _lines(found.body)[0]
+        body_first = lines_of(found.body)[0]
         body_text = found.body.text or b""
         last = body_first if body_text[:1] == b"{" else body_first - 1
         if last > first and self.src.lines[last - 1].strip() == "{":
             last -= 1  # a brace on a line of its own says nothing
         last = min(max(first, last), first + _MAX_HEADER_LINES - 1)
         return "\n".join(line.rstrip() for line in self.src.lines[first - 1 : last])
-
-    # -- sizing ---------------------------------------------------------------------
-
-    def drafts(self, candidates: list[_Candidate], doc_type: DocType | None) -> list[Draft]:
-        """Size candidates: keep those that fit, split the rest at child boundaries."""
-        candidates = [c for c in candidates if self._trim(c)]
-        texts = [self.src.span_text(c.start, c.end) for c in candidates]
-        counts = self.counter.count_many(texts)
-        out: list[Draft] = []
-        for cand, tokens in zip(candidates, counts, strict=True):
-            cand_type = doc_type
-            if cand_type is None and cand.test:
-                cand_type = DocType.TEST
-            elif cand_type is None and cand.kind in (ChunkKind.CLASS, ChunkKind.TYPE):
-                cand_type = DocType.DEFINITION
-            if tokens <= self.max_tokens:
-                out.append(self._draft(cand, cand.start, cand.end, 1, 1, cand_type, tokens))
-                continue
-            pieces = self._split(cand)
-            for i, (a, b) in enumerate(pieces, start=1):
-                out.append(self._draft(cand, a, b, i, len(pieces), cand_type, None))
-        out.sort(key=lambda d: (d.start_line, d.end_line))
-        return out
-
-    def _trim(self, cand: _Candidate) -> bool:
-        src = self.src
-        while cand.start < cand.end and src.is_blank(cand.start):
-            cand.start += 1
-        while cand.end > cand.start and src.is_blank(cand.end):
-            cand.end -= 1
-        return not src.is_blank(cand.start)
-
-    def _draft(
-        self,
-        cand: _Candidate,
-        start: int,
-        end: int,
-        part: int,
-        parts: int,
-        doc_type: DocType | None,
-        tokens: int | None,
-    ) -> Draft:
-        context = cand.context
-        if part > 1 and cand.signature:
-            context = f"{context}\n{cand.signature}" if context else cand.signature
-        return Draft(
-            start,
-            end,
-            cand.kind,
-            symbol=cand.symbol,
-            context=context,
-            defines=cand.defines,
-            depth=cand.depth,
-            part=part,
-            parts=parts,
-            doc_type=doc_type,
-            tokens=tokens,
-        )
-
-    def _split(self, cand: _Candidate) -> list[tuple[int, int]]:
-        """Cut ``cand`` only where no unit that fits the budget spans the cut."""
-        a, b = cand.start, cand.end
-        costs = [c + 1 for c in self.counter.count_many(self.src.lines[a - 1 : b])]
-        prefix = [0]
-        for cost in costs:
-            prefix.append(prefix[-1] + cost)
-        bridged = [0] * (b - a + 2)  # difference array: >0 where a cut would split a unit
-
-        def expand(node: tree_sitter.Node) -> None:
-            s, e = _lines(node)
-            s, e = max(s, a), min(e, b)
-            if e < s:
-                return
-            cost = prefix[e - a + 1] - prefix[s - a]
-            if cost <= self.max_tokens:
-                if e > s:
-                    bridged[s + 1 - a] += 1
-                    bridged[e + 1 - a] -= 1
-                return
-            for child in node.children:
-                expand(child)
-
-        for unit in cand.units:
-            expand(unit)
-        starts = []
-        running = 0
-        for line in range(a, b + 1):
-            running += bridged[line - a]
-            if line == a or running == 0:
-                starts.append(line)
-        segments = [(s, e - 1) for s, e in zip(starts, [*starts[1:], b + 1], strict=True)]
-        seg_costs = [prefix[e - a + 1] - prefix[s - a] for s, e in segments]
-        pieces = []
-        for s, e in pack_ranges(segments, seg_costs, self.max_tokens):
-            while s < e and self.src.is_blank(s):
-                s += 1
-            while e > s and self.src.is_blank(e):
-                e -= 1
-            if not self.src.is_blank(s):
-                pieces.append((s, e))
-        return pieces
 
 
 def _join(prefix: str, name: str) -> str:
@@ -574,6 +445,6 @@ def code_drafts(
         return window_drafts(
             src, max_tokens=max_tokens, overlap_lines=overlap_lines, counter=counter
         )
-    chunker = _Chunker(src, syntax, max_tokens, counter)
+    chunker = _Chunker(src, syntax)
     candidates = chunker.scope(tree.root_node.children, "", 0, "", ChunkKind.MODULE, in_class=False)
-    return chunker.drafts(candidates, doc_type)
+    return Sizer(src, max_tokens, counter).drafts(candidates, doc_type)
