@@ -9,8 +9,8 @@ with the words of its ``follows`` neighbours at a lower weight) plus dense (the
 code embedder's vectors), fused by score and scaled by importance, a note whose title
 holds a query word lifted (``_query.py``), each note lifted by how well its episode
 matches (the notes saved in one stretch of time, ``_episodes.py``), the head of the list
-spread over distinct episodes (``_recall.py``). A superseded note is left out unless asked
-for; so are archived and deleted ones.
+spread over distinct episodes, the first places the most (``_recall.py``). A superseded
+note is left out unless asked for; so are archived and deleted ones.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ from engine.memory._observations import NoteStore, check_id, parse_enum
 from engine.memory._query import lift_titled, query_words, titled
 from engine.memory._recall import (
     EPISODE_PENALTY,
+    HEAD_EPISODE_PENALTY,
+    HEAD_PLACES,
     NEIGHBOUR_PENALTY,
     diversify,
     fuse,
@@ -338,7 +340,9 @@ class Memory:
         episodes = {i: of[i] for i, _ in head if i in of}
         if not beside and not episodes:
             return scored
-        return diversify(head, beside, NEIGHBOUR_PENALTY, episodes, EPISODE_PENALTY) + scored[pool:]
+        spread = diversify(head, beside, NEIGHBOUR_PENALTY, episodes, EPISODE_PENALTY,
+                           head=HEAD_PLACES, head_episode_penalty=HEAD_EPISODE_PENALTY)  # fmt: skip
+        return spread + scored[pool:]
 
     def _spread(
         self,
