@@ -6,10 +6,11 @@ Progressive disclosure: ``search`` answers titles and previews of at most
 ``timeline`` the notes saved around one, ``get`` one note in full. Search is lexical
 (SQLite FTS5's BM25 over the same code-aware terms the code index uses, each note indexed
 with the words of its ``follows`` neighbours at a lower weight) plus dense (the
-code embedder's vectors), fused by score and scaled by importance, each note lifted by
-how well its episode matches (the notes saved in one stretch of time, ``_episodes.py``),
-the head of the list spread over distinct episodes (``_recall.py``). A superseded note is
-left out unless asked for; so are archived and deleted ones.
+code embedder's vectors), fused by score and scaled by importance, a note whose title
+holds a query word lifted (``_query.py``), each note lifted by how well its episode
+matches (the notes saved in one stretch of time, ``_episodes.py``), the head of the list
+spread over distinct episodes, the first places the most (``_recall.py``). A superseded
+note is left out unless asked for; so are archived and deleted ones.
 """
 
 from __future__ import annotations
@@ -41,8 +42,11 @@ from engine.memory._episodes import episode_of, episode_scores
 from engine.memory._graph import relate, walk
 from engine.memory._near import follows_neighbours, index_near
 from engine.memory._observations import NoteStore, check_id, parse_enum
+from engine.memory._query import lift_titled, query_words, titled
 from engine.memory._recall import (
     EPISODE_PENALTY,
+    HEAD_EPISODE_PENALTY,
+    HEAD_PLACES,
     NEIGHBOUR_PENALTY,
     diversify,
     fuse,
@@ -82,67 +86,6 @@ DENSE_SHARE = 0.15  # the cosine's share of a fused score (the lexical score has
 DIVERSE_POOL = 30  # the head of the ranking that ``diversify`` reorders (or k, if more)
 LANE_MIN_COSINE = 0.5  # a note with no shared word joins the lane only this close
 _OVERFETCH = 2  # lexical hits read per hit kept, before the visibility filter
-# Function words of a question ("what did she ...") match nearly every note; dropped from
-# a search (never from what is indexed), as long as a word is left.
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "if",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "she",
-        "he",
-        "her",
-        "his",
-        "they",
-        "them",
-        "their",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-    ]
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,6 +288,7 @@ class Memory:
         weights = self._importance({i: facts[i] for i in keep})
         share = DENSE_SHARE if lex else 1.0
         scored = fuse(lex, near, share, weights)
+        scored = lift_titled(scored, titled(self.store, self._words(query), [i for i, _ in scored]))
         scored = self._spread(scored, keep, not include_superseded, kinds)
         of: dict[int, int] = {}
         if scored:
@@ -396,7 +340,9 @@ class Memory:
         episodes = {i: of[i] for i, _ in head if i in of}
         if not beside and not episodes:
             return scored
-        return diversify(head, beside, NEIGHBOUR_PENALTY, episodes, EPISODE_PENALTY) + scored[pool:]
+        spread = diversify(head, beside, NEIGHBOUR_PENALTY, episodes, EPISODE_PENALTY,
+                           head=HEAD_PLACES, head_episode_penalty=HEAD_EPISODE_PENALTY)  # fmt: skip
+        return spread + scored[pool:]
 
     def _spread(
         self,
@@ -438,10 +384,8 @@ class Memory:
         return scored
 
     def _words(self, query: str) -> list[str]:
-        """The terms a search looks for: the query's code-aware terms, once each, without
-        its function words (unless nothing else is left)."""
-        terms = list(dict.fromkeys(self.store.terms(query).split()))
-        return ([w for w in terms if w not in _STOP] or terms)[:64]
+        """The terms a search looks for (``query_words``)."""
+        return query_words(self.store.terms, query)
 
     def _lexical(self, query: str, depth: int) -> list[tuple[int, float]]:
         """(note id, BM25 score) of the best ``depth`` visible notes for ``query``."""

@@ -15,7 +15,10 @@
   ``NEIGHBOUR_PENALTY`` of its score there, and a note of an episode already shown (notes
   saved in one stretch of time, ``_episodes.py``) ``EPISODE_PENALTY``, so one exchange
   does not fill the first five places while another that also matches waits below;
-  ``timeline`` shows the neighbours.
+  ``timeline`` shows the neighbours. The first ``HEAD_PLACES`` places, what a reader
+  scans first, go breadth first: there a note of an episode already shown counts
+  ``HEAD_EPISODE_PENALTY``; past them the milder ``EPISODE_PENALTY``, so the notes that
+  made way come right after, not out of the list.
 - **Vectors** (``Vectors``): every note's vector, kept in one growing float32 matrix and
   advanced by the store's change sequence, so a search after a save reads one row, not
   the whole store.
@@ -35,6 +38,8 @@ from engine.core import Importance, NoteType
 
 __all__ = [
     "EPISODE_PENALTY",
+    "HEAD_EPISODE_PENALTY",
+    "HEAD_PLACES",
     "IMPORTANCE_WEIGHT",
     "NEIGHBOUR_PENALTY",
     "NoteEmbedder",
@@ -47,6 +52,11 @@ __all__ = [
 
 NEIGHBOUR_PENALTY = 0.9  # a note beside one already shown keeps this share of its score
 EPISODE_PENALTY = 0.8  # a note of an episode already shown keeps this share (and the above)
+HEAD_PLACES = 5  # the first places a reader scans: one search's usual first screen
+# In the first places a note of an episode already shown keeps this share instead: there a
+# second episode that matches is worth more than the next note of the first one, which
+# still comes among the places after.
+HEAD_EPISODE_PENALTY = 0.6
 IMPORTANCE_WEIGHT = 0.3  # at most +30% on the fused score: orders near-ties only
 _DAY = 86_400.0
 _RECENCY_HALF_LIFE_DAYS = 30.0  # a note read a month ago counts half as recent
@@ -147,11 +157,15 @@ def diversify(
     penalty: float,
     episode_of: Mapping[int, int] | None = None,
     episode_penalty: float = 1.0,
+    *,
+    head: int = 0,
+    head_episode_penalty: float = 1.0,
 ) -> list[tuple[int, float]]:
     """``scored`` reordered so that a note ``beside`` one placed before it counts
     ``penalty`` of its score, and one whose episode (``episode_of``) one placed before it
-    shares, ``episode_penalty`` (both, when both hold; greedy, best first; ties by id).
-    Scores are returned as they came: only the order changes."""
+    shares, ``episode_penalty`` (``head_episode_penalty`` for the first ``head`` places;
+    both, when both hold; greedy, best first; ties by id). Scores are returned as they
+    came: only the order changes."""
     episode_of = episode_of or {}
     left = list(scored)
     placed: list[tuple[int, float]] = []
@@ -161,7 +175,9 @@ def diversify(
     def share(note: int) -> float:
         out = penalty if note in near else 1.0
         episode = episode_of.get(note)
-        return out * episode_penalty if episode is not None and episode in shown else out
+        if episode is None or episode not in shown:
+            return out
+        return out * (head_episode_penalty if len(placed) < head else episode_penalty)
 
     while left:
         at = min(range(len(left)), key=lambda i: (-left[i][1] * share(left[i][0]), left[i][0]))

@@ -42,6 +42,19 @@ def test_diversify_moves_a_neighbour_below_another_episode() -> None:
     assert dict(out) == dict(scored)  # scores as they came
 
 
+def test_diversify_goes_breadth_first_in_the_head_only() -> None:
+    """In the first places a second note of a shown episode drops below a weaker note of
+    another episode; past them the milder penalty lets it back above a third episode's."""
+    scored = [(1, 1.0), (2, 0.95), (4, 0.9), (3, 0.7), (5, 0.6)]
+    episodes = {1: 0, 2: 0, 4: 0, 3: 1, 5: 2}
+    assert [n for n, _ in diversify(scored, {}, 1.0, episodes, 0.8)] == [1, 2, 4, 3, 5]
+    out = diversify(scored, {}, 1.0, episodes, 0.8, head=2, head_episode_penalty=0.5)
+    assert [n for n, _ in out] == [1, 3, 2, 4, 5]
+    everywhere = diversify(scored, {}, 1.0, episodes, 0.5)
+    assert [n for n, _ in everywhere] == [1, 3, 5, 2, 4]
+    assert dict(out) == dict(scored)  # scores as they came
+
+
 @given(st.lists(st.tuples(st.integers(1, 50), st.floats(0, 1)), unique_by=lambda p: p[0]))
 def test_diversify_without_neighbours_keeps_the_order(pairs: list[tuple[int, float]]) -> None:
     """With no edges the order is the fused order, ties by id."""
