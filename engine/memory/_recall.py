@@ -56,7 +56,7 @@ HEAD_PLACES = 5  # the first places a reader scans: one search's usual first scr
 # In the first places a note of an episode already shown keeps this share instead: there a
 # second episode that matches is worth more than the next note of the first one, which
 # still comes among the places after.
-HEAD_EPISODE_PENALTY = 0.6
+HEAD_EPISODE_PENALTY = 0.7
 IMPORTANCE_WEIGHT = 0.3  # at most +30% on the fused score: orders near-ties only
 _DAY = 86_400.0
 _RECENCY_HALF_LIFE_DAYS = 30.0  # a note read a month ago counts half as recent
