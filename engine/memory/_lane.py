@@ -3,7 +3,8 @@ tokens that is never exceeded and never cut.
 
 With a request, ``recall_share`` of the room is kept first for the lines of compacted tool
 outputs the request points at (the words it shares with them, the blocks around those, and
-whole definitions it names), and those lines come before stubs: while they want the
+whole definitions it names) and for the code the agent drafted in its own older turns
+(what it is likely to write again), and those lines come before stubs: while they want the
 room, every older item is in the digest; what they do not use goes back to the rest. The
 newest items are shown verbatim (L0, at most ``recent_turns`` and ``recent_share`` of the
 room left, or all of it once every line the request matches is in); older tool outputs
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 from engine.core import BudgetUnreachableError, HistoryLane, Pointer, Step, StepRole
 from engine.memory._history import VERBATIM_CHARS, Memo
-from engine.memory._observe import MAX_LINE_CHARS
+from engine.memory._observe import MAX_LINE_CHARS, drafts_of, names_in
 
 __all__ = ["LaneSettings", "build_lane", "lane_header", "recall_lines", "search_items"]
 
@@ -70,6 +71,11 @@ class LaneSettings:
     # A recalled line's score is divided by (1 + steps back / this): agents copy most from
     # what they saw last.
     recency_steps: float = 20.0
+    # A line of code the agent itself showed in an older turn besides its command (a draft
+    # of an edit, code quoted from what it read) gains this much, as much as a line sharing
+    # a few rare words with the request: agents write again what they drafted, in words the
+    # request rarely repeats.
+    draft_weight: float = 20.0
 
 
 def _words(text: str) -> list[str]:
@@ -223,9 +229,10 @@ class _Lines:
 
 
 def _lines(item: Step, memo: Memo | None) -> _Lines:
-    """The recallable lines of a tool output (memoised when given a memo): each with its
-    words and, for code (a file shown whole or in part, numbered or not), the definitions
-    it is inside."""
+    """The recallable lines of a tool output, or of an agent turn's code besides its
+    command (memoised when given a memo): each with its words and, for code (a file shown
+    whole or in part, numbered or not), the definitions it is inside. ``defines`` is every
+    name the whole item's code defines (an agent turn's command included)."""
     found = memo.lines.get(item) if memo is not None else None
     if found is not None:
         assert isinstance(found, _Lines)
@@ -234,8 +241,9 @@ def _lines(item: Step, memo: Memo | None) -> _Lines:
     within: dict[str, list[int]] = {}
     scope: list[tuple[int, str]] = []  # open definitions: (indent, name)
     defines: set[str] = set()
+    drafted = item.role is StepRole.ASSISTANT
     if len(item.text) <= VERBATIM_CHARS:
-        for raw in item.text.splitlines():
+        for raw in (drafts_of(item.text) if drafted else item.text).splitlines():
             line = raw.rstrip()
             body = _NUMBERED.sub("", line, count=1)
             if not body.strip():
@@ -251,6 +259,8 @@ def _lines(item: Step, memo: Memo | None) -> _Lines:
                 for _, name in scope:
                     within.setdefault(name, []).append(len(text))
                 text.append(line)
+    if drafted:  # a definition its command writes is still one it defines
+        defines.update(name.lower() for name in names_in(item.text)[3])
     found = _Lines(tuple(text), tuple(frozenset(_words(ln)) for ln in text),
                    {k: tuple(v) for k, v in within.items()}, frozenset(defines))  # fmt: skip
     if memo is not None:
@@ -260,8 +270,9 @@ def _lines(item: Step, memo: Memo | None) -> _Lines:
 
 @dataclass(frozen=True, slots=True)
 class _Ranked:
-    """The lines of a plan's compacted tool outputs that a request points at, best first
-    as (score, step, line number), with each step's lines and the lines already shown."""
+    """The lines of a plan's compacted steps (tool outputs, drafts) a request points at,
+    best first as (score, step, line number), with each step's lines and the lines already
+    shown."""
 
     order: list[tuple[float, int, int]]
     texts: dict[int, tuple[str, ...]]
@@ -271,7 +282,7 @@ class _Ranked:
 def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: int,
            query: str, settings: LaneSettings, ranked: _Ranked | None = None,
            ) -> list[str]:  # fmt: skip
-    """Room left after the plan, spent on the lines of compacted tool outputs the request
+    """Room left after the plan, spent on the lines of compacted steps the request
     points at (``_rank``; ``ranked`` when already ranked for this plan), grouped under
     their step."""
     if not _words(query):
@@ -310,18 +321,19 @@ def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: i
 
 def _rank(items: Sequence[Step], plan: _Plan, memo: Memo, query: str,
           settings: LaneSettings) -> _Ranked:  # fmt: skip
-    """The lines of the plan's compacted tool outputs the request points at: a line scores
-    the summed idf of the words it shares with the request, plus a share of its
-    neighbours' (agents copy blocks) and of a definition it sits in that the request names
-    (agents rewrite what they name), divided by how far back it is (ties: newer steps,
-    then earlier lines)."""
+    """The lines of the plan's compacted tool outputs and agent turns' drafts that the
+    request points at: a line scores the summed idf of the words it shares with the
+    request, plus a share of its neighbours' (agents copy blocks), of a definition it sits
+    in that the request names (agents rewrite what they name) and ``draft_weight`` for a
+    draft's line, divided by how far back it is (ties: newer steps, then earlier lines)."""
     words = set(_words(query))
     older = items[: len(items) - plan.recent]
     shown = {ln for i in older[plan.goals + plan.digest :] for ln in memo.block("stub", i)[0]}
     # A line the newest steps show whole (a file viewed again) is not recalled twice.
     shown.update("  " + ln.rstrip() for i in items[len(older) :]
                  for ln in memo.block("verbatim", i)[0])  # fmt: skip
-    outputs = [(item, _lines(item, memo)) for item in older if item.role is StepRole.TOOL]
+    outputs = [(item, _lines(item, memo)) for item in older
+               if item.role in (StepRole.TOOL, StepRole.ASSISTANT)]  # fmt: skip
     df: Counter[str] = Counter()
     total = 0
     shared: dict[tuple[int, int], frozenset[str]] = {}
@@ -346,6 +358,9 @@ def _rank(items: Sequence[Step], plan: _Plan, memo: Memo, query: str,
             lend = settings.definition_weight * idf.get(name, 0.0)
             for n in lines.within[name]:
                 score[(item.step, n)] = score.get((item.step, n), 0.0) + lend
+        if item.role is StepRole.ASSISTANT:  # a draft: whatever words the request uses
+            for n in range(len(lines.text)):
+                score[(item.step, n)] = score.get((item.step, n), 0.0) + settings.draft_weight
     texts = {item.step: lines.text for item, lines in outputs}
     last = items[-1].step
     ranked = sorted(
