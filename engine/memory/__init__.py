@@ -37,7 +37,8 @@ from engine.memory._history import (
     verbatim_lines,
 )
 from engine.memory._journal import Inputs, Journal
-from engine.memory._lane import LaneSettings, build_lane, recall_lines, search_items
+from engine.memory._lane import LaneSettings, build_lane
+from engine.memory._lines import recall_lines, search_items
 from engine.memory._links import CodeAccess, file_lines
 from engine.memory._memory import MAX_K as MAX_MEMORY_K
 from engine.memory._memory import MAX_QUERY_CHARS, Memory, MemoryItem

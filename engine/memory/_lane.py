@@ -3,7 +3,8 @@ tokens that is never exceeded and never cut.
 
 With a request, ``recall_share`` of the room is kept first for the lines of compacted tool
 outputs the request points at (the words it shares with them, the blocks around those, and
-whole definitions it names), and those lines come before stubs: while they want the
+whole definitions it names) and for the code the agent drafted in its own older turns
+(what it is likely to write again), and those lines come before stubs: while they want the
 room, every older item is in the digest; what they do not use goes back to the rest. The
 newest items are shown verbatim (L0, at most ``recent_turns`` and ``recent_share`` of the
 room left, or all of it once every line the request matches is in); older tool outputs
@@ -18,34 +19,24 @@ anything.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.core import BudgetUnreachableError, HistoryLane, Pointer, Step, StepRole
 from engine.memory._history import VERBATIM_CHARS, Memo
-from engine.memory._observe import MAX_LINE_CHARS
+from engine.memory._lines import step_lines, words
 
-__all__ = ["LaneSettings", "build_lane", "lane_header", "recall_lines", "search_items"]
+__all__ = ["LaneSettings", "build_lane", "lane_header"]
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-_MIN_LINE = 25  # shorter lines carry too little to be worth recalling into a stub
 # Recalled lines are shown as the step printed them, under one ``~#N`` line per step: a tag
 # on every line would cost a few tokens each, and the room is what decides how many fit.
 _RECALLED = "Recalled for this request from compacted steps (~#N: lines of step N):"
-# Code as tools print it: a line number ("12:", "  12<tab>") before the code, and the
-# definitions that open a block (the block is every deeper-indented line after).
-_NUMBERED = re.compile(r"^\s*\d+(?::|\t)")
-# A step whose code defines a name the query uses is what a search for it wants: each such
-# name adds this many times its idf (over the definitions) to the step's BM25 score.
-SEARCH_DEFINITION_WEIGHT = 2.0
 # Room the joined lane leaves is spent again on recalled lines at most this many times (the
 # second round takes what the first's own joined text leaves), and not at all below this
 # many tokens (less than a line).
 _FILL_ROUNDS = 2
 _FILL_MIN = 10
-_DEFINES = re.compile(r"\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +61,11 @@ class LaneSettings:
     # A recalled line's score is divided by (1 + steps back / this): agents copy most from
     # what they saw last.
     recency_steps: float = 20.0
-
-
-def _words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
+    # A line of code the agent itself showed in an older turn besides its command (a draft
+    # of an edit, code quoted from what it read) gains this much, as much as a line sharing
+    # a few rare words with the request: agents write again what they drafted, in words the
+    # request rarely repeats.
+    draft_weight: float = 20.0
 
 
 def lane_header(session: str, items: Sequence[Step]) -> str:
@@ -195,73 +187,11 @@ def _fold(items: Sequence[Step], recent: int, room: int, memo: Memo, session: st
     return None
 
 
-def recall_lines(item: Step, query_words: set[str], limit: int) -> list[str]:
-    """Up to ``limit`` lines of a compacted item that share most words with the request
-    (ties: earlier lines first)."""
-    if not query_words or limit <= 0 or len(item.text) > VERBATIM_CHARS:
-        return []
-    scored = []
-    for i, line in enumerate(item.text.splitlines()):
-        text = line.rstrip()
-        if len(text.strip()) < _MIN_LINE or len(text) > MAX_LINE_CHARS:
-            continue
-        hits = len(set(_words(text)) & query_words)
-        if hits:
-            scored.append((-hits, i, text))
-    scored.sort()
-    return [text for _, _, text in sorted(scored[:limit], key=lambda s: s[1])]
-
-
-@dataclass(frozen=True, slots=True)
-class _Lines:
-    """An item's recallable lines, their words, and the definitions each sits in."""
-
-    text: tuple[str, ...]
-    words: tuple[frozenset[str], ...]
-    within: dict[str, tuple[int, ...]]  # a def/class name (lower case) -> its lines
-    defines: frozenset[str]  # every def/class name it opens (lower case)
-
-
-def _lines(item: Step, memo: Memo | None) -> _Lines:
-    """The recallable lines of a tool output (memoised when given a memo): each with its
-    words and, for code (a file shown whole or in part, numbered or not), the definitions
-    it is inside."""
-    found = memo.lines.get(item) if memo is not None else None
-    if found is not None:
-        assert isinstance(found, _Lines)
-        return found
-    text: list[str] = []
-    within: dict[str, list[int]] = {}
-    scope: list[tuple[int, str]] = []  # open definitions: (indent, name)
-    defines: set[str] = set()
-    if len(item.text) <= VERBATIM_CHARS:
-        for raw in item.text.splitlines():
-            line = raw.rstrip()
-            body = _NUMBERED.sub("", line, count=1)
-            if not body.strip():
-                continue
-            indent = len(body) - len(body.lstrip())
-            while scope and scope[-1][0] >= indent:
-                scope.pop()
-            opened = _DEFINES.match(body)
-            if opened:
-                scope.append((indent, opened.group(1).lower()))
-                defines.add(scope[-1][1])
-            if len(line.strip()) >= _MIN_LINE and len(line) <= MAX_LINE_CHARS:
-                for _, name in scope:
-                    within.setdefault(name, []).append(len(text))
-                text.append(line)
-    found = _Lines(tuple(text), tuple(frozenset(_words(ln)) for ln in text),
-                   {k: tuple(v) for k, v in within.items()}, frozenset(defines))  # fmt: skip
-    if memo is not None:
-        memo.lines[item] = found
-    return found
-
-
 @dataclass(frozen=True, slots=True)
 class _Ranked:
-    """The lines of a plan's compacted tool outputs that a request points at, best first
-    as (score, step, line number), with each step's lines and the lines already shown."""
+    """The lines of a plan's compacted steps (tool outputs, drafts) a request points at,
+    best first as (score, step, line number), with each step's lines and the lines already
+    shown."""
 
     order: list[tuple[float, int, int]]
     texts: dict[int, tuple[str, ...]]
@@ -271,10 +201,10 @@ class _Ranked:
 def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: int,
            query: str, settings: LaneSettings, ranked: _Ranked | None = None,
            ) -> list[str]:  # fmt: skip
-    """Room left after the plan, spent on the lines of compacted tool outputs the request
+    """Room left after the plan, spent on the lines of compacted steps the request
     points at (``_rank``; ``ranked`` when already ranked for this plan), grouped under
     their step."""
-    if not _words(query):
+    if not words(query):
         return []
     left = room - _cost(items, plan, memo, session) - memo.count(_RECALLED) - 1
     if left <= 0:
@@ -310,24 +240,25 @@ def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: i
 
 def _rank(items: Sequence[Step], plan: _Plan, memo: Memo, query: str,
           settings: LaneSettings) -> _Ranked:  # fmt: skip
-    """The lines of the plan's compacted tool outputs the request points at: a line scores
-    the summed idf of the words it shares with the request, plus a share of its
-    neighbours' (agents copy blocks) and of a definition it sits in that the request names
-    (agents rewrite what they name), divided by how far back it is (ties: newer steps,
-    then earlier lines)."""
-    words = set(_words(query))
+    """The lines of the plan's compacted tool outputs and agent turns' drafts that the
+    request points at: a line scores the summed idf of the words it shares with the
+    request, plus a share of its neighbours' (agents copy blocks), of a definition it sits
+    in that the request names (agents rewrite what they name) and ``draft_weight`` for a
+    draft's line, divided by how far back it is (ties: newer steps, then earlier lines)."""
+    asked = set(words(query))
     older = items[: len(items) - plan.recent]
     shown = {ln for i in older[plan.goals + plan.digest :] for ln in memo.block("stub", i)[0]}
     # A line the newest steps show whole (a file viewed again) is not recalled twice.
     shown.update("  " + ln.rstrip() for i in items[len(older) :]
                  for ln in memo.block("verbatim", i)[0])  # fmt: skip
-    outputs = [(item, _lines(item, memo)) for item in older if item.role is StepRole.TOOL]
+    outputs = [(item, step_lines(item, memo)) for item in older
+               if item.role in (StepRole.TOOL, StepRole.ASSISTANT)]  # fmt: skip
     df: Counter[str] = Counter()
     total = 0
     shared: dict[tuple[int, int], frozenset[str]] = {}
     for item, lines in outputs:
         for n, line_words in enumerate(lines.words):
-            common = line_words & words
+            common = line_words & asked
             if common:
                 df.update(common)
                 shared[(item.step, n)] = common
@@ -342,10 +273,13 @@ def _rank(items: Sequence[Step], plan: _Plan, memo: Memo, query: str,
             for m in (n - d, n + d):
                 score[(step, m)] = score.get((step, m), 0.0) + settings.neighbour_weight * value / d
     for item, lines in outputs:  # a definition the request names lends to its lines
-        for name in words & lines.within.keys():
+        for name in asked & lines.within.keys():
             lend = settings.definition_weight * idf.get(name, 0.0)
             for n in lines.within[name]:
                 score[(item.step, n)] = score.get((item.step, n), 0.0) + lend
+        if item.role is StepRole.ASSISTANT:  # a draft: whatever words the request uses
+            for n in range(len(lines.text)):
+                score[(item.step, n)] = score.get((item.step, n), 0.0) + settings.draft_weight
     texts = {item.step: lines.text for item, lines in outputs}
     last = items[-1].step
     ranked = sorted(
@@ -361,7 +295,7 @@ def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: 
     """The plan and the lines recalled for the request: room is kept for the recalled
     lines first, and what they do not use goes back to the plan."""
     # (A room below one token has none to keep: halving a negative reserve never ends.)
-    reserve = int(room * settings.recall_share) if room > 0 and _words(query) else 0
+    reserve = int(room * settings.recall_share) if room > 0 and words(query) else 0
 
     def first(reserve: int) -> _Plan | None:
         # The lines the request points at come before the stubs: every older step is in
@@ -465,39 +399,3 @@ def _compacted(items: Sequence[Step], plan: _Plan | None, session: str,
         out.append(Pointer(f"session:{session}#{item.step}", f"step {item.step} {label}",
                            memo.item_tokens(item), 0.0, reason))  # fmt: skip
     return tuple(out)
-
-
-def search_items(items: Sequence[Step], query: str, k: int = 3,
-                 role: StepRole | None = None, memo: Memo | None = None) -> list[Step]:  # fmt: skip
-    """The ``k`` items (of ``role``, when given) whose text best matches ``query`` by BM25,
-    plus ``SEARCH_DEFINITION_WEIGHT`` times the idf of each name the query uses that the
-    item's code defines (ties: newest first): how a stubbed step is found again by what a
-    later step says. ``memo`` caches each item's definitions."""
-    if role is not None:
-        items = [i for i in items if i.role is role]
-    words = _words(query)
-    if not words or not items:
-        return []
-    docs = [Counter(_words(i.text)) for i in items]
-    lengths = [sum(d.values()) for d in docs]
-    avg = sum(lengths) / len(docs) or 1.0
-    df = Counter(w for d in docs for w in d)
-    n = len(docs)
-    asked = set(words)
-    defined = [asked & _lines(i, memo).defines for i in items]
-    named = Counter(w for d in defined for w in d)
-    k1, b = 1.2, 0.75
-    scores = []
-    for idx, (doc, length) in enumerate(zip(docs, lengths, strict=True)):
-        s = 0.0
-        for w in asked:
-            tf = doc.get(w, 0)
-            if tf:
-                idf = math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
-                s += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
-        for w in defined[idx]:
-            s += SEARCH_DEFINITION_WEIGHT * math.log(1 + (n - named[w] + 0.5) / (named[w] + 0.5))
-        if s > 0:
-            scores.append((-s, -items[idx].step, idx))
-    scores.sort()
-    return [items[idx] for _, _, idx in scores[:k]]

@@ -18,6 +18,7 @@ __all__ = [
     "SCAN_CHARS",
     "Observation",
     "command_of",
+    "drafts_of",
     "names_in",
     "observe",
 ]
@@ -115,15 +116,29 @@ def _fenced(text: str) -> list[tuple[str, str]]:
     return blocks
 
 
+def _command_block(blocks: list[tuple[str, str]]) -> int | None:
+    """Which of a turn's fenced blocks is its command (see ``command_of``), if any."""
+    shell = [i for i, (lang, _) in enumerate(blocks) if lang in _SHELLS]
+    untagged = [i for i, (lang, _) in enumerate(blocks) if not lang]
+    found = shell or untagged
+    return found[-1] if found else None
+
+
 def command_of(text: str) -> str:
     """The shell command of an agent's turn, or "": its last fenced block tagged as a shell
     (bash, sh, shell, console, zsh), else its last untagged block. A block in another
     language (a python snippet the agent quotes) is never the command."""
     blocks = _fenced(text)
-    shell = [body for lang, body in blocks if lang in _SHELLS]
-    untagged = [body for lang, body in blocks if not lang]
-    found = shell or untagged
-    return found[-1].strip() if found else ""
+    at = _command_block(blocks)
+    return "" if at is None else blocks[at][1].strip()
+
+
+def drafts_of(text: str) -> str:
+    """The code an agent's turn shows besides its command, or "": every other fenced
+    block's body, in order (code it drafts, or quotes from what it read)."""
+    blocks = _fenced(text)
+    at = _command_block(blocks)
+    return "\n".join(body for i, (_, body) in enumerate(blocks) if i != at)
 
 
 def _cut(line: str) -> str:

@@ -25,7 +25,8 @@ from engine.core import Compaction, ConfigError, HistoryLane, NotFoundError, Ste
 from engine.memory._compact import compact
 from engine.memory._history import Memo
 from engine.memory._journal import Journal
-from engine.memory._lane import LaneSettings, build_lane, search_items
+from engine.memory._lane import LaneSettings, build_lane
+from engine.memory._lines import search_items
 from indexers import TokenCounter, redact
 from ledger import JSON, JournalEntry, RecordKind
 

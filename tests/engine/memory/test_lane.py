@@ -215,3 +215,37 @@ def test_a_line_the_newest_steps_show_is_not_recalled_again() -> None:
     lane = build_lane(items, 1500, Memo(COUNTER), session="s", query="why is the value cleaned")
     assert f"session:s#{len(items)}" not in {p.source_uri for p in lane.compacted}
     assert lane.text.count("cleaned_7 = value.strip()") == 1
+
+
+def test_an_older_turns_draft_is_recalled_whatever_the_request_says() -> None:
+    """Code an agent drafted in an older turn besides its command comes back for a request
+    that shares no word with it; its command's lines are not recalled."""
+    turn = (
+        "THOUGHT: the parser should fall back\n```python\n"
+        "    if not raw_header_value.strip():\n        return DEFAULT_PLACEHOLDER_VALUE\n```\n"
+        "First a probe:\n```bash\n"
+        "cat <<'EOF' > probe.py\nprint('checking the header parser right now')\nEOF\n```"
+    )
+    items = [
+        Step(1, StepRole.USER, "Fix: empty headers are rejected"),
+        Step(2, StepRole.ASSISTANT, turn),
+        Step(3, StepRole.TOOL, "done", tool="bash"),
+    ]
+    for i in range(12):
+        items.append(Step(len(items) + 1, StepRole.ASSISTANT, f"THOUGHT: {i}\n```bash\nls\n```"))
+        items.append(Step(len(items) + 1, StepRole.TOOL, f"file_{i}.txt " * 40, tool="bash"))
+    lane = build_lane(items, 900, Memo(COUNTER), session="s", query="I will apply it now")
+    assert "session:s#2" in {p.source_uri for p in lane.compacted}
+    assert "~#2\n    if not raw_header_value.strip():\n" in lane.text
+    assert "        return DEFAULT_PLACEHOLDER_VALUE" in lane.text.splitlines()
+    assert "checking the header parser" not in lane.text
+
+
+def test_search_still_finds_a_turn_whose_command_writes_a_definition() -> None:
+    """An agent turn whose command (not a draft) writes ``def parse_header`` still counts
+    as defining it when steps are searched."""
+    turn = Step(2, StepRole.ASSISTANT,
+                "THOUGHT: add it\n```bash\ncat <<'EOF' > h.py\ndef parse_header(raw):\n"
+                "    return raw\nEOF\n```")  # fmt: skip
+    log = Step(3, StepRole.TOOL, "calling parse_header\nparse_header done\nparse_header ok")
+    assert search_items([turn, log], "why does parse_header drop values", 1) == [turn]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.memory import command_of, names_in, observe
+from engine.memory._observe import drafts_of
 
 PYTEST = """<returncode>1</returncode>
 <output>
@@ -79,3 +80,15 @@ def test_which_fenced_block_is_the_command() -> None:
     assert command_of("```python\nprint(1)\n```") == ""
     assert command_of("```bash\npytest -x tests/") == "pytest -x tests/"
     assert command_of("````bash\necho '```'\n````") == "echo '```'"
+
+
+def test_drafts_are_every_fenced_block_but_the_command() -> None:
+    """A turn's drafts are its other fenced blocks (code it quotes or drafts, a second
+    shell block), in order, never the command; a turn with a command alone has none."""
+    turn = (
+        "THOUGHT: it reads\n```python\ndef f(x):\n    return x\n```\nand I tried\n"
+        "```bash\nls src\n```\nSo:\n```bash\nsed -i 's/x/y/' src/f.py\n```\n"
+    )
+    assert drafts_of(turn) == "def f(x):\n    return x\nls src"
+    assert drafts_of("THOUGHT: look\n```bash\nls\n```") == ""
+    assert drafts_of("no code at all") == ""
