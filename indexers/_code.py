@@ -131,9 +131,15 @@ class _Chunker:
     # -- classification -------------------------------------------------------------
 
     def _flatten(self, nodes: Iterable[tree_sitter.Node]) -> Iterator[tree_sitter.Node]:
-        for node in nodes:
-            if node.type == "ERROR" or node.type in self.syntax.transparent:
-                yield from self._flatten(node.children)
+        """``nodes`` in order, each ``ERROR`` or transparent one replaced by its children
+        (a stack of iterators, not recursion: error recovery can nest without bound)."""
+        stack = [iter(nodes)]
+        while stack:
+            node = next(stack[-1], None)
+            if node is None:
+                stack.pop()
+            elif node.type == "ERROR" or node.type in self.syntax.transparent:
+                stack.append(iter(node.children))
             else:
                 yield node
 
@@ -446,5 +452,11 @@ def code_drafts(
             src, max_tokens=max_tokens, overlap_lines=overlap_lines, counter=counter
         )
     chunker = _Chunker(src, syntax)
-    candidates = chunker.scope(tree.root_node.children, "", 0, "", ChunkKind.MODULE, in_class=False)
-    return Sizer(src, max_tokens, counter).drafts(candidates, doc_type)
+    try:
+        candidates = chunker.scope(tree.root_node.children, "", 0, "", ChunkKind.MODULE,
+                                   in_class=False)  # fmt: skip
+        return Sizer(src, max_tokens, counter).drafts(candidates, doc_type)
+    except RecursionError:  # definitions nested past Python's stack: the file still counts
+        return window_drafts(
+            src, max_tokens=max_tokens, overlap_lines=overlap_lines, counter=counter
+        )

@@ -119,22 +119,23 @@ class Sizer:
             prefix.append(prefix[-1] + cost)
         bridged = [0] * (b - a + 2)  # difference array: >0 where a cut would split a unit
 
-        def expand(node: tree_sitter.Node) -> None:
+        # Units that fit bridge their lines; larger ones are read through to their children.
+        # A stack, not recursion: a parser lost in macros can nest expressions thousands
+        # deep (fmt's format-inl.h became one 946-line comma expression).
+        stack: list[tree_sitter.Node] = list(reversed(cand.units))
+        while stack:
+            node = stack.pop()
             s, e = lines_of(node)
             s, e = max(s, a), min(e, b)
             if e < s:
-                return
+                continue
             cost = prefix[e - a + 1] - prefix[s - a]
             if cost <= self.max_tokens:
                 if e > s:
                     bridged[s + 1 - a] += 1
                     bridged[e + 1 - a] -= 1
-                return
-            for child in node.children:
-                expand(child)
-
-        for unit in cand.units:
-            expand(unit)
+                continue
+            stack.extend(reversed(node.children))
         starts = []
         running = 0
         for line in range(a, b + 1):

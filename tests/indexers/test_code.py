@@ -243,6 +243,26 @@ def test_rust_tests_beside_the_code_are_tests() -> None:
     assert doc_type_for("src/parser/tests.rs", language_for_path("x.rs")) is DocType.TEST
 
 
+def test_deeply_nested_expression_is_split_not_a_crash() -> None:
+    """A statement nested thousands of nodes deep (a long operator chain, or a parser lost
+    in macros: fmt's format-inl.h) is split like any other, past Python's recursion limit."""
+    data = b"total = (\n" + b"    value +\n" * 3000 + b"    value\n)\n"
+    chunks = chunk_file("chain.py", data, counter=COUNTER).chunks
+    assert len(chunks) > 1
+    assert all(c.tokens <= 512 for c in chunks)
+    _assert_covered(data, chunks)
+
+
+def test_definitions_nested_past_the_stack_fall_back_to_windows() -> None:
+    """Containers nested deeper than Python's stack allows still land in chunks (as line
+    windows), instead of failing the file and the index run."""
+    depth = 1500
+    data = b"namespace n {\n" * depth + b"int f() { return 1; }\n" + b"}\n" * depth
+    chunks = chunk_file("deep.cpp", data, counter=COUNTER).chunks
+    assert {c.kind for c in chunks} == {ChunkKind.WINDOW}
+    _assert_covered(data, chunks)
+
+
 def test_no_grammar_falls_back_to_overlapping_windows() -> None:
     """A file with no grammar is covered by line windows that overlap."""
     data = "".join(f"key_{i} = value {i} and some more words\n" for i in range(300)).encode()
