@@ -202,10 +202,8 @@ class _Chunker:
         context: str,
         own_kind: ChunkKind,
         in_class: bool,
-        in_test: bool = False,
     ) -> list[Candidate]:
-        """Sections for one scope (the module, or a container's members), in line order;
-        ``in_test``: the scope is a test module, so all of it is tests."""
+        """Sections for one scope (the module, or a container's members), in line order."""
         out: list[Candidate] = []
         gap: list[tree_sitter.Node] = []
         pending: list[tree_sitter.Node] = []  # comments that may belong to the next definition
@@ -231,15 +229,15 @@ class _Chunker:
             if gap:
                 out.extend(self._gap(gap, prefix, depth, context, own_kind, prev_end, start, end))
                 gap = []
-            test = in_test or self._is_test(found, attached)
-            out.extend(self._define(found, start, attached, prefix, depth, context, in_class, test))
+            defined = self._define(found, start, attached, prefix, depth, context, in_class)
+            if self._is_test(found, attached):  # and so is everything inside it
+                for cand in defined:
+                    cand.test = True
+            out.extend(defined)
             prev_end = max(prev_end, end)
         gap.extend(pending)
         if gap:
             out.extend(self._gap(gap, prefix, depth, context, own_kind, prev_end, 0, 0))
-        if in_test:
-            for cand in out:
-                cand.test = True
         return out
 
     def _is_test(self, found: _Definition, attached: list[tree_sitter.Node]) -> bool:
@@ -288,7 +286,6 @@ class _Chunker:
         depth: int,
         context: str,
         in_class: bool,
-        test: bool = False,
     ) -> list[Candidate]:
         end = lines_of(found.outer)[1]
         symbol = _join(prefix, found.name)
@@ -302,12 +299,12 @@ class _Chunker:
         members = self._members(found)
         if not members:
             units = [*attached, found.outer]
-            return [Candidate(start, end, kind, symbol, context, depth, defines, units, signature,
-                               test)]  # fmt: skip
+            return [Candidate(start, end, kind, symbol, context, depth, defines, units, signature)]
         header = self._header(found)
         inner_context = f"{context}\n{header}" if context else header
-        subs = self.scope(members, symbol, depth + 1, inner_context, kind,
-                          in_class=kind is ChunkKind.CLASS, in_test=test)  # fmt: skip
+        subs = self.scope(
+            members, symbol, depth + 1, inner_context, kind, in_class=kind is ChunkKind.CLASS
+        )
         if subs[0].kind is kind and subs[0].symbol == symbol:
             subs[0].start = start  # the header joins the first run of non-method members
             subs[0].units[:0] = attached
@@ -316,8 +313,7 @@ class _Chunker:
             subs[0].defines = tuple(dict.fromkeys((*defines, *subs[0].defines)))
         elif subs[0].start > start:
             head_end = subs[0].start - 1
-            head = Candidate(start, head_end, kind, symbol, context, depth, defines, test=test)
-            subs.insert(0, head)
+            subs.insert(0, Candidate(start, head_end, kind, symbol, context, depth, defines))
         # Closing lines (`}`, `};`) belong to the last member section.
         last = max(subs, key=lambda c: c.end)
         last.end = max(last.end, end)
