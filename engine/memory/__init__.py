@@ -38,7 +38,7 @@ from engine.memory._history import (
 )
 from engine.memory._journal import Inputs, Journal
 from engine.memory._lane import LaneSettings, build_lane
-from engine.memory._lines import recall_lines, search_items
+from engine.memory._lines import search_items
 from engine.memory._links import CodeAccess, file_lines
 from engine.memory._memory import MAX_K as MAX_MEMORY_K
 from engine.memory._memory import MAX_QUERY_CHARS, Memory, MemoryItem
@@ -99,7 +99,6 @@ __all__ = [
     "names_in",
     "observe",
     "purge_ledger",
-    "recall_lines",
     "rules_sections",
     "search_items",
     "session_summary",

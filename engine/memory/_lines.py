@@ -18,8 +18,7 @@ from engine.core import Step, StepRole
 from engine.memory._history import VERBATIM_CHARS, Memo
 from engine.memory._observe import MAX_LINE_CHARS, drafts_of, names_in
 
-__all__ = ["SEARCH_DEFINITION_WEIGHT", "StepLines", "recall_lines", "search_items",
-           "step_lines", "words"]  # fmt: skip
+__all__ = ["SEARCH_DEFINITION_WEIGHT", "StepLines", "search_items", "step_lines", "words"]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _MIN_LINE = 25  # shorter lines carry too little to be worth recalling into a stub
@@ -35,23 +34,6 @@ SEARCH_DEFINITION_WEIGHT = 2.0
 def words(text: str) -> list[str]:
     """The words of ``text`` a request and a line are matched by (lower case, 3+ chars)."""
     return [w.lower() for w in _WORD.findall(text)]
-
-
-def recall_lines(item: Step, query_words: set[str], limit: int) -> list[str]:
-    """Up to ``limit`` lines of a compacted item that share most words with the request
-    (ties: earlier lines first)."""
-    if not query_words or limit <= 0 or len(item.text) > VERBATIM_CHARS:
-        return []
-    scored = []
-    for i, line in enumerate(item.text.splitlines()):
-        text = line.rstrip()
-        if len(text.strip()) < _MIN_LINE or len(text) > MAX_LINE_CHARS:
-            continue
-        hits = len(set(words(text)) & query_words)
-        if hits:
-            scored.append((-hits, i, text))
-    scored.sort()
-    return [text for _, _, text in sorted(scored[:limit], key=lambda s: s[1])]
 
 
 @dataclass(frozen=True, slots=True)
