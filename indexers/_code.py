@@ -447,12 +447,9 @@ def code_drafts(
         return window_drafts(
             src, max_tokens=max_tokens, overlap_lines=overlap_lines, counter=counter
         )
+    # Definitions nested past Python's stack raise RecursionError here: ``chunk_file`` cuts
+    # that file (like any file whose chunker fails) into line windows and says so.
     chunker = _Chunker(src, syntax)
-    try:
-        candidates = chunker.scope(tree.root_node.children, "", 0, "", ChunkKind.MODULE,
-                                   in_class=False)  # fmt: skip
-        return Sizer(src, max_tokens, counter).drafts(candidates, doc_type)
-    except RecursionError:  # definitions nested past Python's stack: the file still counts
-        return window_drafts(
-            src, max_tokens=max_tokens, overlap_lines=overlap_lines, counter=counter
-        )
+    candidates = chunker.scope(tree.root_node.children, "", 0, "", ChunkKind.MODULE,
+                               in_class=False)  # fmt: skip
+    return Sizer(src, max_tokens, counter).drafts(candidates, doc_type)

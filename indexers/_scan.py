@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,15 +22,20 @@ from indexers._walk import Skipped, SourceFile, WalkOptions, walk
 
 __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_file", "scan"]
 
-# Bumped whenever the chunks made from the same bytes change (spans, kinds, doc types):
-# an index built by another version re-chunks every file on its next update.
+# Bumped whenever the chunks made from the same bytes change (spans, kinds, doc types), or
+# which files get chunks at all: an index built by another version re-chunks every file on
+# its next update (a base segment is never patched, so this is what retires an old one).
 # 4: PHP, Ruby, C#, Kotlin, Swift sections; JS/TS `#private` names; licences from manifests
 # 5: source in languages without a grammar (Lua, Scala, Cython, jq, ...) is code, not data
 # 6: Rust tests beside the code (`#[test]`, `#[cfg(test)] mod tests`, `tests.rs`) are tests
-CHUNKER_VERSION = 6
+# 7: generated headers ("auto-generated ... do not edit") and documentation tools' API pages
+#    are skipped as generated
+CHUNKER_VERSION = 7
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
 _LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block
+_FALLBACK_DETAIL = 200  # characters of the fault kept in ``ChunkedFile.fallback``
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +55,14 @@ class ChunkOptions:
 @dataclass(frozen=True, slots=True)
 class ChunkedFile:
     """One indexed file: its page, its chunks in line order, its decoded text (secrets
-    redacted, as in the chunks) and the secrets taken out."""
+    redacted, as in the chunks), the secrets taken out, and, when its chunker failed on it
+    and it was cut into line windows instead, why (``fallback``; empty otherwise)."""
 
     page: Page
     chunks: tuple[Chunk, ...]
     text: str
     redactions: tuple[Redaction, ...] = ()
+    fallback: str = ""
 
 
 _Chunker = Callable[..., list[Draft]]
@@ -123,7 +131,20 @@ def chunk_file(
         size_bytes=len(data) if size is None else size,
         line_count=src.line_count,
     )
-    drafts = _drafts(src, path, language, doc_type, options, counter)
+    fallback = ""
+    try:
+        drafts = _drafts(src, path, language, doc_type, options, counter)
+    except Exception as exc:  # one file's parser fault must not stop the run
+        # Definitions nested past Python's stack, or a grammar that trips on one file: the
+        # file is still indexed, every line in a window, and the run says which and why.
+        fallback = f"{type(exc).__name__}: {exc}"[:_FALLBACK_DETAIL]
+        _log.warning("%s: cut into line windows, its chunker failed: %s", path, fallback)
+        drafts = window_drafts(
+            src,
+            max_tokens=options.max_section_tokens,
+            overlap_lines=options.window_overlap_lines,
+            counter=counter,
+        )
     chunks = finish(
         drafts,
         src,
@@ -135,7 +156,7 @@ def chunk_file(
         counter=counter,
         code=language.family is not Family.DOC and language.family is not Family.TEXT,
     )
-    return ChunkedFile(page, tuple(chunks), src.text, clean.redactions)
+    return ChunkedFile(page, tuple(chunks), src.text, clean.redactions, fallback)
 
 
 class Chunker:

@@ -100,6 +100,8 @@ def cmd_chunks(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             f"{page.path}  [{page.language}, {page.doc_type.value}, {page.license}] "
             f"{len(item.chunks)} chunks\n"
         )
+        if item.fallback:
+            out.write(f"  cut into line windows, its chunker failed: {item.fallback}\n")
         for c in item.chunks:
             part = f" ({c.part}/{c.parts})" if c.parts > 1 else ""
             out.write(
@@ -120,6 +122,7 @@ def cmd_chunks(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             "languages": dict(sorted(totals.by_language.items())),
             "kinds": dict(sorted(totals.by_kind.items())),
             "redactions": dict(sorted(totals.redactions.items())),
+            "fallbacks": dict(sorted(totals.fallbacks.items())),
             "seconds": round(totals.seconds, 3),
         }
         _dump(summary, out)

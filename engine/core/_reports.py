@@ -27,6 +27,9 @@ class IndexReport:
     seconds: dict[str, float] = field(default_factory=dict)
     # Secrets redacted in the files (re)indexed by this run, by kind (``aws-access-key``).
     redactions: dict[str, int] = field(default_factory=dict)
+    # Files (re)indexed by this run whose chunker failed on them, each cut into line windows
+    # instead, with why: nothing is lost, but their sections have no names.
+    fallbacks: dict[str, str] = field(default_factory=dict)
 
     @property
     def total_seconds(self) -> float:

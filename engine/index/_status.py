@@ -117,6 +117,7 @@ def combined_report(
         dense_model=overlay.dense_model,
         seconds=seconds,
         redactions=dict(Counter(overlay.redactions) + Counter(base.redactions if base else {})),
+        fallbacks={**(base.fallbacks if base else {}), **overlay.fallbacks},
     )
 
 

@@ -27,6 +27,7 @@ class Survey:
     by_language: Counter[str] = field(default_factory=Counter)
     by_kind: Counter[str] = field(default_factory=Counter)
     redactions: Counter[str] = field(default_factory=Counter)  # secrets taken out, by kind
+    fallbacks: dict[str, str] = field(default_factory=dict)  # chunker failed: windows, why
     seconds: float = 0.0
 
     def add(self, item: ChunkedFile | Skipped) -> None:
@@ -41,6 +42,8 @@ class Survey:
         self.by_language[item.page.language] += 1
         self.by_kind.update(c.kind.value for c in item.chunks)
         self.redactions.update(r.kind for r in item.redactions)
+        if item.fallback:
+            self.fallbacks[item.page.path] = item.fallback
 
 
 def survey(

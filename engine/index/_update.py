@@ -146,6 +146,7 @@ def update_segment(
         dense_model=embedder.model_id if embedder is not None else None,
         seconds=timings,
         redactions=dict(Counter(r.kind for cf, _, _ in chunked.files for r in cf.redactions)),
+        fallbacks={cf.page.path: cf.fallback for cf, _, _ in chunked.files if cf.fallback},
     )
 
 

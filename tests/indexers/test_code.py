@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexers import Chunk, ChunkKind, DocType, TiktokenCounter, WordCounter, chunk_file
+from indexers import Chunk, ChunkKind, DocType, TiktokenCounter, WordCounter, _scan, chunk_file
 from indexers._code import code_drafts
 from indexers._doctype import doc_type_for
 from indexers._languages import Language, grammar, language_for_path, languages
@@ -258,9 +258,32 @@ def test_definitions_nested_past_the_stack_fall_back_to_windows() -> None:
     windows), instead of failing the file and the index run."""
     depth = 1500
     data = b"namespace n {\n" * depth + b"int f() { return 1; }\n" + b"}\n" * depth
-    chunks = chunk_file("deep.cpp", data, counter=COUNTER).chunks
-    assert {c.kind for c in chunks} == {ChunkKind.WINDOW}
-    _assert_covered(data, chunks)
+    cf = chunk_file("deep.cpp", data, counter=COUNTER)
+    assert {c.kind for c in cf.chunks} == {ChunkKind.WINDOW}
+    _assert_covered(data, cf.chunks)
+    assert cf.fallback.startswith("RecursionError")  # said, not silent
+    assert chunk_file("ok.cpp", b"int f() { return 1; }\n", counter=COUNTER).fallback == ""
+
+
+def test_a_chunker_fault_on_one_file_is_windows_and_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a chunker raises on one file (a grammar that trips on it), the file is
+    still indexed in line windows covering every line, and ``fallback`` says why; other
+    files are chunked as before."""
+    real = _scan.code_drafts
+
+    def trips(src: SourceText, language: Language, **kw: object) -> object:
+        if "TRIP" in src.text:
+            raise ValueError("node has no end byte")
+        return real(src, language, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_scan, "code_drafts", trips)
+    data = b"def f():\n    return 'TRIP'\n" * 40
+    cf = chunk_file("bad.py", data, counter=COUNTER)
+    assert cf.fallback == "ValueError: node has no end byte"
+    assert {c.kind for c in cf.chunks} == {ChunkKind.WINDOW}
+    _assert_covered(data, cf.chunks)
+    good = chunk_file("good.py", b"def g():\n    return 1\n", counter=COUNTER)
+    assert good.fallback == "" and [c.symbol for c in good.chunks] == ["g"]
 
 
 def test_no_grammar_falls_back_to_overlapping_windows() -> None:

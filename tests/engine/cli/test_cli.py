@@ -60,6 +60,33 @@ def test_chunks_json_lines(tmp_path: Path) -> None:
     assert summary["chunks"] == len(chunks)
 
 
+def test_a_file_its_chunker_fails_on_is_windows_and_named(tmp_path: Path) -> None:
+    """A file whose chunker fails (definitions nested past Python's stack) is indexed in
+    line windows, and `chunks` and `index` name it with why, as text and JSON."""
+    root = _repo(tmp_path)
+    depth = 1500
+    (root / "deep.cpp").write_text("namespace n {\n" * depth + "int f();\n" + "}\n" * depth)
+    code, text = _run("chunks", str(root))
+    assert code == EXIT_OK
+    assert "deep.cpp  [cpp" in text
+    assert "cut into line windows, its chunker failed: Recursion" in text
+    assert "windows:   1 files cut into line windows" in text and "  deep.cpp: Recursion" in text
+    code, text = _run("chunks", str(root), "--json", "--summary")
+    assert json.loads(text.splitlines()[-1])["fallbacks"]["deep.cpp"].startswith("Recursion")
+    old = os.environ.get("CORTEX_DENSE_MODEL")
+    os.environ["CORTEX_DENSE_MODEL"] = "hash"
+    try:
+        code, text = _run("index", str(root))
+        assert code == EXIT_OK and "  deep.cpp: RecursionError" in text
+        code, text = _run("search", "handler", "--path", str(root), "--mode", "bm25")
+        assert code == EXIT_OK and "app.py:1-2  handler" in text  # the run went on
+    finally:
+        if old is None:
+            os.environ.pop("CORTEX_DENSE_MODEL")
+        else:
+            os.environ["CORTEX_DENSE_MODEL"] = old
+
+
 def test_chunks_summary_only(tmp_path: Path) -> None:
     """--summary prints totals without per-chunk rows."""
     code, text = _run("chunks", str(_repo(tmp_path)), "--summary")
