@@ -44,10 +44,13 @@ __all__ = [
     "DEFAULT_STATIC_MAX_TOKENS",
     "StaticManifest",
     "StaticModel",
+    "TokenOutputs",
     "distill",
     "load_static_model",
     "read_manifest",
     "save_static_model",
+    "sif_weights",
+    "token_outputs",
 ]
 
 FORMAT = "cortex-static-embedding"
@@ -242,13 +245,23 @@ def _remove_stale_temps(directory: Path) -> None:
             pass  # another process removed it first
 
 
-def distill(source: str, dims: int) -> tuple[npt.NDArray[np.float32], str]:
-    """Distill ``source`` (a local model directory or a cached Hugging Face name).
+@dataclass(frozen=True, slots=True)
+class TokenOutputs:
+    """The teacher's output for each vocabulary token alone (``[CLS] tok [SEP]``, mean-pooled).
 
-    Returns the ``(vocab_size, dims)`` float32 matrix and the tokenizer as JSON. Raises
-    ``OSError`` if the model is not available offline (nothing is downloaded) and
-    ``ConfigError`` if ``dims`` exceeds the model's width.
-    """
+    ``outputs[j]`` belongs to token id ``kept[j]``; ids not kept (special tokens, BERT's
+    ``[unusedN]`` rows) have no text that maps to them."""
+
+    outputs: npt.NDArray[np.float32]
+    kept: npt.NDArray[np.int64]
+    vocab_size: int
+    tokenizer_json: str
+
+
+def token_outputs(source: str) -> TokenOutputs:
+    """Run every vocabulary token of ``source`` (a local model directory or a cached Hugging
+    Face name) through it once. Raises ``OSError`` if the model is not available offline
+    (nothing is downloaded)."""
     import inspect
 
     import torch
@@ -273,8 +286,6 @@ def distill(source: str, dims: int) -> tuple[npt.NDArray[np.float32], str]:
             keep[token_id] = False
     kept = np.flatnonzero(keep)
     hidden = int(model.config.hidden_size)
-    if not 1 <= dims <= hidden:
-        raise ConfigError(f"static dims must be in 1..{hidden} for {source}, got {dims}")
 
     # BERT wants segment ids; models without segments (DistilBERT…) reject the argument.
     segments = "token_type_ids" in inspect.signature(model.forward).parameters
@@ -288,14 +299,35 @@ def distill(source: str, dims: int) -> tuple[npt.NDArray[np.float32], str]:
                 inputs["token_type_ids"] = torch.zeros_like(batch)
             states = model(**inputs).last_hidden_state
             outputs[start : start + ids.size] = states.mean(dim=1).float().numpy()
+    return TokenOutputs(np.nan_to_num(outputs), kept.astype(np.int64), vocab_size, backend.to_str())
 
-    reduced = _pca(np.nan_to_num(outputs).astype(np.float64), dims)
-    # SIF weight from Zipf's law on the vocabulary order (BERT ids follow frequency).
-    inv_rank = 1.0 / np.arange(2, kept.size + 2, dtype=np.float64)
-    weights = _SIF_COEFFICIENT / (_SIF_COEFFICIENT + inv_rank / inv_rank.sum())
-    matrix = np.zeros((vocab_size, dims), dtype=np.float32)
-    matrix[kept] = (reduced * weights[:, None]).astype(np.float32)
-    return matrix, backend.to_str()
+
+def sif_weights(count: int) -> npt.NDArray[np.float64]:
+    """SIF weight per rank ``a / (a + p(rank))``, from Zipf's law on the vocabulary order
+    (BERT ids follow frequency): frequent tokens count less."""
+    inv_rank = 1.0 / np.arange(2, count + 2, dtype=np.float64)
+    weights: npt.NDArray[np.float64] = _SIF_COEFFICIENT / (
+        _SIF_COEFFICIENT + inv_rank / inv_rank.sum()
+    )
+    return weights
+
+
+def distill(source: str, dims: int) -> tuple[npt.NDArray[np.float32], str]:
+    """Distill ``source`` (a local model directory or a cached Hugging Face name).
+
+    Returns the ``(vocab_size, dims)`` float32 matrix and the tokenizer as JSON. Raises
+    ``OSError`` if the model is not available offline (nothing is downloaded) and
+    ``ConfigError`` if ``dims`` exceeds the model's width.
+    """
+    found = token_outputs(source)
+    hidden = found.outputs.shape[1]
+    if not 1 <= dims <= hidden:
+        raise ConfigError(f"static dims must be in 1..{hidden} for {source}, got {dims}")
+    reduced = _pca(found.outputs.astype(np.float64), dims)
+    weights = sif_weights(found.kept.size)
+    matrix = np.zeros((found.vocab_size, dims), dtype=np.float32)
+    matrix[found.kept] = (reduced * weights[:, None]).astype(np.float32)
+    return matrix, found.tokenizer_json
 
 
 def _special_frame(backend: Tokenizer) -> tuple[list[int], list[int]]:
