@@ -29,8 +29,9 @@ __all__ = ["ENV_PREFIX", "Config"]
 ENV_PREFIX = "CORTEX_"
 DEFAULT_MAX_FILE_BYTES = 1 << 20  # 1 MiB: larger files are data or generated, not code to read
 DEFAULT_STATE_DIR = ".cortex"  # under the workspace root unless an absolute path is given
-# The dense index's model. "static" (distilled locally from the bundled MiniLM) embeds the
-# standard library in about a minute on 2 cores; MiniLM itself takes over an hour there.
+# The dense index's model. "static" (MiniLM's vocabulary rows tuned on MiniLM's vectors,
+# shipped in engine/embed/data) embeds the standard library in about a minute on 2 cores;
+# MiniLM itself takes over an hour there.
 DEFAULT_DENSE_MODEL = "static"
 DEFAULT_EMBED_BATCH = 256  # texts per embedder call: progress and cache writes per batch
 DEFAULT_SEED = 0  # faiss k-means and anything else random: fixed, so builds repeat exactly
@@ -54,10 +55,11 @@ class Config:
     exclude: tuple[str, ...] = ()
     encoding: str = DEFAULT_ENCODING  # tiktoken encoding used for every token count
     state_dir: str = DEFAULT_STATE_DIR
-    # "static", "minilm", "none", "hash" (tests), or any sentence-transformers name or path.
+    # "static", "static-distilled", "minilm", "none", "hash" (tests), or any
+    # sentence-transformers name or path.
     dense_model: str = DEFAULT_DENSE_MODEL
     embedding_cache: str = ""  # path of the vector cache; "" = <state_dir>/embeddings.sqlite
-    model_cache_dir: str = ""  # where distilled models live; "" = ~/.cache/cortex/models
+    model_cache_dir: str = ""  # where static models live; "" = ~/.cache/cortex/models
     embed_batch_size: int = DEFAULT_EMBED_BATCH
     seed: int = DEFAULT_SEED
     budget_tokens: int = DEFAULT_BUDGET

@@ -4,8 +4,10 @@ Three embedders share one protocol:
 
 - ``SentenceTransformerEmbedder``: a transformer (default: the bundled all-MiniLM-L6-v2).
   Best vectors, but ~25 code chunks/s on two CPU cores.
-- ``StaticEmbedder``: a token-lookup model distilled once from the same transformer
-  (``engine.embed._static``): thousands of chunks/s, loads in well under a second.
+- ``StaticEmbedder``: a token-lookup model of the same transformer's vocabulary
+  (``engine.embed._static``): thousands of chunks/s, loads in well under a second. Its
+  rows come from a tuned file (``engine.embed._tune``; the default ships in ``data/``)
+  or are distilled once from the transformer.
 - ``HashEmbedder``: hashed word features, numpy only, for tests.
 
 ``embed_with_cache`` embeds through the content-addressed ``EmbeddingCache``
@@ -202,33 +204,53 @@ class SentenceTransformerEmbedder:
 
 
 class StaticEmbedder:
-    """A static model distilled from ``source`` into ``cache_dir`` on first use, then reused.
+    """A static model for ``source``, saved into ``cache_dir`` on first use, then reused.
 
-    The distilled model lives in ``cache_dir / f"static-{key}"``, ``key`` hashing the
-    source, ``dims`` and the recipe's version; later runs load it in well under a second.
-    ``model_id`` is ``"static:"`` plus a hash of the saved vectors and tokenizer, so two
-    distillations that differ by one float (another torch build) never share cache rows.
-    Reading ``model_id`` or embedding distills first if needed (~20 s for MiniLM).
+    With ``tuned`` (a file ``_tune.save_tuned`` wrote, such as the shipped
+    ``TUNED_MODEL``) the rows come from that file: no teacher is loaded. Without it they are
+    distilled from ``source`` (~20-90 s for MiniLM). The model lives in
+    ``cache_dir / f"static-{key}"``, ``key`` hashing the recipe, the source (or the tuned
+    file's sha256) and ``dims``; later runs load it in well under a second. ``model_id`` is
+    ``"static:"`` plus a hash of the saved vectors and tokenizer, so two models that differ
+    by one float never share cache rows. Reading ``model_id`` or embedding prepares first.
     """
 
     def __init__(
-        self, cache_dir: Path, source: str = DEFAULT_MODEL, dims: int = DEFAULT_STATIC_DIMS
+        self,
+        cache_dir: Path,
+        source: str = DEFAULT_MODEL,
+        dims: int = DEFAULT_STATIC_DIMS,
+        *,
+        tuned: Path | None = None,
     ) -> None:
         if dims < 1:
             raise ConfigError(f"static dims must be >= 1, got {dims}")
         self.cache_dir = Path(cache_dir)
         self.source = _canonical_name(source)
         self.dims = dims
+        self.tuned = Path(tuned) if tuned is not None else None
+        self._tuned_sha: str | None = None
         self._manifest: StaticManifest | None = None
         self._model: StaticModel | None = None
         self._lock = threading.RLock()
 
+    def _tuned_key(self) -> str:
+        """The tuned file's sha256 (read once): its content, not its path, names the model."""
+        if self._tuned_sha is None:
+            assert self.tuned is not None
+            try:
+                self._tuned_sha = hashlib.sha256(self.tuned.read_bytes()).hexdigest()
+            except OSError as exc:
+                raise CacheError(f"tuned static model {self.tuned} cannot be read: {exc}") from exc
+        return self._tuned_sha
+
     @property
     def directory(self) -> Path:
-        """Where the distilled model is (or will be) saved."""
+        """Where the model is (or will be) saved."""
         from engine.embed._static import FORMAT_VERSION
 
-        key = json.dumps([FORMAT_VERSION, self.source, self.dims])
+        origin = ["tuned", self._tuned_key()] if self.tuned is not None else [self.source]
+        key = json.dumps([FORMAT_VERSION, *origin, self.dims])
         return self.cache_dir / f"static-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
     @property
@@ -240,23 +262,41 @@ class StaticEmbedder:
         return self.dims
 
     def prepare(self) -> StaticManifest:
-        """Distill and save the model unless it is saved already; its manifest."""
+        """Build and save the model unless it is saved already; its manifest."""
         with self._lock:
             if self._manifest is None:
                 from engine.embed import _static
 
                 directory = self.directory
                 if not directory.exists():
-                    try:
-                        matrix, tokenizer = _static.distill(_resolve_model(self.source), self.dims)
-                    except OSError as exc:
-                        raise _not_offline(self.source, exc) from exc
-                    _static.save_static_model(directory, matrix, tokenizer, source=self.source)
+                    if self.tuned is not None:
+                        matrix, tokenizer, source = self._from_tuned()
+                    else:
+                        try:
+                            matrix, tokenizer = _static.distill(
+                                _resolve_model(self.source), self.dims
+                            )
+                        except OSError as exc:
+                            raise _not_offline(self.source, exc) from exc
+                        source = self.source
+                    _static.save_static_model(directory, matrix, tokenizer, source=source)
                 manifest = _static.read_manifest(directory)
                 if manifest.dims != self.dims:
                     raise CacheError(f"{directory} holds {manifest.dims} dims, not {self.dims}")
                 self._manifest = manifest
             return self._manifest
+
+    def _from_tuned(self) -> tuple[Vectors, str, str]:
+        from engine.embed._tune import load_tuned
+
+        assert self.tuned is not None
+        tuned = load_tuned(self.tuned)
+        if tuned.vectors.shape[1] != self.dims:
+            raise ConfigError(
+                f"tuned static model {self.tuned} is {tuned.vectors.shape[1]} wide, "
+                f"not {self.dims}"
+            )
+        return tuned.vectors, tuned.tokenizer_json, f"{self.source} tuned {tuned.sha256[:12]}"
 
     def _load(self) -> StaticModel:
         with self._lock:
@@ -277,7 +317,11 @@ class StaticEmbedder:
         return row
 
     def __repr__(self) -> str:
-        return f"StaticEmbedder({str(self.cache_dir)!r}, source={self.source!r}, dims={self.dims})"
+        tuned = f", tuned={str(self.tuned)!r}" if self.tuned is not None else ""
+        return (
+            f"StaticEmbedder({str(self.cache_dir)!r}, source={self.source!r}, "
+            f"dims={self.dims}{tuned})"
+        )
 
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")

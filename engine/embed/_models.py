@@ -14,7 +14,11 @@ from engine.embed._embedders import (
     StaticEmbedder,
 )
 
-__all__ = ["make_embedder", "model_cache_dir"]
+__all__ = ["TUNED_MODEL", "make_embedder", "model_cache_dir"]
+
+# The default static model: MiniLM's vocabulary rows tuned on MiniLM's vectors for code and
+# docstrings of the Python standard library (``python -m eval.train_static`` rebuilds it).
+TUNED_MODEL = Path(__file__).parent / "data" / "static-code-v1.npz"
 
 _MINILM_ALIASES = frozenset(
     {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -22,7 +26,7 @@ _MINILM_ALIASES = frozenset(
 
 
 def model_cache_dir(config: Config) -> Path:
-    """Where locally distilled models are kept: shared by every workspace of this user."""
+    """Where static models are unpacked or distilled: shared by every workspace of this user."""
     if config.model_cache_dir:
         return Path(config.model_cache_dir).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -35,6 +39,8 @@ def make_embedder(name: str, config: Config) -> Embedder | None:
     if key in ("", "none", "off"):
         return None
     if key == "static":
+        return StaticEmbedder(model_cache_dir(config), source=DEFAULT_MODEL, tuned=TUNED_MODEL)
+    if key == "static-distilled":  # the vocabulary-only distillation, built on first use
         return StaticEmbedder(model_cache_dir(config), source=DEFAULT_MODEL)
     if key.startswith("hash"):
         _, _, dim = key.partition(":")
@@ -46,8 +52,9 @@ def make_embedder(name: str, config: Config) -> Embedder | None:
         return SentenceTransformerEmbedder(DEFAULT_MODEL)
     if not _loadable(name):
         raise EmbeddingModelError(
-            f"unknown dense model {name!r}: use minilm, static, hash[:DIM] or none, or the "
-            "folder of a local sentence-transformers model (nothing is downloaded)"
+            f"unknown dense model {name!r}: use minilm, static, static-distilled, hash[:DIM] "
+            "or none, or the folder of a local sentence-transformers model (nothing is "
+            "downloaded)"
         )
     return SentenceTransformerEmbedder(name)
 
