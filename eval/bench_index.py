@@ -4,8 +4,8 @@ and time queries in each search mode. Prints every figure the index issue asks f
     python -m eval.bench_index [PATH] [--dense static|minilm|...] [--queries 200]
 
 PATH defaults to the running interpreter's standard library. The index goes to a temporary
-state directory, never into PATH. One-off model preparation (distilling the static model
-on a fresh machine) is timed separately from indexing.
+state directory, never into PATH. One-off model preparation (unpacking the static model
+into the model cache on a fresh machine) is timed separately from indexing.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             model_id = embedder.model_id if embedder is not None else "none"
             print(
                 f"model ready:         {time.perf_counter() - start:.1f} s  ({model_id}; "
-                "one-off per machine when a static model is distilled)"
+                "one-off per machine: a static model is unpacked or distilled)"
             )
             start = time.perf_counter()
             report = ws.index()

@@ -94,7 +94,11 @@ class RerankWeights:
 
     recall: float = 1.0  # fused rank from recall
     file: float = 1.0  # the file's strength: its best three sections together
-    cosine: float = 0.3  # query-section cosine, dense model
+    # Query-section cosine, dense model. With the tuned static model, over the training
+    # split's 198 dumped instances: file Acc@1 / MRR 56.6 / 0.722 at 0, 57.1 / 0.726 at 0.3,
+    # 57.6 / 0.731 at 0.6, 58.1 / 0.731 at 1.2, Acc@5 82.3 throughout: one or two
+    # instances, so it stays.
+    cosine: float = 0.3
     defines: float = 0.8  # defines a name the request mentions
     mentions: float = 0.2  # uses names the request mentions
     signal: float = 2.0  # a tool signal points here

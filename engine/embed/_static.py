@@ -5,7 +5,7 @@ mean-pooled), reduces the outputs to ``dims`` with PCA and scales each row by a 
 that treats the token's rank in the vocabulary as a Zipf frequency estimate: the recipe of
 ``model2vec.distill`` 0.10, written out here because its ``distill`` extra pins an older
 ``transformers`` than sentence-transformers needs. A text's vector is then the normalised
-sum of its tokens' rows: no attention, so ~2,700 code chunks/s on two CPU cores.
+sum of its tokens' rows: no attention, so ~6,800 code sections/s on two CPU cores.
 
 On disk a model is a directory, written atomically (temp directory, then rename)::
 
