@@ -29,6 +29,7 @@ from engine.core import (
     DEFAULT_BUNDLE_BUDGET,
     MAX_ATTEST_CITATIONS,
     Bundle,
+    CacheError,
     Config,
     ConfigError,
     ContextPack,
@@ -476,9 +477,9 @@ class Workspace:
         st = status_of(self._state.layers, self.config, check_files=check_files)
         try:
             embedder = self.embedder
-        except EmbeddingModelError as exc:
+            configured = embedder.model_id if embedder is not None else None
+        except (EmbeddingModelError, CacheError) as exc:
             return replace(st, dense_problem=str(exc))
-        configured = embedder.model_id if embedder is not None else None
         if configured and st.indexed and configured != st.dense_model:
             return replace(st, dense_problem=f"the configured model {configured} has no "
                            "vectors in this index: run `cortex index`")  # fmt: skip

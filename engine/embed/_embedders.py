@@ -240,6 +240,12 @@ class StaticEmbedder:
             assert self.tuned is not None
             try:
                 self._tuned_sha = hashlib.sha256(self.tuned.read_bytes()).hexdigest()
+            except FileNotFoundError as exc:
+                raise EmbeddingModelError(
+                    f"static model file {self.tuned} is missing (an install without package "
+                    "data?): reinstall cortex, or use the dense model 'static-distilled', "
+                    "which is built from the bundled MiniLM"
+                ) from exc
             except OSError as exc:
                 raise CacheError(f"tuned static model {self.tuned} cannot be read: {exc}") from exc
         return self._tuned_sha

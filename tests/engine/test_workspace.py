@@ -307,6 +307,28 @@ def test_an_unknown_dense_model_is_an_error_and_status_says_so(repo: Path) -> No
         assert "no vectors in this index" in ws.status(check_files=False).dense_problem
 
 
+def test_a_missing_or_damaged_static_model_file_is_named(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install without the shipped static model (or with a damaged one) says so, with
+    the way out, on dense use and in status; it never answers lexical-only in silence."""
+    import engine.embed._models as models
+    from engine import EmbeddingModelError
+
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+    cache = str(tmp_path / "models")
+    monkeypatch.setattr(models, "TUNED_MODEL", tmp_path / "gone.npz")
+    with Workspace.open(repo, Config(dense_model="static", model_cache_dir=cache)) as ws:
+        with pytest.raises(EmbeddingModelError, match="static-distilled"):
+            ws.search("compute", mode="dense")
+        assert "gone.npz is missing" in ws.status(check_files=False).dense_problem
+    (tmp_path / "bad.npz").write_bytes(b"not a model")
+    monkeypatch.setattr(models, "TUNED_MODEL", tmp_path / "bad.npz")
+    with Workspace.open(repo, Config(dense_model="static", model_cache_dir=cache)) as ws:
+        assert "bad.npz cannot be read" in ws.status(check_files=False).dense_problem
+
+
 def test_a_rebuild_is_made_beside_the_index_in_use(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
