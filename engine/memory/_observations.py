@@ -61,6 +61,7 @@ DEDUPE_WINDOW_S = 30 * 86_400.0  # the same content saved again within 30 days i
 CLOCK_SKEW_S = 300.0  # a given creation time may run this far ahead of our clock
 BUSY_TIMEOUT_S = 30.0  # a writer waits this long for another process's transaction
 _FILE_MODE = 0o600
+_REEMBED_BATCH = 256  # notes embedded again per write when the dense model changed
 TITLE_WEIGHT = 2.0  # a title is the note's own summary: its words count twice in BM25
 
 _DDL = """
@@ -134,6 +135,7 @@ class NoteStore:
         self._lock = threading.RLock()
         self._db = self._open()
         self._vectors = Vectors(embedder.model_id) if embedder is not None else None
+        self._vectors_checked = False
         self._episodes = Episodes()
 
     # -- the file ------------------------------------------------------------------------
@@ -559,10 +561,38 @@ class NoteStore:
             self._vectors.advance([(note_id, None, False)], 0)
         self._episodes.forget(note_id)
 
+    def reembed(self) -> int:
+        """Embed again, with this store's model, the project's live notes whose vector
+        another model wrote (or that have none); returns how many. Each batch is one write,
+        with a new change sequence, so other processes' matrices pick the vectors up."""
+        if self.embedder is None:
+            return 0
+        model = self.embedder.model_id
+        rows = self.read(
+            "SELECT id, title, what, why, place, learned FROM notes WHERE project = ? "
+            "AND deleted IS NULL AND (model IS NOT ? OR vector IS NULL) ORDER BY id",
+            (self.project, model),
+        )
+        for start in range(0, len(rows), _REEMBED_BATCH):
+            batch = rows[start : start + _REEMBED_BATCH]
+            vecs = self.embedder.embed([f"{r[1]}\n{body_text(*r[2:])}" for r in batch])
+            with self.write() as db:
+                for row, vec in zip(batch, vecs, strict=True):
+                    db.execute(
+                        "UPDATE notes SET model = ?, vector = ?, seq = ? WHERE id = ?",
+                        (model, np.asarray(vec, dtype=np.float32).tobytes(), self.seq(db), row[0]),
+                    )
+        return len(rows)
+
     def vectors(self) -> Vectors | None:
-        """The vector matrix, advanced to the store's last change."""
+        """The vector matrix, advanced to the store's last change. The first call in a
+        process first gives this model's vector to the project's notes that another model
+        embedded (a changed or upgraded dense model) or none did."""
         if self._vectors is None:
             return None
+        if not self._vectors_checked:
+            self._vectors_checked = False
+            self.reembed()
         seq = self._last_seq()
         if seq > self._vectors.seq:
             # By the change sequence's index alone: with the project in the condition the

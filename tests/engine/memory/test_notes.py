@@ -255,3 +255,44 @@ def test_an_id_past_sqlite_integers_is_not_found(mem: Memory) -> None:
                  lambda: mem.forget(huge), lambda: mem.item(huge)):  # fmt: skip
         with pytest.raises(NotFoundError):
             call()
+
+
+def test_notes_of_another_dense_model_are_embedded_again(tmp_path: Path) -> None:
+    """After the dense model changes (an upgrade of the default), the first search embeds
+    the old notes with the new model, so dense recall still reaches them; deleted notes
+    and other projects' notes are left alone."""
+    import sqlite3
+
+    path = tmp_path / "memory.sqlite"
+
+    def open_store(model: str, project: str = "p") -> Memory:
+        return Memory(NoteStore(path, project=project, user="ann", terms=code_terms,
+                                embedder=make_embedder(model, Config())))  # fmt: skip
+
+    old = open_store("hash:32")
+    kept = old.save("Retries use exponential backoff", what="capped at 30 s").id
+    gone = old.save("Cache lives in redis", what="eviction is LRU").id
+    old.forget(gone)
+    old.close()
+    other = open_store("hash:32", project="q")
+    theirs = other.save("Their note", what="another project").id
+    other.close()
+
+    new = open_store("hash:64")
+    try:
+        dense = new.recall("exponential backoff retries", lexical=False)
+        assert [i for i, _ in dense][:1] == [kept]
+    finally:
+        new.close()
+    db = sqlite3.connect(path)
+    models = dict(db.execute("SELECT id, model FROM notes").fetchall())
+    db.close()
+    new_id = make_embedder("hash:64", Config()).model_id
+    old_id = make_embedder("hash:32", Config()).model_id
+    assert models[kept] == new_id
+    assert models[gone] == old_id and models[theirs] == old_id
+    again = open_store("hash:64")
+    try:
+        assert again.store.reembed() == 0  # nothing left to do
+    finally:
+        again.close()
