@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +257,27 @@ def test_recall_reads_only_what_it_keeps(ws: Workspace) -> None:
     fused = fuse_lists(view, lists, RecallSettings(), keep=3)
     assert [c.chunk.id for c in fused] == [c.chunk.id for c in full[:3]]
     assert [c.ranks["bm25"] for c in fused] == [2, 3, 4]  # ranks keep the missing one's place
+
+
+def test_a_long_report_reads_its_lists_deeper(ws: Workspace) -> None:
+    """A request over MAX_INTENT_WORDS words reads its BM25 lists report_depth times as
+    deep; a short question reads them as set."""
+    from engine.core import RecallSettings
+    from engine.retrieval import MAX_INTENT_WORDS, recall
+
+    view, _ = ws.view()
+    settings = RecallSettings(bm25_sections=1, pages=1, report_depth=3)
+    question = "parse header value"
+    report = question + " and more" * MAX_INTENT_WORDS
+
+    def bm25_hits(query: str, s: RecallSettings) -> int:
+        return sum("bm25" in c.ranks for c in recall(view, query, [], [], None, None, s))
+
+    assert bm25_hits(question, settings) == 1
+    assert bm25_hits(report, settings) == 3
+    assert bm25_hits(report, replace(settings, report_depth=1)) == 1
+    with pytest.raises(ConfigError, match="report_depth"):
+        RecallSettings(report_depth=0)
 
 
 def test_feedback_without_a_ledger_uses_recent_turns(tmp_path: Path) -> None:
