@@ -28,10 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from engine import Config
-from engine.core import embedding_text
 from engine.embed import Embedder, make_embedder
 from eval.swebench_data import find_git_dir, materialise
-from indexers import ChunkedFile, scan
+from eval.train_static import section_texts
 
 # language -> (repositories as owner/name, file suffixes): the dev and multilingual splits'.
 LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -179,10 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                 data[language] = distinct[:_PER_LANGUAGE]
     print("pairs:", ", ".join(f"{lang} {len(p)}" for lang, p in data.items()))
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    sections: list[str] = []
-    for item in scan(stdlib / "email"):
-        if isinstance(item, ChunkedFile):
-            sections.extend(embedding_text(c) for c in item.chunks)
+    sections = section_texts(stdlib / "email")
     sections = (sections * (args.speed_sections // max(1, len(sections)) + 1))[
         : args.speed_sections
     ]

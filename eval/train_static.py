@@ -54,12 +54,15 @@ def _docstrings(root: Path) -> Iterator[str]:
                         yield line
 
 
+def section_texts(root: Path) -> list[str]:
+    """Every section under ``root`` as the dense index embeds it (title, context, text)."""
+    files = (item for item in scan(root) if isinstance(item, ChunkedFile))
+    return [embedding_text(c) for item in files for c in item.chunks]
+
+
 def corpus(root: Path, sections: int, docstrings: int, seed: int) -> list[str]:
     """The training texts: sampled docstrings first, then sampled sections."""
-    found: list[str] = []
-    for item in scan(root):
-        if isinstance(item, ChunkedFile):
-            found.extend(embedding_text(c) for c in item.chunks)
+    found = section_texts(root)
     docs = sorted(set(_docstrings(root)))
     rng = random.Random(seed)
     picked_sections = rng.sample(found, min(sections, len(found)))

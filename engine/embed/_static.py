@@ -319,11 +319,14 @@ def distill(source: str, dims: int) -> tuple[npt.NDArray[np.float32], str]:
     ``OSError`` if the model is not available offline (nothing is downloaded) and
     ``ConfigError`` if ``dims`` exceeds the model's width.
     """
-    found = token_outputs(source)
-    hidden = found.outputs.shape[1]
+    from transformers import AutoConfig
+
+    # Checked before every token runs through the model (that takes 20-90 s).
+    hidden = int(AutoConfig.from_pretrained(source, local_files_only=True).hidden_size)
     if not 1 <= dims <= hidden:
         raise ConfigError(f"static dims must be in 1..{hidden} for {source}, got {dims}")
-    reduced = _pca(found.outputs.astype(np.float64), dims)
+    found = token_outputs(source)
+    reduced = pca(found.outputs.astype(np.float64), dims)
     weights = sif_weights(found.kept.size)
     matrix = np.zeros((found.vocab_size, dims), dtype=np.float32)
     matrix[found.kept] = (reduced * weights[:, None]).astype(np.float32)
@@ -340,12 +343,15 @@ def _special_frame(backend: Tokenizer) -> tuple[list[int], list[int]]:
     return framed[:at], framed[at + 1 :]
 
 
-def _pca(x: npt.NDArray[np.float64], dims: int) -> npt.NDArray[np.float64]:
-    """Project centred rows on the top ``dims`` principal axes (numpy SVD), signs fixed."""
-    centred = x - x.mean(axis=0)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    scores: npt.NDArray[np.float64] = centred @ vt[:dims].T
+def pca(
+    x: npt.NDArray[np.float64], dims: int, *, centre: bool = True
+) -> npt.NDArray[np.float64]:
+    """Rows of ``x`` on its top ``dims`` principal axes (numpy SVD), centred first unless
+    ``centre`` is False, signs fixed."""
+    base = x - x.mean(axis=0) if centre else x
+    _, _, vt = np.linalg.svd(base, full_matrices=False)
+    scores: npt.NDArray[np.float64] = base @ vt[:dims].T
     # SVD signs are arbitrary; make each axis's largest score positive so rebuilds agree.
     biggest = scores[np.argmax(np.abs(scores), axis=0), np.arange(scores.shape[1])]
-    signed: npt.NDArray[np.float64] = scores * np.sign(biggest)
+    signed: npt.NDArray[np.float64] = scores * np.where(biggest < 0, -1.0, 1.0)
     return signed

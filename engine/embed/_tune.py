@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.core import CacheError, ConfigError
+from engine.embed._static import pca
 
 __all__ = [
     "TUNED_FORMAT",
@@ -172,12 +173,8 @@ def project(rows: npt.NDArray[np.float32], dims: int) -> npt.NDArray[np.float32]
     if not 1 <= dims <= rows.shape[1]:
         raise ConfigError(f"dims must be in 1..{rows.shape[1]}, got {dims}")
     used = np.linalg.norm(rows, axis=1) > 0
-    _, _, vt = np.linalg.svd(rows[used].astype(np.float64), full_matrices=False)
-    axes = vt[:dims]
-    scores = rows[used].astype(np.float64) @ axes.T
-    signs = np.sign(scores[np.argmax(np.abs(scores), axis=0), np.arange(dims)])
     out = np.zeros((rows.shape[0], dims), dtype=np.float32)
-    out[used] = (scores * np.where(signs == 0, 1.0, signs)).astype(np.float32)
+    out[used] = pca(rows[used].astype(np.float64), dims, centre=False).astype(np.float32)
     return out
 
 
