@@ -30,20 +30,20 @@ def render_summary(totals: Survey, out: TextIO) -> None:
     if skipped:
         reasons = ", ".join(f"{k} {v:,}" for k, v in totals.skipped.most_common())
         out.write(f"  skipped:   {skipped:,} files ({reasons})\n")
-    out.write(_fallbacks(totals.fallbacks, "  "))
+    out.write(_fallbacks(totals.fallbacks))
 
 
-def _fallbacks(fallbacks: dict[str, str], indent: str) -> str:
+def _fallbacks(fallbacks: dict[str, str]) -> str:
     """The files cut into line windows because their chunker failed: a count, then the
     first few with why."""
     if not fallbacks:
         return ""
-    lines = [f"{indent}windows:   {len(fallbacks):,} files cut into line windows, their "
+    lines = [f"  windows:   {len(fallbacks):,} files cut into line windows, their "
              "chunker failed (sections have no names):\n"]  # fmt: skip
     for path, why in sorted(fallbacks.items())[:_FALLBACKS_SHOWN]:
-        lines.append(f"{indent}  {path}: {why}\n")
+        lines.append(f"    {path}: {why}\n")
     if len(fallbacks) > _FALLBACKS_SHOWN:
-        lines.append(f"{indent}  ... and {len(fallbacks) - _FALLBACKS_SHOWN:,} more\n")
+        lines.append(f"    ... and {len(fallbacks) - _FALLBACKS_SHOWN:,} more\n")
     return "".join(lines)
 
 
@@ -69,7 +69,7 @@ def render_index_report(root: str, report: IndexReport) -> str:
     if report.redactions:
         found = ", ".join(f"{k} {v:,}" for k, v in sorted(report.redactions.items()))
         out.append(f"  redacted:   {sum(report.redactions.values()):,} secrets ({found})\n")
-    out.append(_fallbacks(report.fallbacks, "  "))
+    out.append(_fallbacks(report.fallbacks))
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
     out.append(f"  time:       {stages}\n")
     return "".join(out)
