@@ -46,11 +46,27 @@ _CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z]+(?:[A-Z][a-z
 _SNAKE = re.compile(r"\b_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*\b")
 _DOTTED = re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+\b")
 _CALL = re.compile(r"\b([A-Za-z_]\w{2,})\(")
+# A path may be absolute or start at the home folder (a stack trace from the reporter's
+# machine: ``/home/u/proj/src/main.rs:12:5``, ``~/env/site-packages/pkg/mod.py:23``); a
+# path inside a URL (``https://host/a/b.py``) is not one.
+_ROOT = r"(?:~?/)?"
 _PATH = re.compile(
-    r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|rst|md|txt|toml|cfg|ini))\b"
+    rf"(?<![\w/.-])({_ROOT}(?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|rst|md|txt|toml|cfg|ini))\b"
 )
 _PY_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
-_COLON_LOC = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,4}):(\d+)(?::\d+)?")
+# IPython's and Jupyter's frames: ``File ~/lib/python3.10/site-packages/pkg/mod.py:2373, in
+# Axes.bar(self, x)``, and before IPython 8 ``~/lib/.../pkg/mod.py in bar(self, x)`` (no line).
+_IPY_FRAME = re.compile(r"File (\S+\.py):(\d+)(?:, in ([\w<>.]+))?")
+_IPY_OLD_FRAME = re.compile(r"(?<!\S)(\S+\.py) in ([\w<>.]+)\(")
+_FRAMES = (_PY_FRAME, _IPY_FRAME, _IPY_OLD_FRAME)
+# PHP's ``#0 /app/src/Foo.php(123): Bar->baz()`` and .NET's ``at Foo.Bar() in
+# C:\\src\\Foo.cs:line 42``; Node's ESM frames name files as ``file:///app/src/x.mjs:10:5``.
+_PAREN_LOC = re.compile(rf"(?<![\w/.-])({_ROOT}(?:[\w.-]+/)*[\w.-]+\.php)\((\d+)\)")
+_DOTNET_LOC = re.compile(r"(?<!\S)(\S+\.(?:cs|fs|vb)):line (\d+)")
+_FILE_URL = re.compile(r"\bfile://(?=/)")
+_COLON_LOC = re.compile(
+    rf"(?<![\w/.-])({_ROOT}(?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{{1,4}}):(\d+)(?::\d+)?"
+)
 _PYTEST_ID = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py)::([\w:\[\]-]+)")
 _RUST_ARROW = re.compile(r"-->\s*((?:[\w.-]+/)*[\w.-]+\.\w+):(\d+)")
 _STOP = frozenset(
@@ -186,7 +202,7 @@ def _shorten_block(match: re.Match[str]) -> str:
     lines = body.split("\n")
     if len(lines) <= LONG_BLOCK_LINES:
         return match.group(0)
-    frames = [ln for ln in lines if _PY_FRAME.search(ln)]
+    frames = [ln for ln in lines if any(p.search(ln) for p in _FRAMES)]
     head, tail = lines[:KEEP_HEAD_LINES], lines[-KEEP_TAIL_LINES:]
     middle = [ln for ln in frames if ln not in head and ln not in tail]
     return f"{fence}\n" + "\n".join([*head, *middle, *tail]) + f"\n{fence}"
@@ -210,7 +226,8 @@ def query_identifiers(text: str) -> list[str]:
             add(part)
             for piece in part.split("."):
                 add(piece)
-    for _, _, func in _PY_FRAME.findall(text):
+    frames = (*_PY_FRAME.findall(text), *_IPY_FRAME.findall(text))
+    for func in (*(f for _, _, f in frames), *(f for _, f in _IPY_OLD_FRAME.findall(text))):
         if func and not func.startswith("<"):
             add(func.rsplit(".", 1)[-1])
     for name in _CALL.findall(text):
@@ -227,19 +244,36 @@ def query_identifiers(text: str) -> list[str]:
     return list(found)
 
 
+def _same_file(found: str, path: str) -> bool:
+    """Whether ``path`` is ``found`` or its tail (a Windows frame's ``C:\\app\\x.py``: ``x.py``)."""
+    found = found.replace("\\", "/")
+    return found == path or found.endswith("/" + path)
+
+
+def _frame_name(func: str) -> str | None:
+    """A frame's function as sections name it (``Axes.bar`` -> ``bar``; ``<module>`` none)."""
+    return func.rsplit(".", 1)[-1] if func and not func.startswith("<") else None
+
+
 def locations(text: str) -> list[Location]:
     """Paths (with lines and names where given) that a traceback, a failing test id, a
     compiler error or plain prose points at, in order of appearance, each once."""
     found: dict[Location, None] = {}
+    text = _FILE_URL.sub("", text)
     for path, line, func in _PY_FRAME.findall(text):
         found.setdefault(Location(path, int(line), func or None), None)
+    for path, line, func in _IPY_FRAME.findall(text):
+        found.setdefault(Location(path, int(line), _frame_name(func)), None)
+    for path, func in _IPY_OLD_FRAME.findall(text):
+        found.setdefault(Location(path, None, _frame_name(func)), None)
     for path, test in _PYTEST_ID.findall(text):
         found.setdefault(Location(path, None, test.split("::")[-1].split("[")[0]), None)
-    for pattern in (_RUST_ARROW, _COLON_LOC):
+    for pattern in (_RUST_ARROW, _PAREN_LOC, _DOTNET_LOC, _COLON_LOC):
         for path, line in pattern.findall(text):
-            found.setdefault(Location(path, int(line)), None)
+            if not any(loc.line == int(line) and _same_file(loc.path, path) for loc in found):
+                found.setdefault(Location(path, int(line)), None)
     for path in _PATH.findall(text):
-        if not any(loc.path == path for loc in found):
+        if not any(_same_file(loc.path, path) for loc in found):
             found.setdefault(Location(path), None)
     return list(found)
 

@@ -10,6 +10,7 @@ ranks; fusion is reciprocal-rank (RRF) or max-normalised scores.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -178,7 +179,7 @@ def _signal_hits(view: View, places: Sequence[Location]) -> list[tuple[str, floa
         candidates = view.paths_like(path) if path else []
         if not candidates and "/" in path:  # an absolute path from another machine
             parts = path.split("/")
-            for cut in range(1, len(parts)):
+            for cut in range(1, _last_cut(parts) + 1):
                 candidates = view.paths_like("/".join(parts[cut:]))
                 if candidates:
                     break
@@ -191,3 +192,30 @@ def _signal_hits(view: View, places: Sequence[Location]) -> list[tuple[str, floa
                 if inside or named:
                     out.append((chunk.id, 1.0))
     return list(dict.fromkeys(out))
+
+
+# Where an installed package's files live, and where its own path starts there:
+# - Python's site-packages (and the standard library's ``lib/python3.10``): the import
+#   package follows, which is a folder of the repository (``matplotlib/axes/_axes.py``);
+# - a folder named with its version (Ruby's gems ``fastlane-2.192.0``, Cargo's
+#   ``axum-0.6.15``, Go's ``grpc@v1.20.0``): the repository's own path follows;
+# - node_modules: the package's name (``axios``, ``@scope/name``), then its own path;
+# - vendor (Composer's ``org/name``, Go's ``host/org/repo``): cut down to a folder and a file.
+# A frame there is this repository's code only if that path is here. Cut shorter, a
+# third-party ``pandas/core/generic.py`` would match any ``generic.py``.
+_PACKAGE_DIR = re.compile(
+    r"site-packages|dist-packages|python\d+(?:\.\d+)*|.+[-@]v?\d+(?:\.\d+)+.*"
+)
+
+
+def _last_cut(parts: Sequence[str]) -> int:
+    """How many leading folders of a foreign path may be dropped at most: up to the package's
+    own path when the path runs through an installed package, else all but the file name."""
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == "node_modules":
+            return min(len(parts) - 1, i + (3 if parts[i + 1].startswith("@") else 2))
+        if parts[i] == "vendor":
+            return len(parts) - 2
+        if _PACKAGE_DIR.fullmatch(parts[i]):
+            return i + 1
+    return len(parts) - 1

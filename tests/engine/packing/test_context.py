@@ -188,6 +188,25 @@ def test_pasted_traceback_is_a_place(ws: Workspace) -> None:
     assert all("place" not in s.reason_tag for s in plain.citations)
 
 
+def test_installed_copy_frames_point_here_and_third_party_ones_do_not(ws: Workspace) -> None:
+    """An IPython frame in this repository's installed copy (``site-packages/<repo path>``)
+    is a place; a frame in another installed package whose file name this repository also
+    has (``otherpkg/parser.py``) is not cut down to that bare name."""
+    ours = (
+        "parse_strict crashes on an empty header:\n"
+        "File ~/venv/lib/python3.11/site-packages/parser.py:7, in HeaderParser.parse_strict(self)\n"
+    )
+    pack = ws.build_context("Fix the crash", ours)
+    hit = next(s for s in pack.citations if s.symbol == "HeaderParser.parse_strict")
+    assert "place" in hit.reason_tag
+    theirs = (
+        "parse_strict crashes on an empty header:\n"
+        "File ~/venv/lib/python3.11/site-packages/otherpkg/parser.py:7, in other(self)\n"
+    )
+    pack = ws.build_context("Fix the crash", theirs)
+    assert all("place" not in s.reason_tag for s in pack.citations)
+
+
 def test_goal_larger_than_budget_is_an_error(ws: Workspace) -> None:
     """A goal that alone exceeds the budget fails loudly instead of being cut."""
     with pytest.raises(ConfigError, match="budget"):

@@ -54,6 +54,55 @@ def test_locations_from_tracebacks_test_ids_and_compilers() -> None:
     assert [loc.path for loc in found].count("pkg/mod.py") == 1
 
 
+def test_locations_from_absolute_paths_and_ipython_frames() -> None:
+    """A stack trace from the reporter's machine: absolute and home paths with a line (Node,
+    Go, Rust panics), IPython's ``File path:line, in Class.func`` frames (one place each,
+    named by the function); a path inside a URL is not a place."""
+    text = (
+        "File ~/env/lib/python3.10/site-packages/pkg/axes/_axes.py:2373, in Axes.bar(self, x)\n"
+        "File /usr/lib/python3/site-packages/pkg/__init__.py:12, in _wrap.<locals>.inner(ax)\n"
+        "    at render (/Users/me/app/lib/view.js:10:3)\n"
+        "\t/tmp/sandbox/prog.go:8 +0x1d\n"
+        "see https://github.com/org/repo/blob/main/src/x.py and https://host/a.py:12\n"
+    )
+    found = locations(text)
+    assert found[:2] == [
+        Location("~/env/lib/python3.10/site-packages/pkg/axes/_axes.py", 2373, "bar"),
+        Location("/usr/lib/python3/site-packages/pkg/__init__.py", 12, "inner"),
+    ]
+    assert Location("/Users/me/app/lib/view.js", 10) in found
+    assert Location("/tmp/sandbox/prog.go", 8) in found
+    assert not any("x.py" in loc.path or "a.py" in loc.path for loc in found)
+    assert len(found) == 4
+    assert query_identifiers(text.split("\n")[0])[:1] == ["bar"]
+    older = (
+        "~/venv/lib/python3.8/site-packages/pkg/query_utils.py in __and__(self, other)\n"
+        "C:\\envs\\lib\\site-packages\\pkg\\utils.py:84, in _execute(self)\n"
+        "File C:\\envs\\lib\\site-packages\\pkg\\utils.py:84, in _execute(self)\n"
+    )
+    others = (
+        "#0 /app/vendor/org/pkg/src/Db/Manager.php(168): Manager->connect()\n"
+        "   at Shop.Cart.Total() in C:\\src\\Shop\\Cart.cs:line 42\n"
+        "    at load (file:///home/me/app/src/loader.mjs:10:5)\n"
+    )
+    assert locations(others) == [
+        Location("/app/vendor/org/pkg/src/Db/Manager.php", 168),
+        Location("C:\\src\\Shop\\Cart.cs", 42),
+        Location("/home/me/app/src/loader.mjs", 10),
+    ]
+    assert locations(older) == [
+        Location("C:\\envs\\lib\\site-packages\\pkg\\utils.py", 84, "_execute"),
+        Location("~/venv/lib/python3.8/site-packages/pkg/query_utils.py", None, "__and__"),
+    ]
+
+
+def test_clean_query_keeps_ipython_frames_of_long_logs() -> None:
+    """IPython's frames survive the shortening of a long log, as Python's do."""
+    lines = [f"noise line {i}" for i in range(40)]
+    lines[20] = "File ~/env/site-packages/pkg/core.py:12, in handle(x)"
+    assert "pkg/core.py:12, in handle" in clean_query("```\n" + "\n".join(lines) + "\n```")
+
+
 def test_short_questions_say_what_evidence_they_want() -> None:
     """A short question about tests, docs, examples or configuration says so; a long
     report that mentions a failing test still asks for the implementation."""
@@ -99,3 +148,25 @@ def test_word_forms_share_the_stem_and_skip_names_and_stop_words() -> None:
     assert "strip" in forms["stripped"] and "stripped" not in forms["stripped"]
     assert not {"parse_value", "getName", "where", "when", "see"} & set(forms)
     assert "suggestion" in word_forms("suggest a recipe")["suggest"]
+
+
+def test_a_foreign_path_is_cut_down_to_its_package_path_at_most() -> None:
+    """A frame through an installed package may match this repository by the package's own
+    path, never by a shorter tail (a third-party ``generic.py`` is not ours)."""
+    from engine.retrieval._recall import _last_cut
+
+    def tail(path: str) -> str:
+        parts = path.split("/")
+        return "/".join(parts[_last_cut(parts) :])
+
+    assert tail("home/u/env/lib/python3.10/site-packages/pandas/core/generic.py") == (
+        "pandas/core/generic.py"
+    )
+    assert tail("usr/lib/python3.6/unittest/case.py") == "unittest/case.py"
+    assert tail("x/gems/fastlane-2.192.0/fastlane/lib/a.rb") == "fastlane/lib/a.rb"
+    assert tail("r/index.crates.io-1ecc/axum-0.6.15/src/extract/m.rs") == "src/extract/m.rs"
+    assert tail("go/pkg/mod/google.golang.org/grpc@v1.20.0/clientconn.go") == "clientconn.go"
+    assert tail("app/node_modules/axios/lib/utils.js") == "lib/utils.js"
+    assert tail("app/node_modules/@babel/core/lib/x.js") == "lib/x.js"
+    assert tail("app/vendor/org/pkg/src/Db/Manager.php") == "Db/Manager.php"
+    assert tail("Users/x/proj/src/lib/foo.js") == "foo.js"  # no package: the file name
