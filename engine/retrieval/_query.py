@@ -64,6 +64,14 @@ _FRAMES = (_PY_FRAME, _IPY_FRAME, _IPY_OLD_FRAME)
 _PAREN_LOC = re.compile(rf"(?<![\w/.-])({_ROOT}(?:[\w.-]+/)*[\w.-]+\.php)\((\d+)\)")
 _DOTNET_LOC = re.compile(r"(?<!\S)(\S+\.(?:cs|fs|vb)):line (\d+)")
 _FILE_URL = re.compile(r"\bfile://(?=/)")
+# JVM frames: ``at com.acme.shop.Cart$Line.total(Cart.java:42)`` (maybe after a module,
+# ``java.base/``): the class's package is the file's folder path, the method its name.
+# Ruby's: ``/app/lib/cart.rb:42:in `block in total'``.
+_JVM_FRAME = re.compile(
+    r"\bat (?:[\w.$@-]+/)?((?:[\w$]+\.)*?)[\w$]+\.([\w$<>]+)"
+    r"\(([\w$-]+\.(?:java|kt|scala|groovy)):(\d+)\)"
+)
+_RUBY_FRAME = re.compile(r"(\S+\.rb):(\d+):in [`'](?:block (?:\(\d+ levels\) )?in )?([\w?!=]+)'")
 _COLON_LOC = re.compile(
     rf"(?<![\w/.-])({_ROOT}(?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{{1,4}}):(\d+)(?::\d+)?"
 )
@@ -266,6 +274,12 @@ def locations(text: str) -> list[Location]:
         found.setdefault(Location(path, int(line), _frame_name(func)), None)
     for path, func in _IPY_OLD_FRAME.findall(text):
         found.setdefault(Location(path, None, _frame_name(func)), None)
+    for package, method, file, line in _JVM_FRAME.findall(text):
+        folder = package.replace(".", "/")
+        name = None if "$" in method else _frame_name(method)  # lambda$sum$0: no section's
+        found.setdefault(Location(folder + file, int(line), name), None)
+    for path, line, func in _RUBY_FRAME.findall(text):
+        found.setdefault(Location(path, int(line), func), None)
     for path, test in _PYTEST_ID.findall(text):
         found.setdefault(Location(path, None, test.split("::")[-1].split("[")[0]), None)
     for pattern in (_RUST_ARROW, _PAREN_LOC, _DOTNET_LOC, _COLON_LOC):

@@ -90,6 +90,18 @@ def test_locations_from_absolute_paths_and_ipython_frames() -> None:
         Location("C:\\src\\Shop\\Cart.cs", 42),
         Location("/home/me/app/src/loader.mjs", 10),
     ]
+    jvm_and_ruby = (
+        "\tat com.acme.shop.Cart$Line.total(Cart.java:42)\n"
+        "\tat com.acme.shop.Cart.lambda$sum$0(Cart.java:17)\n"
+        "\tat java.base/java.util.ArrayList.forEach(ArrayList.java:1541)\n"
+        "/app/lib/cart.rb:42:in `block in total'\n"
+    )
+    assert locations(jvm_and_ruby) == [
+        Location("com/acme/shop/Cart.java", 42, "total"),
+        Location("com/acme/shop/Cart.java", 17),
+        Location("java/util/ArrayList.java", 1541, "forEach"),
+        Location("/app/lib/cart.rb", 42, "total"),
+    ]
     assert locations(older) == [
         Location("C:\\envs\\lib\\site-packages\\pkg\\utils.py", 84, "_execute"),
         Location("~/venv/lib/python3.8/site-packages/pkg/query_utils.py", None, "__and__"),
