@@ -591,7 +591,7 @@ class NoteStore:
         if self._vectors is None:
             return None
         if not self._vectors_checked:
-            self._vectors_checked = False
+            self._vectors_checked = True
             self.reembed()
         seq = self._last_seq()
         if seq > self._vectors.seq:

@@ -294,5 +294,18 @@ def test_notes_of_another_dense_model_are_embedded_again(tmp_path: Path) -> None
     again = open_store("hash:64")
     try:
         assert again.store.reembed() == 0  # nothing left to do
+        # The check runs once per process: later searches do not scan the project again.
+        calls = 0
+        reembed = again.store.reembed
+
+        def counted() -> int:
+            nonlocal calls
+            calls += 1
+            return reembed()
+
+        again.store.reembed = counted  # type: ignore[method-assign]
+        for _ in range(3):
+            again.recall("exponential backoff retries", lexical=False)
+        assert calls == 1
     finally:
         again.close()
