@@ -58,20 +58,24 @@ _PY_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
 # Axes.bar(self, x)``, and before IPython 8 ``~/lib/.../pkg/mod.py in bar(self, x)`` (no line).
 _IPY_FRAME = re.compile(r"File (\S+\.py):(\d+)(?:, in ([\w<>.]+))?")
 _IPY_OLD_FRAME = re.compile(r"(?<!\S)(\S+\.py) in ([\w<>.]+)\(")
-_FRAMES = (_PY_FRAME, _IPY_FRAME, _IPY_OLD_FRAME)
 # PHP's ``#0 /app/src/Foo.php(123): Bar->baz()`` and .NET's ``at Foo.Bar() in
 # C:\\src\\Foo.cs:line 42``; Node's ESM frames name files as ``file:///app/src/x.mjs:10:5``.
 _PAREN_LOC = re.compile(rf"(?<![\w/.-])({_ROOT}(?:[\w.-]+/)*[\w.-]+\.php)\((\d+)\)")
 _DOTNET_LOC = re.compile(r"(?<!\S)(\S+\.(?:cs|fs|vb)):line (\d+)")
 _FILE_URL = re.compile(r"\bfile://(?=/)")
-# JVM frames: ``at com.acme.shop.Cart$Line.total(Cart.java:42)`` (maybe after a module,
-# ``java.base/``): the class's package is the file's folder path, the method its name.
+# JVM frames: ``at com.acme.shop.Cart$Line.total(Cart.java:42)`` (maybe after a class
+# loader and a module: ``java.base/``, ``app//``): the class's package is the file's folder
+# path (the place is that path exactly), the method its name.
 # Ruby's: ``/app/lib/cart.rb:42:in `block in total'``.
 _JVM_FRAME = re.compile(
-    r"\bat (?:[\w.$@-]+/)?((?:[\w$]+\.)*?)[\w$]+\.([\w$<>]+)"
+    r"\bat (?:[\w.$@-]*/){0,2}((?:[\w$]+\.)*?)[\w$]+\.([\w$<>]+)"
     r"\(([\w$-]+\.(?:java|kt|scala|groovy)):(\d+)\)"
 )
-_RUBY_FRAME = re.compile(r"(\S+\.rb):(\d+):in [`'](?:block (?:\(\d+ levels\) )?in )?([\w?!=]+)'")
+_RUBY_FRAME = re.compile(
+    r"(?<!\S)(\S+\.rb):(\d+):in [`'](?:block (?:\(\d+ levels\) )?in )?([\w?!=]+)'"
+)
+# The lines a long log keeps from its middle (see ``clean_query``).
+_FRAMES = (_PY_FRAME, _IPY_FRAME, _IPY_OLD_FRAME, _JVM_FRAME, _RUBY_FRAME, _PAREN_LOC, _DOTNET_LOC)
 _COLON_LOC = re.compile(
     rf"(?<![\w/.-])({_ROOT}(?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{{1,4}}):(\d+)(?::\d+)?"
 )
@@ -180,11 +184,14 @@ def request_intents(text: str) -> frozenset[Intent]:
 
 @dataclass(frozen=True, slots=True, order=True)
 class Location:
-    """A place a signal points at: a path (as written), maybe a line, maybe a name."""
+    """A place a signal points at: a path (as written), maybe a line, maybe a name.
+    ``exact``: the path is relative to a source root already (a JVM frame's package path),
+    so it matches by that whole tail or not at all."""
 
     path: str
     line: int | None = None
     name: str | None = None
+    exact: bool = False
 
 
 def clean_query(text: str) -> str:
@@ -277,7 +284,7 @@ def locations(text: str) -> list[Location]:
     for package, method, file, line in _JVM_FRAME.findall(text):
         folder = package.replace(".", "/")
         name = None if "$" in method else _frame_name(method)  # lambda$sum$0: no section's
-        found.setdefault(Location(folder + file, int(line), name), None)
+        found.setdefault(Location(folder + file, int(line), name, exact=bool(folder)), None)
     for path, line, func in _RUBY_FRAME.findall(text):
         found.setdefault(Location(path, int(line), func), None)
     for path, test in _PYTEST_ID.findall(text):

@@ -177,7 +177,7 @@ def _signal_hits(view: View, places: Sequence[Location]) -> list[tuple[str, floa
     for place in places:
         path = place.path.replace("\\", "/").lstrip("./")
         candidates = view.paths_like(path) if path else []
-        if not candidates and "/" in path:  # an absolute path from another machine
+        if not candidates and "/" in path and not place.exact:  # from another machine
             parts = path.split("/")
             for cut in range(1, _last_cut(parts) + 1):
                 candidates = view.paths_like("/".join(parts[cut:]))

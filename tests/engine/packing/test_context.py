@@ -207,6 +207,30 @@ def test_installed_copy_frames_point_here_and_third_party_ones_do_not(ws: Worksp
     assert all("place" not in s.reason_tag for s in pack.citations)
 
 
+def test_jvm_frames_match_by_their_package_path_only(tmp_path: Path) -> None:
+    """A JVM frame of this repository's class is a tool signal on the line it names; a
+    frame of a library class with the same file name (another package) is not."""
+    root = make_repo(tmp_path / "repo", files=3)
+    folder = root / "src" / "main" / "java" / "com" / "acme" / "util"
+    folder.mkdir(parents=True)
+    (folder / "Preconditions.java").write_text(
+        "package com.acme.util;\n\npublic final class Preconditions {\n"
+        "    public static void check(boolean ok) {\n"
+        "        if (!ok) throw new IllegalStateException(\"bad state\");\n"
+        "    }\n}\n"
+    )
+    with Workspace.open(root, CONFIG) as workspace:
+        workspace.index()
+        ours = "\tat com.acme.util.Preconditions.check(Preconditions.java:5)\n"
+        pack = workspace.build_context("Fix the crash", "bad state", tool_signals=[ToolSignal(ours)])
+        assert any("signal" in s.reason_tag and s.source_uri.startswith("src/main/java/com/acme")
+                   for s in pack.citations)  # fmt: skip
+        theirs = "\tat com.google.common.base.Preconditions.checkArgument(Preconditions.java:5)\n"
+        pack = workspace.build_context("Fix the crash", "bad state",
+                                       tool_signals=[ToolSignal(theirs)])  # fmt: skip
+        assert all("signal" not in s.reason_tag for s in pack.citations)
+
+
 def test_goal_larger_than_budget_is_an_error(ws: Workspace) -> None:
     """A goal that alone exceeds the budget fails loudly instead of being cut."""
     with pytest.raises(ConfigError, match="budget"):

@@ -97,10 +97,15 @@ def test_locations_from_absolute_paths_and_ipython_frames() -> None:
         "/app/lib/cart.rb:42:in `block in total'\n"
     )
     assert locations(jvm_and_ruby) == [
-        Location("com/acme/shop/Cart.java", 42, "total"),
-        Location("com/acme/shop/Cart.java", 17),
-        Location("java/util/ArrayList.java", 1541, "forEach"),
+        Location("com/acme/shop/Cart.java", 42, "total", exact=True),
+        Location("com/acme/shop/Cart.java", 17, exact=True),
+        Location("java/util/ArrayList.java", 1541, "forEach", exact=True),
         Location("/app/lib/cart.rb", 42, "total"),
+    ]
+    loaders = "\tat app//org.junit.Assert.fail(Assert.java:89)\n\tat Main.main(Main.java:3)\n"
+    assert locations(loaders) == [
+        Location("org/junit/Assert.java", 89, "fail", exact=True),
+        Location("Main.java", 3, "main"),
     ]
     assert locations(older) == [
         Location("C:\\envs\\lib\\site-packages\\pkg\\utils.py", 84, "_execute"),
