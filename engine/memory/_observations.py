@@ -569,19 +569,22 @@ class NoteStore:
             return 0
         model = self.embedder.model_id
         rows = self.read(
-            "SELECT id, title, what, why, place, learned FROM notes WHERE project = ? "
+            "SELECT id, seq, title, what, why, place, learned FROM notes WHERE project = ? "
             "AND deleted IS NULL AND (model IS NOT ? OR vector IS NULL) ORDER BY id",
             (self.project, model),
         )
         for start in range(0, len(rows), _REEMBED_BATCH):
             batch = rows[start : start + _REEMBED_BATCH]
-            vecs = self.embedder.embed([f"{r[1]}\n{body_text(*r[2:])}" for r in batch])
+            vecs = self.embedder.embed([f"{r[2]}\n{body_text(*r[3:])}" for r in batch])
             with self.write() as db:
                 for row, vec in zip(batch, vecs, strict=True):
+                    # Only if the note is as it was read: a save in between (another
+                    # process, a topic-key update) wrote its own vector of its new text.
                     db.execute(
-                        "UPDATE notes SET model = ?, vector = ?, seq = ? WHERE id = ?",
-                        (model, np.asarray(vec, dtype=np.float32).tobytes(), self.seq(db), row[0]),
-                    )
+                        "UPDATE notes SET model = ?, vector = ?, seq = ? WHERE id = ? AND seq = ?",
+                        (model, np.asarray(vec, dtype=np.float32).tobytes(), self.seq(db),
+                         row[0], row[1]),
+                    )  # fmt: skip
         return len(rows)
 
     def vectors(self) -> Vectors | None:
@@ -591,8 +594,8 @@ class NoteStore:
         if self._vectors is None:
             return None
         if not self._vectors_checked:
+            self.reembed()  # an error leaves the check for the next call
             self._vectors_checked = True
-            self.reembed()
         seq = self._last_seq()
         if seq > self._vectors.seq:
             # By the change sequence's index alone: with the project in the condition the

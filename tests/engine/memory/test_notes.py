@@ -257,6 +257,58 @@ def test_an_id_past_sqlite_integers_is_not_found(mem: Memory) -> None:
             call()
 
 
+def test_a_note_saved_while_it_is_re_embedded_keeps_the_vector_of_its_new_text(
+    tmp_path: Path,
+) -> None:
+    """Re-embedding reads a note, embeds it, then writes: a save of the same note in
+    between (another process) wins, and its vector is of its new text, not the old one."""
+    import sqlite3
+
+    import numpy as np
+
+    from engine.memory._observations import body_text
+
+    path = tmp_path / "memory.sqlite"
+    new_model = make_embedder("hash:64", Config())
+
+    def store(embedder: object) -> NoteStore:
+        return NoteStore(path, project="p", user="ann", terms=code_terms,
+                         embedder=embedder)  # type: ignore[arg-type]  # fmt: skip
+
+    old = Memory(store(make_embedder("hash:32", Config())))
+    note = old.save("Retries", what="old text about redis", topic_key="k").id
+    old.close()
+    other = Memory(store(new_model))
+
+    class SavesMeanwhile:
+        """The new model; while it embeds the old text, another writer updates the note."""
+
+        model_id, dim = new_model.model_id, new_model.dim
+
+        def embed(self, texts: list[str]) -> object:
+            if any("old text" in t for t in texts):
+                other.save("Retries", what="new text about exponential backoff", topic_key="k")
+            return new_model.embed(texts)
+
+        def embed_query(self, text: str) -> object:
+            return new_model.embed_query(text)
+
+    racing = store(SavesMeanwhile())
+    try:
+        racing.reembed()
+    finally:
+        racing.close()
+        other.close()
+    db = sqlite3.connect(path)
+    title, what, vector = db.execute(
+        "SELECT title, what, vector FROM notes WHERE id = ?", (note,)
+    ).fetchone()
+    db.close()
+    assert what == "new text about exponential backoff"
+    fresh = new_model.embed([f"{title}\n{body_text(what, '', '', '')}"])[0]
+    assert np.allclose(np.frombuffer(vector, np.float32), fresh)
+
+
 def test_notes_of_another_dense_model_are_embedded_again(tmp_path: Path) -> None:
     """After the dense model changes (an upgrade of the default), the first search embeds
     the old notes with the new model, so dense recall still reaches them; deleted notes
