@@ -24,6 +24,7 @@ import random
 import sys
 import sysconfig
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,9 +77,12 @@ def teacher_vectors(texts: list[str], store: Path) -> npt.NDArray[np.float32]:
     vectors = np.zeros((len(texts), 384), dtype=np.float32)
     done = 0
     if store.exists():
-        with np.load(store, allow_pickle=False) as saved:
-            if str(saved["key"]) == key:
-                vectors, done = saved["vectors"], int(saved["done"])
+        try:
+            with np.load(store, allow_pickle=False) as saved:
+                if str(saved["key"]) == key:
+                    vectors, done = saved["vectors"], int(saved["done"])
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+            print(f"teacher: {store} is unreadable ({exc}); starting over", flush=True)
     # Shortest first: batches pad to similar lengths; ``done`` counts along this order.
     order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
     if done < len(texts):
@@ -95,7 +99,10 @@ def teacher_vectors(texts: list[str], store: Path) -> npt.NDArray[np.float32]:
                 [texts[i] for i in part], batch_size=64, normalize_embeddings=True
             )
             done += len(part)
-            np.savez(store, key=key, vectors=vectors, done=done)
+            tmp = store.with_name(f".{store.name}.tmp")  # a kill mid-save keeps the last one
+            with tmp.open("wb") as fh:
+                np.savez(fh, key=key, vectors=vectors, done=done)
+            tmp.replace(store)
             rate = (done - first) / (time.perf_counter() - started)
             print(f"teacher: {done}/{len(texts)} texts, {rate:.0f}/s", flush=True)
     return vectors
