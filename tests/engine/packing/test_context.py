@@ -222,7 +222,8 @@ def test_jvm_frames_match_by_their_package_path_only(tmp_path: Path) -> None:
     with Workspace.open(root, CONFIG) as workspace:
         workspace.index()
         ours = "\tat com.acme.util.Preconditions.check(Preconditions.java:5)\n"
-        pack = workspace.build_context("Fix the crash", "bad state", tool_signals=[ToolSignal(ours)])
+        pack = workspace.build_context("Fix the crash", "bad state",
+                                       tool_signals=[ToolSignal(ours)])  # fmt: skip
         assert any("signal" in s.reason_tag and s.source_uri.startswith("src/main/java/com/acme")
                    for s in pack.citations)  # fmt: skip
         theirs = "\tat com.google.common.base.Preconditions.checkArgument(Preconditions.java:5)\n"
