@@ -262,12 +262,6 @@ def query_identifiers(text: str) -> list[str]:
     return list(found)
 
 
-def _same_file(found: str, path: str) -> bool:
-    """Whether ``path`` is ``found`` or its tail (a Windows frame's ``C:\\app\\x.py``: ``x.py``)."""
-    found = found.replace("\\", "/")
-    return found == path or found.endswith("/" + path)
-
-
 def _frame_name(func: str) -> str | None:
     """A frame's function as sections name it (``Axes.bar`` -> ``bar``; ``<module>`` none)."""
     return func.rsplit(".", 1)[-1] if func and not func.startswith("<") else None
@@ -275,30 +269,44 @@ def _frame_name(func: str) -> str | None:
 
 def locations(text: str) -> list[Location]:
     """Paths (with lines and names where given) that a traceback, a failing test id, a
-    compiler error or plain prose points at, in order of appearance, each once."""
+    compiler error or plain prose points at, in order of appearance, each once. A bare
+    ``path:line`` or path that repeats a frame's (or its tail: a Windows frame's
+    ``C:\\app\\x.py`` and the ``x.py:12`` inside it) adds nothing."""
     found: dict[Location, None] = {}
+    tails: set[str] = set()  # every path found, and each of its tails
+    lined: set[tuple[str, int]] = set()  # ... with the line it was found at
+
+    def add(loc: Location) -> None:
+        found.setdefault(loc, None)
+        parts = loc.path.replace("\\", "/").split("/")
+        for i in range(len(parts)):
+            tail = "/".join(parts[i:])
+            tails.add(tail)
+            if loc.line is not None:
+                lined.add((tail, loc.line))
+
     text = _FILE_URL.sub("", text)
     for path, line, func in _PY_FRAME.findall(text):
-        found.setdefault(Location(path, int(line), func or None), None)
+        add(Location(path, int(line), func or None))
     for path, line, func in _IPY_FRAME.findall(text):
-        found.setdefault(Location(path, int(line), _frame_name(func)), None)
+        add(Location(path, int(line), _frame_name(func)))
     for path, func in _IPY_OLD_FRAME.findall(text):
-        found.setdefault(Location(path, None, _frame_name(func)), None)
+        add(Location(path, None, _frame_name(func)))
     for package, method, file, line in _JVM_FRAME.findall(text):
         folder = package.replace(".", "/")
         name = None if "$" in method else _frame_name(method)  # lambda$sum$0: no section's
-        found.setdefault(Location(folder + file, int(line), name, exact=bool(folder)), None)
+        add(Location(folder + file, int(line), name, exact=bool(folder)))
     for path, line, func in _RUBY_FRAME.findall(text):
-        found.setdefault(Location(path, int(line), func), None)
+        add(Location(path, int(line), func))
     for path, test in _PYTEST_ID.findall(text):
-        found.setdefault(Location(path, None, test.split("::")[-1].split("[")[0]), None)
+        add(Location(path, None, test.split("::")[-1].split("[")[0]))
     for pattern in (_RUST_ARROW, _PAREN_LOC, _DOTNET_LOC, _COLON_LOC):
         for path, line in pattern.findall(text):
-            if not any(loc.line == int(line) and _same_file(loc.path, path) for loc in found):
-                found.setdefault(Location(path, int(line)), None)
+            if (path, int(line)) not in lined:
+                add(Location(path, int(line)))
     for path in _PATH.findall(text):
-        if not any(_same_file(loc.path, path) for loc in found):
-            found.setdefault(Location(path), None)
+        if path not in tails:
+            add(Location(path))
     return list(found)
 
 
