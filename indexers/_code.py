@@ -73,6 +73,7 @@ _DECLARING_CHILDREN = frozenset(
         "pointer_declarator",
         "array_declarator",
         "variable_declaration",  # C#, Kotlin
+        "lexical_declaration",  # JS/TS `export const X = ...` (inside an export statement)
         "const_element",  # PHP
         "property_element",  # PHP
         "variable_name",  # PHP

@@ -187,6 +187,21 @@ def test_private_members_get_their_names(path: str) -> None:
     assert "count" in by_symbol["Widget"].defines
 
 
+@pytest.mark.parametrize("path", ["lib/schemas.ts", "lib/schemas.js", "lib/Schemas.tsx"])
+def test_exported_constants_made_by_a_call_define_their_names(path: str) -> None:
+    """``export const X = factory(..., () => {...})`` (zod's ``$constructor``, React's
+    ``forwardRef``, ``createSlice``) defines ``X`` as a plain ``const`` does."""
+    data = (
+        b"const shapes = new WeakMap();\n\n"
+        b"export const $ZodObject = core.$constructor(\"$ZodObject\", (inst, def) => {\n"
+        b"  inst.parse = (payload) => payload;\n});\n\n"
+        b"export let counter = 0, limit = 10;\n"
+    )
+    chunks = chunk_file(path, data, counter=COUNTER).chunks
+    defined = {name for c in chunks for name in c.defines}
+    assert {"shapes", "$ZodObject", "counter", "limit"} <= defined
+
+
 @pytest.mark.parametrize(
     "path",
     ["spec/models/invoice_spec.rb", "lib/invoice_test.rb", "InvoiceTests.cs", "InvoiceTest.kt",
