@@ -74,6 +74,8 @@ _DECLARING_CHILDREN = frozenset(
         "array_declarator",
         "variable_declaration",  # C#, Kotlin
         "lexical_declaration",  # JS/TS `export const X = ...` (inside an export statement)
+        "assignment_expression",  # JS `exports.parse = ...`, PHP `$handler = ...`
+        "var_spec_list",  # Go `var ( A = ...; B = ... )`
         "const_element",  # PHP
         "property_element",  # PHP
         "variable_name",  # PHP

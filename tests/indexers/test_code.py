@@ -203,6 +203,25 @@ def test_exported_constants_made_by_a_call_define_their_names(path: str) -> None
 
 
 @pytest.mark.parametrize(
+    ("path", "data", "names"),
+    [
+        ("errors.go", b"package x\n\nvar (\n\tErrA = errors.New(\"a\")\n"
+         b"\tErrB = errors.New(\"b\")\n)\n", {"ErrA", "ErrB"}),
+        ("lib/index.js", b"exports.parse = function parse(t) {\n  return t;\n};\n"
+         b"module.exports.VERSION = '1.0';\n", {"parse", "VERSION"}),
+        ("boot.php", b"<?php\n$handler = function ($x) { return $x; };\n", {"handler"}),
+    ],
+)  # fmt: skip
+def test_grouped_and_assigned_module_names_are_defined(
+    path: str, data: bytes, names: set[str]
+) -> None:
+    """Go's grouped ``var ( ... )``, CommonJS ``exports.x = ...`` and PHP's module-level
+    ``$x = ...`` define their names."""
+    chunks = chunk_file(path, data, counter=COUNTER).chunks
+    assert names <= {name for c in chunks for name in c.defines}
+
+
+@pytest.mark.parametrize(
     "path",
     ["spec/models/invoice_spec.rb", "lib/invoice_test.rb", "InvoiceTests.cs", "InvoiceTest.kt",
      "InvoiceTests.swift", "InvoiceTest.php"],
