@@ -244,10 +244,11 @@ def query_identifiers(text: str) -> list[str]:
             add(part)
             for piece in part.split("."):
                 add(piece)
-    frames = (*_PY_FRAME.findall(text), *_IPY_FRAME.findall(text))
-    for func in (*(f for _, _, f in frames), *(f for _, f in _IPY_OLD_FRAME.findall(text))):
-        if func and not func.startswith("<"):
-            add(func.rsplit(".", 1)[-1])
+    funcs = [f for _, _, f in (*_PY_FRAME.findall(text), *_IPY_FRAME.findall(text))]
+    funcs += [f for _, f in _IPY_OLD_FRAME.findall(text)]
+    for func in funcs:
+        if name := _frame_name(func):
+            add(name)
     for name in _CALL.findall(text):
         add(name)
     for pattern in (_CAMEL, _SNAKE):
