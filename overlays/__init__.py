@@ -9,6 +9,7 @@
   files); ``Embedded`` answers it over local segments (BM25 rescored with the scope's
   statistics), ``engine.backend`` from Qdrant;
 - ``View``: a scope over a backend, what recall and packing ask;
+- ``read_history``: which files changed together in the commits up to a base;
 - ``check_proof``: proof of possession before text leaves the index.
 """
 
@@ -26,13 +27,17 @@ from overlays._diff import (
 )
 from overlays._embedded import Embedded
 from overlays._git import Hunk, git_tracks, head_commit, working_diff
+from overlays._history import HISTORY_COMMITS, HISTORY_MAX_FILES, ChangeHistory, read_history
 from overlays._memory import OverlayMemory
 from overlays._part import Found, Part
 from overlays._scope import Backend, Scope, Table
 from overlays._view import View
 
 __all__ = [
+    "HISTORY_COMMITS",
+    "HISTORY_MAX_FILES",
     "Backend",
+    "ChangeHistory",
     "DocTerms",
     "Embedded",
     "FieldStats",
@@ -55,6 +60,7 @@ __all__ = [
     "git_tracks",
     "head_commit",
     "live_refs",
+    "read_history",
     "rev_parse",
     "stored_length",
     "tree_token",
