@@ -37,6 +37,7 @@ from typing import Any
 from engine import Config, ContextPack, Pointer, Workspace
 from eval.baseline_bm25 import Bm25Files
 from eval.swebench_data import find_git_dir, materialise
+from overlays import read_history
 
 __all__ = ["Answer", "Question", "load_questions", "main", "score_pack"]
 
@@ -261,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = Config.from_env(state_dir=str(home / "state"), ledger=False,
                                  dense_model=args.dense)  # fmt: skip
         with Workspace.open(tree, config) as ws:
+            # A plain export: the history its checkout would have, up to the question's commit.
+            ws.layers.supply_history(read_history(find_git_dir(args.repos, repo), commit))
             start = time.perf_counter()
             ws.index()
             print(f"{repo} @ {commit[:12]}: indexed in {time.perf_counter() - start:.1f} s",

@@ -65,6 +65,7 @@ from eval.swebench_data import (
     materialise,
     plan_repository,
 )
+from overlays import read_history
 
 __all__ = ["RepoOverlays", "evaluate_instance", "main"]
 
@@ -383,6 +384,9 @@ class RepoOverlays:
             row["missing_blobs"] = self.swap_in(inst.base_commit)
             row["materialise_s"] = round(time.perf_counter() - start, 3)
             ws = self._workspace()
+            # The tree is a plain export: give it the history its checkout would have (the
+            # commits up to the instance's own, never the fix after it).
+            ws.layers.supply_history(read_history(self.git_dir, inst.base_commit))
             start = time.perf_counter()
             report = ws.index()
             row["index_s"] = round(time.perf_counter() - start, 3)

@@ -3,7 +3,8 @@
 ``View(base, overlay, overlay_paths=..., tombstones=...)`` is the embedded View: the scope's
 layers are local segments, composed by ``overlays.Embedded``. ``View.over(backend, scope)``
 is the same View over any ``Backend`` (``engine.backend``'s Qdrant one), so recall, rerank
-and packing never know which engine answers. Each method is the backend's answer within
+and packing never know which engine answers. A View may carry its base's ``ChangeHistory``
+(which files changed together), which the rerank reads. Each method is the backend's answer within
 the View's scope; see ``overlays._scope`` for what a backend must guarantee.
 """
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from indexers import Chunk
 from overlays._embedded import Embedded
+from overlays._history import ChangeHistory
 from overlays._memory import OverlayMemory
 from overlays._part import Found, Part
 from overlays._scope import Backend, Scope
@@ -37,20 +39,31 @@ class View:
         tombstones: Collection[str] = (),
         ident: str = "",
         memory: OverlayMemory | None = None,
+        history: ChangeHistory | None = None,
     ) -> None:
         self.backend: Backend = Embedded(base, overlay, memory=memory)
+        self.history = history
         self.scope = Scope(
             _BASE, _OVERLAY if overlay is not None else "", frozenset(overlay_paths),
             frozenset(tombstones))  # fmt: skip
         self.ident = ident
 
     @classmethod
-    def over(cls, backend: Backend, scope: Scope, *, ident: str = "") -> View:
+    def over(
+        cls, backend: Backend, scope: Scope, *, ident: str = "",
+        history: ChangeHistory | None = None,
+    ) -> View:  # fmt: skip
         """The View of ``scope`` answered by ``backend``, e.g.
         ``View.over(qdrant, Scope("abc123", "ws/main/ana", tombstones={"gone.py"}))``."""
         view = cls.__new__(cls)
         view.backend, view.scope, view.ident = backend, scope, ident
+        view.history = history
         return view
+
+    def related(self, paths: Collection[str]) -> dict[str, dict[str, float]]:
+        """How strongly each pair of ``paths`` has changed together in the base's history
+        (``ChangeHistory.related``); nothing without a history (a folder outside git)."""
+        return self.history.related(paths) if self.history is not None else {}
 
     @property
     def overlay_paths(self) -> frozenset[str]:

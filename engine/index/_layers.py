@@ -6,6 +6,8 @@
                                             a Segment of the files that differ from the base
         overlay.json                        base, root, branch, user, freshness token,
                                             overlay paths, tombstones
+        history.json                        which files changed together in the commits up
+                                            to the checked-out commit (``read_history``)
 
 Many branches and working trees share one base; each overlay holds only its diff. ``overlays``
 says what differs (git) and composes the View; this module builds the Segments.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import getpass
 import hashlib
 import json
+import os
 import re
 import shutil
 import time
@@ -44,6 +47,7 @@ from engine.index._update import ensure_dense, update_segment
 from engine.segment import Segment
 from indexers import SourceFile, TokenCounter, walk
 from overlays import (
+    ChangeHistory,
     OverlayMemory,
     Scope,
     View,
@@ -52,7 +56,9 @@ from overlays import (
     checkout,
     commit_time_ns,
     git_state,
+    head_commit,
     live_refs,
+    read_history,
     rev_parse,
     tree_token,
 )
@@ -64,6 +70,7 @@ __all__ = ["Layers", "OverlayInfo"]
 
 _NO_GIT = "tree"  # the base of a folder outside git: its content at the first index
 _INFO = "overlay.json"
+_HISTORY = "history.json"  # in an overlay's folder: which files changed together up to HEAD
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +105,8 @@ class Layers:
         # Per (base, overlay) directory pair: the Views' in-memory side, advanced from one
         # View to the next by what changed (the overlay's BM25 postings are not rebuilt).
         self._memories: dict[tuple[Path, Path], OverlayMemory] = {}
+        self._histories: dict[Path, ChangeHistory | None] = {}  # per overlay folder
+        self._supplied: ChangeHistory | None = None
         # The state folder, when it lives in the tree: never part of what differs.
         inside = state_dir.resolve()
         self.inside = (inside.relative_to(root).as_posix(),) if inside.is_relative_to(root) else ()
@@ -252,9 +261,49 @@ class Layers:
         report, record = self._build_overlay(
             base, branch, token, candidates, counter, embedder, cache, progress
         )
+        if base != _NO_GIT:
+            self._write_history(branch)
         self._mirror(base, branch, embedder, cache)
         self._view = None
         return report, record, base_report
+
+    def _write_history(self, branch: str) -> None:
+        """Read the co-change history up to the checked-out commit when it moved (``git
+        log`` of 10,000 commits: well under a second), into the branch's overlay folder.
+        Up to HEAD, not the base: a branch's own commits count, and nothing after it does."""
+        head = head_commit(self.root)
+        if head is None:
+            return
+        path = self.overlay_dir(branch) / _HISTORY
+        held = self.history(branch)
+        if held is not None and held.commit == head and path.exists():
+            return
+        history = read_history(self.root, head) or ChangeHistory(commit=head)
+        tmp = path.with_name(f"{_HISTORY}.{os.getpid()}.tmp")
+        tmp.write_text(history.to_json(), "utf-8")
+        tmp.replace(path)
+        self._histories[path.parent] = history
+
+    def supply_history(self, history: ChangeHistory | None) -> None:
+        """Use ``history`` for every View of this workspace instead of the one read from
+        git: a tree exported without its ``.git`` (a sandbox copy, the eval harness's
+        checkouts) can be given the history of the commit it holds. None: read it again."""
+        self._supplied = history
+        self._view = None
+
+    def history(self, branch: str) -> ChangeHistory | None:
+        """The co-change history the branch's Views read (supplied, else read once from the
+        overlay folder), or None without one."""
+        if self._supplied is not None:
+            return self._supplied
+        directory = self.overlay_dir(branch)
+        if directory not in self._histories:
+            try:
+                text = (directory / _HISTORY).read_text("utf-8")
+            except OSError:
+                text = ""
+            self._histories[directory] = ChangeHistory.from_json(text) if text else None
+        return self._histories[directory]
 
     def _usable(self, base: str, counter: TokenCounter) -> bool:
         """Whether the base at ``base`` is complete and chunked as configured now (a base is
@@ -380,6 +429,8 @@ class Layers:
         if self._view is not None and self._view[0] == key:
             return self._view[1]
         ident = f"{info.base}:{overlay.meta.generation}:{info.token[:16]}"
+        if info.base != _NO_GIT and self.history(info.branch) is None:
+            self._write_history(info.branch)  # an overlay refreshed before histories existed
         qdrant = self.qdrant()
         if qdrant is not None:
             scope = Scope(self.base_layer(info.base), self.overlay_layer(info.branch),
@@ -390,7 +441,7 @@ class Layers:
                     f"the Qdrant collection has no layer {missing[0]!r}: run `cortex index` "
                     "with CORTEX_BACKEND=qdrant to write this branch's layers"
                 )
-            view = View.over(qdrant, scope, ident=ident)
+            view = View.over(qdrant, scope, ident=ident, history=self.history(info.branch))
             self._view = (key, view)
             return view
         pair = (self.base_dir(info.base), self.overlay_dir(info.branch))
@@ -402,6 +453,7 @@ class Layers:
             tombstones=info.tombstones,
             ident=ident,
             memory=memory,
+            history=self.history(info.branch),
         )
         self._view = (key, view)
         return view

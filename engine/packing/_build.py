@@ -168,8 +168,10 @@ def retrieve(
     mtimes: dict[str, int] = {}
     if cands and settings.weights.recency:  # every file's record: read only when it counts
         mtimes = {p: f.mtime_ns for p, f in view.files().items()}
+    related = (view.related({c.chunk.path for c in cands})
+               if cands and settings.weights.cochange else {})  # fmt: skip
     scored = rerank(cands, request.identifiers, qvec, vectors, mtimes, settings.weights,
-                    request.intents, request.phrases)  # fmt: skip
+                    request.intents, request.phrases, related)  # fmt: skip
     scored = with_learned(scored, learned)
     clock.lap("rerank")
     return scored

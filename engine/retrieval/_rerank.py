@@ -100,12 +100,15 @@ def rerank(
     weights: RerankWeights,
     intents: frozenset[Intent] = frozenset(),
     phrases: Sequence[tuple[str, ...]] = (),
+    related: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[Scored]:
     """Score candidates; best first, ties by chunk id. ``vectors`` maps chunk id to its
     dense vector (missing ones score 0 on cosine); ``mtimes`` maps path to mtime_ns;
     ``intents`` (what a short question asks for) raise the prior of tests, docs, examples
     or configuration; ``phrases`` (quoted in the request: an error message) score the
-    sections that hold them verbatim."""
+    sections that hold them verbatim; ``related`` (path -> path -> how strongly the two
+    changed together, ``View.related``) scores the files that usually change with the
+    request's strong files."""
     if not cands:
         return []
     wanted = set(identifiers)
@@ -121,9 +124,10 @@ def rerank(
         for c in cands
     ]
     newest = _scaled([float(mtimes.get(c.chunk.path, 0)) for c in cands])
+    strength = _scaled([per_file[c.chunk.path] for c in cands])
     columns: dict[str, list[float]] = {
         "recall": _scaled([c.fused for c in cands]),
-        "file": _scaled([per_file[c.chunk.path] for c in cands]),
+        "file": strength,
         "cosine": _scaled(cosines),
         "defines": [1.0 if wanted & set(c.chunk.defines) else 0.0 for c in cands],
         "mentions": [
@@ -139,6 +143,7 @@ def rerank(
         "entropy": [_entropy_score(c.chunk.text) for c in cands],
         "recency": newest,
         "size": [min(1.0, c.chunk.tokens / _FULL_SIZE) for c in cands],
+        "cochange": _cochange(cands, strength, related or {}),
     }
     scored = []
     for i, cand in enumerate(cands):
@@ -159,6 +164,25 @@ def rerank(
             )
         )
     return sorted(scored, key=lambda s: (-s.score, s.chunk.id))
+
+
+def _cochange(
+    cands: Sequence[Candidate], strength: Sequence[float],
+    related: Mapping[str, Mapping[str, float]],
+) -> list[float]:  # fmt: skip
+    """Per candidate: the other candidate files' strength (their ``file`` feature), each
+    times how strongly it changed together with this one, summed; scaled by the largest
+    (0 everywhere without history). A file the request's strong files usually change with
+    is likely part of the same fix."""
+    if not related:
+        return [0.0] * len(cands)
+    files: dict[str, float] = {}
+    for cand, value in zip(cands, strength, strict=True):
+        files[cand.chunk.path] = max(files.get(cand.chunk.path, 0.0), value)
+    sums = {p: sum(files.get(q, 0.0) * share for q, share in related.get(p, {}).items())
+            for p in files}  # fmt: skip
+    top = max(sums.values(), default=0.0)
+    return [sums[c.chunk.path] / top if top > 0 else 0.0 for c in cands]
 
 
 def _source_prior(prior: dict[DocType, float], chunk: Chunk) -> float:

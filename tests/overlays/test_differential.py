@@ -10,7 +10,8 @@ their spans, hashes and scores, and the same pointers to what did not fit).
 The full rebuild indexes a plain copy of the working tree (no git: one segment, no
 overlay). Modification times are pinned to the base commit's time after every step, so the
 comparison holds with the (off by default) recency feature on too: a base records its
-commit's time for its files, the overlay and the copy record the files' own.
+commit's time for its files, the overlay and the copy record the files' own. Co-change is
+off here: it reads the base's git history, which a copy outside git has none of.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ from engine.retrieval import Scored
 from tests.engine.test_workspace import GIT_ENV
 
 CONFIG = Config(dense_model="hash", ledger=False)
-# Recency on: the View must match with every feature of the rerank contributing.
-SETTINGS = replace(CONFIG.context_settings(), weights=RerankWeights(recency=0.05))
+# Recency on: the View must match with every feature of the rerank contributing, except
+# co-change: it reads the git history, which the plain copy indexed beside it does not have
+# (tests/engine/retrieval/test_cochange.py covers it).
+SETTINGS = replace(CONFIG.context_settings(), weights=RerankWeights(recency=0.05, cochange=0.0))
 WORDS = ["parse", "value", "render", "token", "cache", "index", "branch", "merge", "query"]
 QUERIES = ["parse value", "render token cache", "branch merge", "index query parse", "fn_3"]
 REL = 1e-4  # tantivy scores in f32, the View rescores in f64

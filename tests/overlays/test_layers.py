@@ -11,6 +11,8 @@ import pytest
 
 from engine import Config, Workspace
 from engine.core import Lane
+from engine.retrieval import Scored
+from overlays import ChangeHistory
 from tests.engine.test_workspace import GIT_ENV, make_repo
 
 CONFIG = Config(dense_model="hash", ledger=False)
@@ -186,3 +188,55 @@ def test_resolve_needs_a_matching_proof(tmp_path: Path, bad: dict[str, str]) -> 
         assert whole.text == data.decode().rstrip("\n")
         assert ws.resolve("hooks.py#L2-L4", bad).text is None
         assert ws.resolve("no/such.py").reason.startswith("not in the index")
+
+
+def test_the_history_follows_head_and_the_rerank_reads_it(tmp_path: Path) -> None:
+    """The branch's overlay folder holds which files changed together up to HEAD; the View
+    carries it, and a file that changed with the request's strong file scores co-change.
+    A commit moves it; a lost file is read again at the next refresh; a folder outside git
+    has none unless one is supplied."""
+    repo = make_repo(tmp_path / "repo", files=2)
+    for i in range(3):  # the parser and its cache always change together
+        (repo / "parser.py").write_text(f"def parse_header(text):\n    return text[{i}:]\n")
+        (repo / "cache.py").write_text(f"def remember(key):\n    return key * {i + 2}\n")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", f"parser {i}")
+    (repo / "parser.py").write_text("def parse_header(text):\n    return text.strip()\n")
+    _git(repo, "commit", "-qam", "parser alone")  # both 3 / (parser 4 + cache 3 - both 3)
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        (stored,) = (ws.state_dir / "overlays").glob("*/*/*/history.json")
+        view, _ = ws.view()
+        assert view.history is not None and view.history.commits == 5
+        assert view.related(["parser.py", "cache.py", "mod0.py"]) == {
+            "parser.py": {"cache.py": 0.75}, "cache.py": {"parser.py": 0.75}}  # fmt: skip
+        ranked: list[Scored] = []
+        ws.build_context("parse_header text remember", budget_tokens=2000, record=False,
+                         explain=ranked)  # fmt: skip
+        values = {s.chunk.path: {c.feature: c.value for c in s.contributions} for s in ranked}
+        assert max(values[p]["cochange"] for p in ("cache.py", "parser.py")) == 1.0
+        (repo / "cache.py").write_text("def remember(key):\n    return key\n")
+        _git(repo, "commit", "-qam", "cache alone")  # HEAD moved: 3 / (4 + 4 - 3)
+        view, _ = ws.view()
+        assert view.history is not None and view.history.commits == 6
+        assert view.related(["parser.py", "cache.py"])["cache.py"] == {"parser.py": 0.6}
+        stored.unlink()  # lost (or never written: an overlay from an older cortex)
+    with Workspace.open(repo, CONFIG) as ws:  # nothing to refresh: the View reads it again
+        assert ws.view()[0].related(["parser.py", "cache.py"])["cache.py"] == {"parser.py": 0.6}
+        assert stored.exists()
+    (repo / "mod0.py").write_text("def compute_0(value):\n    return value\n")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        assert stored.exists()
+        assert ws.view()[0].related(["parser.py", "cache.py"])["cache.py"] == {"parser.py": 0.6}
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.py").write_text("def a():\n    return 1\n")
+    (plain / "b.py").write_text("def b():\n    return 2\n")
+    with Workspace.open(plain, CONFIG.with_(state_dir=str(tmp_path / "plain_state"))) as ws:
+        ws.index()
+        view, _ = ws.view()
+        assert view.history is None and view.related(["a.py"]) == {}
+        ws.layers.supply_history(ChangeHistory.of([["a.py", "b.py"]] * 2))
+        assert ws.view()[0].related(["a.py", "b.py"]) == {"a.py": {"b.py": 1.0},
+                                                           "b.py": {"a.py": 1.0}}  # fmt: skip

@@ -43,7 +43,7 @@ def test_zero_weights_drop_features_and_cosine_reads_vectors() -> None:
     """A feature weighted 0 is not listed; cosine is scaled across the candidates."""
     weights = RerankWeights(recall=0.0, file=0.0, defines=0.0, mentions=0.0, signal=0.0,
                             source=0.0, depth=0.0, code_ratio=0.0, entropy=0.0, size=0.0,
-                            phrase=0.0, place=0.0, cosine=1.0)  # fmt: skip
+                            phrase=0.0, place=0.0, cosine=1.0, cochange=0.0)  # fmt: skip
     query = np.array([1.0, 0.0], dtype=np.float32)
     vectors = {TEST.id: np.array([1.0, 0.0], np.float32), IMPL.id: np.array([0.0, 1.0], np.float32)}
     scored = rerank(_cands(), [], query, vectors, {}, weights)
@@ -100,3 +100,25 @@ def test_declaration_files_rank_below_the_code_they_declare() -> None:
         source = {s.chunk.id: {c.feature: c.value for c in s.contributions}["source"]
                   for s in scored}  # fmt: skip
         assert source[decl.id] == DECLARATION_PRIOR * 1.0 and source[impl.id] == 1.0
+
+
+def test_cochange_lifts_the_file_that_changes_with_the_strong_ones() -> None:
+    """Two files recall ranks alike: the one that has changed together with the request's
+    strong file wins on co-change; without history the feature is 0 everywhere."""
+    strong = chunk("pkg/core.py", "def core():\n    return 1", symbol="core", tokens=40)
+    near = chunk("pkg/near.py", "def near():\n    return 2", symbol="near", tokens=40)
+    far = chunk("pkg/far.py", "def far():\n    return 3", symbol="far", tokens=40)
+    cands = [Candidate(strong, {"bm25": 1}, {"bm25": 9.0}, 0.05),
+             Candidate(far, {"bm25": 2}, {"bm25": 3.0}, 0.02),
+             Candidate(near, {"bm25": 3}, {"bm25": 3.0}, 0.02)]  # fmt: skip
+    related = {"pkg/near.py": {"pkg/core.py": 0.5, "pkg/far.py": 0.1},
+               "pkg/core.py": {"pkg/near.py": 0.5}, "pkg/far.py": {"pkg/near.py": 0.1}}  # fmt: skip
+    scored = rerank(cands, [], None, {}, {}, RerankWeights(), related=related)
+    values = {s.chunk.path: {c.feature: c.value for c in s.contributions} for s in scored}
+    assert values["pkg/near.py"]["cochange"] == 1.0  # strong file x 0.5, the far one adds 0
+    assert values["pkg/far.py"]["cochange"] == 0.0  # its only neighbour, near, is as weak
+    assert values["pkg/core.py"]["cochange"] == 0.0  # near's strength is 0 (the weakest)
+    order = [s.chunk.path for s in scored]
+    assert order.index("pkg/near.py") < order.index("pkg/far.py")
+    plain = rerank(cands, [], None, {}, {}, RerankWeights())
+    assert all(c.value == 0.0 for s in plain for c in s.contributions if c.feature == "cochange")
