@@ -20,9 +20,14 @@ import numpy as np
 from engine.core import Clock, RecallSettings
 from engine.retrieval._fusion import Candidate, fuse_lists
 from engine.retrieval._query import Location, is_question, word_forms
+from indexers import Chunk
 from overlays import View
 
-__all__ = ["FORM_MIN_SHARE", "recall", "weights_of", "with_word_forms"]
+__all__ = ["FORM_MIN_SHARE", "MAX_PLACE_PATHS", "recall", "weights_of", "with_word_forms"]
+
+# Distinct paths of a request's places looked up per call (a traceback names a few dozen;
+# a pasted CI log can name thousands: 4,000 frames cost 1.2 s of lookups before this cap).
+MAX_PLACE_PATHS = 64
 
 FORM_MIN_SHARE = 4  # see ``with_word_forms``
 
@@ -172,19 +177,30 @@ def _expansion(
 
 
 def _signal_hits(view: View, places: Sequence[Location]) -> list[tuple[str, float]]:
-    """Sections containing a signal's line, or defining its function, in matching paths."""
+    """Sections containing a signal's line, or defining its function, in matching paths.
+
+    Each distinct path is looked up once however many frames name it, and at most
+    ``MAX_PLACE_PATHS`` paths are (the first and the last half of them: a log's first
+    error, and a traceback's innermost frames), so a pasted log of thousands of frames
+    costs a bounded number of lookups."""
     out: list[tuple[str, float]] = []
+    paths = list(dict.fromkeys(p.path.replace("\\", "/").lstrip("./") for p in places))
+    if len(paths) > MAX_PLACE_PATHS:
+        half = MAX_PLACE_PATHS // 2
+        paths = paths[:half] + paths[-half:]
+    kept = set(paths)
+    found: dict[tuple[str, bool], list[str]] = {}
+    sections: dict[str, list[Chunk]] = {}
     for place in places:
         path = place.path.replace("\\", "/").lstrip("./")
-        candidates = view.paths_like(path) if path else []
-        if not candidates and "/" in path and not place.exact:  # from another machine
-            parts = path.split("/")
-            for cut in range(1, _last_cut(parts) + 1):
-                candidates = view.paths_like("/".join(parts[cut:]))
-                if candidates:
-                    break
-        for indexed in candidates[:3]:
-            for chunk in view.chunks_of(indexed):
+        if path not in kept:
+            continue
+        if (path, place.exact) not in found:
+            found[(path, place.exact)] = _indexed(view, path, place.exact)
+        for indexed in found[(path, place.exact)][:3]:
+            if indexed not in sections:
+                sections[indexed] = view.chunks_of(indexed)
+            for chunk in sections[indexed]:
                 inside = place.line is not None and (
                     chunk.span.start_line <= place.line <= chunk.span.end_line
                 )
@@ -192,6 +208,19 @@ def _signal_hits(view: View, places: Sequence[Location]) -> list[tuple[str, floa
                 if inside or named:
                     out.append((chunk.id, 1.0))
     return list(dict.fromkeys(out))
+
+
+def _indexed(view: View, path: str, exact: bool) -> list[str]:
+    """The indexed paths a place's path names: itself, or (from another machine, unless
+    ``exact``) its longest tail that is indexed, never cut past ``_last_cut``."""
+    candidates = view.paths_like(path) if path else []
+    if not candidates and "/" in path and not exact:
+        parts = path.split("/")
+        for cut in range(1, _last_cut(parts) + 1):
+            candidates = view.paths_like("/".join(parts[cut:]))
+            if candidates:
+                break
+    return candidates
 
 
 # Where an installed package's files live, and where its own path starts there:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.retrieval import Location, clean_query, locations, query_identifiers, word_forms
+from indexers import Chunk
 
 
 def test_clean_query_drops_template_comments_and_version_dumps() -> None:
@@ -187,3 +188,34 @@ def test_a_foreign_path_is_cut_down_to_its_package_path_at_most() -> None:
     assert tail("app/node_modules/@babel/core/lib/x.js") == "lib/x.js"
     assert tail("app/vendor/org/pkg/src/Db/Manager.php") == "Db/Manager.php"
     assert tail("Users/x/proj/src/lib/foo.js") == "foo.js"  # no package: the file name
+
+
+def test_places_look_each_path_up_once_and_at_most_the_cap() -> None:
+    """Frames naming one file cost one lookup; thousands of distinct paths cost
+    MAX_PLACE_PATHS lookups, keeping the first and the last ones (a log's first error, a
+    traceback's innermost frames)."""
+    from engine.retrieval._recall import MAX_PLACE_PATHS, _signal_hits
+    from tests.engine.records import chunk
+
+    class Counting:
+        def __init__(self) -> None:
+            self.looked: list[str] = []
+
+        def paths_like(self, suffix: str, limit: int = 20) -> list[str]:
+            self.looked.append(suffix)
+            return [suffix] if suffix.startswith("src/") else []
+
+        def chunks_of(self, path: str) -> list[Chunk]:
+            return [chunk(path, "def run():\n    pass\n" * 10, symbol="run")]
+
+    view = Counting()
+    same = [Location("src/app.py", line) for line in range(1, 200)]
+    assert len(_signal_hits(view, same)) == 1  # type: ignore[arg-type]
+    assert view.looked == ["src/app.py"]
+    many = [Location(f"src/m{i}.py", 3) for i in range(1000)]
+    view = Counting()
+    hits = _signal_hits(view, many)  # type: ignore[arg-type]
+    half = MAX_PLACE_PATHS // 2
+    assert len(view.looked) == MAX_PLACE_PATHS == len(hits)
+    assert view.looked[:half] == [f"src/m{i}.py" for i in range(half)]
+    assert view.looked[-1] == "src/m999.py"
