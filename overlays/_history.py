@@ -82,6 +82,19 @@ class ChangeHistory:
                 out[a] = near
         return out
 
+    def neighbours(self, path: str, min_share: float, limit: int) -> list[tuple[str, float]]:
+        """The paths that changed with ``path`` (changed at least ``MIN_CHANGES`` times
+        themselves) whose Jaccard share is at least ``min_share``: the ``limit`` strongest,
+        ties by path."""
+        row = self.together.get(path)
+        if not row:
+            return []
+        na = self.changes[path]
+        near = [(b, n / (na + self.changes[b] - n)) for b, n in row.items()
+                if self.changes[b] >= MIN_CHANGES]  # fmt: skip
+        near = [(b, share) for b, share in near if share >= min_share]
+        return sorted(near, key=lambda p: (-p[1], p[0]))[:limit]
+
     def to_json(self) -> str:
         """A compact JSON form (paths numbered once)."""
         names = sorted(self.changes)

@@ -61,9 +61,14 @@ class View:
         return view
 
     def related(self, paths: Collection[str]) -> dict[str, dict[str, float]]:
-        """How strongly each pair of ``paths`` has changed together in the base's history
+        """How strongly each pair of ``paths`` has changed together in the history up to HEAD
         (``ChangeHistory.related``); nothing without a history (a folder outside git)."""
         return self.history.related(paths) if self.history is not None else {}
+
+    def neighbours(self, path: str, min_share: float, limit: int) -> list[tuple[str, float]]:
+        """The files that most often changed together with ``path`` in the history up to HEAD
+        (``ChangeHistory.neighbours``); none without a history."""
+        return self.history.neighbours(path, min_share, limit) if self.history is not None else []
 
     @property
     def overlay_paths(self) -> frozenset[str]:

@@ -51,13 +51,16 @@ from engine.retrieval import (
     Location,
     Scored,
     clean_query,
+    cochange_candidates,
     is_question,
     locations,
     query_identifiers,
+    rank_files,
     recall,
     request_intents,
     request_phrases,
     rerank,
+    weights_of,
     with_learned,
 )
 from indexers import TokenCounter
@@ -168,10 +171,22 @@ def retrieve(
     mtimes: dict[str, int] = {}
     if cands and settings.weights.recency:  # every file's record: read only when it counts
         mtimes = {p: f.mtime_ns for p, f in view.files().items()}
-    related = (view.related({c.chunk.path for c in cands})
-               if cands and settings.weights.cochange else {})  # fmt: skip
-    scored = rerank(cands, request.identifiers, qvec, vectors, mtimes, settings.weights,
-                    request.intents, request.phrases, related)  # fmt: skip
+
+    def ranked(cands: list[Candidate]) -> list[Scored]:
+        related = (view.related({c.chunk.path for c in cands})
+                   if cands and settings.weights.cochange else {})  # fmt: skip
+        return rerank(cands, request.identifiers, qvec, vectors, mtimes, settings.weights,
+                      request.intents, request.phrases, related)  # fmt: skip
+
+    scored = ranked(cands)
+    if cands and view.history is not None and settings.recall.cochange_from and (
+        weights_of(settings.recall).get("cochange", 0.0) > 0
+    ):  # the files that usually change with the best ones join, and all are ranked again
+        extra = cochange_candidates(view, request.ask, rank_files(scored),
+                                    {c.chunk.path for c in cands}, settings.recall)  # fmt: skip
+        if extra:
+            vectors |= _candidate_vectors(extra, embedder, cache)
+            scored = ranked([*cands, *extra])
     scored = with_learned(scored, learned)
     clock.lap("rerank")
     return scored

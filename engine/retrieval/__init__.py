@@ -24,7 +24,13 @@ from engine.retrieval._query import (
     request_phrases,
     word_forms,
 )
-from engine.retrieval._recall import FORM_MIN_SHARE, recall, weights_of, with_word_forms
+from engine.retrieval._recall import (
+    FORM_MIN_SHARE,
+    cochange_candidates,
+    recall,
+    weights_of,
+    with_word_forms,
+)
 from engine.retrieval._rerank import DECLARATION_PRIOR, Scored, rerank
 from engine.retrieval._resolve import URI, resolve_in
 from engine.retrieval._search import dense_hits, file_hits, ranked_hits
@@ -44,6 +50,7 @@ __all__ = [
     "Scored",
     "candidate_salience",
     "clean_query",
+    "cochange_candidates",
     "dense_hits",
     "file_hits",
     "file_scores",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -23,7 +23,14 @@ from engine.retrieval._query import Location, is_question, word_forms
 from indexers import Chunk
 from overlays import View
 
-__all__ = ["FORM_MIN_SHARE", "MAX_PLACE_PATHS", "recall", "weights_of", "with_word_forms"]
+__all__ = [
+    "FORM_MIN_SHARE",
+    "MAX_PLACE_PATHS",
+    "cochange_candidates",
+    "recall",
+    "weights_of",
+    "with_word_forms",
+]
 
 # Distinct paths of a request's places looked up per call (a traceback names a few dozen;
 # a pasted CI log can name thousands: 4,000 frames cost 1.2 s of lookups before this cap).
@@ -86,6 +93,30 @@ def recall(
         fused = fuse_lists(view, lists, settings, keep, {c.chunk.id: c.chunk for c in fused})
     clock.lap("fuse")
     return fused
+
+
+def cochange_candidates(
+    view: View, query: str, best: Sequence[str], have: Collection[str], settings: RecallSettings
+) -> list[Candidate]:
+    """Candidates from the files that most often changed together with the ``best`` files
+    (the reranked ones, best first: ``cochange_from`` of them) and hold none of ``have``
+    yet: their best sections for ``query``, strongest partner first, ``cochange_sections``
+    per file, as the ``cochange`` list fused alone (``cochange`` weight over RRF's rank)."""
+    share: dict[str, float] = {}
+    for path in best[: settings.cochange_from]:
+        for other, value in view.neighbours(path, settings.cochange_share, settings.cochange_files):
+            if other not in have:
+                share[other] = max(share.get(other, 0.0), value)
+    chosen = sorted(share, key=lambda p: (-share[p], p))[: settings.cochange_files]
+    if not chosen:
+        return []
+    per: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for hit in view.search_sections(query, len(chosen) * settings.cochange_sections * 4,
+                                    paths=chosen):  # fmt: skip
+        if len(per[hit.path]) < settings.cochange_sections:
+            per[hit.path].append((hit.id, hit.score))
+    pairs = [pair for path in chosen for pair in per.get(path, [])]
+    return fuse_lists(view, {"cochange": pairs}, settings)
 
 
 def _text_lists(

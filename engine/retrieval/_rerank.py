@@ -65,6 +65,22 @@ class Scored:
     scores: Mapping[str, float] = field(default_factory=dict)  # score in each recall list
 
 
+# A section's text features by chunk id (ids name content): a request's candidates are
+# scored twice when co-change adds files, and a session asks about the same code again.
+_TEXT_FEATURES: dict[str, tuple[float, float]] = {}
+_TEXT_FEATURES_MAX = 1 << 16
+
+
+def _text_features(chunk: Chunk) -> tuple[float, float]:
+    """(code ratio, entropy score) of ``chunk``'s text, remembered by its id."""
+    found = _TEXT_FEATURES.get(chunk.id)
+    if found is None:
+        if len(_TEXT_FEATURES) >= _TEXT_FEATURES_MAX:
+            _TEXT_FEATURES.clear()
+        found = _TEXT_FEATURES[chunk.id] = (_code_ratio(chunk.text), _entropy_score(chunk.text))
+    return found
+
+
 def _code_ratio(text: str) -> float:
     lines = [ln for ln in text.split("\n") if ln.strip()]
     if not lines:
@@ -139,8 +155,8 @@ def rerank(
         "phrase": [phrase_match(phrases, c.chunk.text) if phrases else 0.0 for c in cands],
         "source": [_source_prior(prior, c.chunk) for c in cands],
         "depth": [1.0 / (1 + c.chunk.depth) for c in cands],
-        "code_ratio": [_code_ratio(c.chunk.text) for c in cands],
-        "entropy": [_entropy_score(c.chunk.text) for c in cands],
+        "code_ratio": [_text_features(c.chunk)[0] for c in cands],
+        "entropy": [_text_features(c.chunk)[1] for c in cands],
         "recency": newest,
         "size": [min(1.0, c.chunk.tokens / _FULL_SIZE) for c in cands],
         "cochange": _cochange(cands, strength, related or {}),

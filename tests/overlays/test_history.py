@@ -116,3 +116,13 @@ def test_a_clone_missing_old_objects_gives_the_commits_before_them(tmp_path: Pat
     history = read_history(root, "HEAD")
     assert history is not None and history.commits == 1  # "two"; "one" needs the lost tree
     assert history.together["a.py"] == {"b.py": 1} and "old.py" not in history.changes
+
+
+def test_neighbours_are_the_strongest_partners_over_a_share() -> None:
+    """Partners of one path by Jaccard share, strongest first, at least ``min_share``,
+    each changed at least MIN_CHANGES times, ``limit`` of them."""
+    history = ChangeHistory.of([["a", "b"]] * 3 + [["a", "c"], ["c"], ["a", "d"]] + [["e"]] * 3)
+    assert history.neighbours("a", 0.0, 10) == [("b", 3 / 5), ("c", pytest.approx(1 / 6))]
+    assert history.neighbours("a", 0.5, 10) == [("b", 0.6)]
+    assert history.neighbours("a", 0.0, 1) == [("b", 0.6)]
+    assert history.neighbours("e", 0.0, 10) == [] and history.neighbours("zz", 0.0, 10) == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from engine.retrieval import Location, clean_query, locations, query_identifiers, word_forms
 from indexers import Chunk
 
@@ -219,3 +221,43 @@ def test_places_look_each_path_up_once_and_at_most_the_cap() -> None:
     assert len(view.looked) == MAX_PLACE_PATHS == len(hits)
     assert view.looked[:half] == [f"src/m{i}.py" for i in range(half)]
     assert view.looked[-1] == "src/m999.py"
+
+
+def test_cochange_candidates_come_from_the_partners_of_the_best_files() -> None:
+    """The files that changed with the best files, and hold no candidate yet, are searched
+    restricted to them: their best sections, strongest partner first, as candidates."""
+    from engine.core import RecallSettings
+    from engine.retrieval import cochange_candidates
+    from overlays import ChangeHistory, Found, View
+    from tests.engine.records import chunk
+
+    history = ChangeHistory.of([["core.c", "core.h"]] * 3 + [["core.c", "util.c"]] * 2
+                               + [["core.c", "weak.c"]] + [["weak.c"]] * 5
+                               + [["side.c", "other.c"]] * 2)  # fmt: skip
+
+    class Fake:
+        def __init__(self) -> None:
+            self.asked: list[list[str]] = []
+
+        def neighbours(self, path: str, min_share: float, limit: int) -> list[tuple[str, float]]:
+            return history.neighbours(path, min_share, limit)
+
+        def search_sections(self, query: str, k: int, *, paths: list[str]) -> list[Found]:
+            self.asked.append(list(paths))
+            return [Found(f"{p}#{i}", p, 1.0 - i / 10) for p in paths for i in range(3)]
+
+        def chunks(self, ids: list[str]) -> dict[str, Chunk]:
+            return {i: chunk(i.split("#")[0], f"int f{i[-1]}(void);") for i in ids}
+
+    fake = Fake()
+    view = cast("View", fake)
+    settings = RecallSettings(cochange_from=2, cochange_share=0.2, cochange_sections=2)
+    have = {"core.c", "util.c", "side.c"}
+    found = cochange_candidates(view, "core", ["core.c", "util.c", "side.c"], have, settings)
+    assert fake.asked == [["core.h"]]  # util.c is a candidate; weak.c is under the share;
+    assert [(c.chunk.path, c.ranks) for c in found] == [  # side.c is not among the best 2
+        ("core.h", {"cochange": 1}), ("core.h", {"cochange": 2})]  # fmt: skip
+    assert found[0].fused > found[1].fused > 0
+    assert [c.chunk.path for c in cochange_candidates(
+        view, "core", ["side.c"], have, settings)] == ["other.c", "other.c"]  # fmt: skip
+    assert cochange_candidates(view, "core", ["weak.c"], have, settings) == []
