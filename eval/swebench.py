@@ -285,6 +285,7 @@ def evaluate_instance(
         row["materialise_s"] = round(time.perf_counter() - start, 3)
         cfg = config.with_(state_dir=str(tmp / "state"))
         with Workspace.open(tree, cfg) as ws:
+            ws.layers.supply_history(read_history(git_dir, inst.base_commit))  # as overlays do
             start = time.perf_counter()
             report = ws.index()
             row["index_s"] = round(time.perf_counter() - start, 3)

@@ -9,7 +9,7 @@
   files); ``Embedded`` answers it over local segments (BM25 rescored with the scope's
   statistics), ``engine.backend`` from Qdrant;
 - ``View``: a scope over a backend, what recall and packing ask;
-- ``read_history``: which files changed together in the commits up to a base;
+- ``read_history``: which files changed together in the commits up to a commit (HEAD);
 - ``check_proof``: proof of possession before text leaves the index.
 """
 

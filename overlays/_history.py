@@ -19,6 +19,7 @@ chosen with ``eval.swebench --dump`` offline: 10,000 commits against 1,000 and 3
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections import Counter
@@ -82,16 +83,18 @@ class ChangeHistory:
                 out[a] = near
         return out
 
-    def neighbours(self, path: str, min_share: float, limit: int) -> list[tuple[str, float]]:
-        """The paths that changed with ``path`` (changed at least ``MIN_CHANGES`` times
-        themselves) whose Jaccard share is at least ``min_share``: the ``limit`` strongest,
-        ties by path."""
+    def neighbours(
+        self, path: str, min_share: float, limit: int, exclude: Collection[str] = ()
+    ) -> list[tuple[str, float]]:
+        """The paths outside ``exclude`` that changed with ``path`` (changed at least
+        ``MIN_CHANGES`` times themselves) whose Jaccard share is at least ``min_share``:
+        the ``limit`` strongest, ties by path."""
         row = self.together.get(path)
         if not row:
             return []
         na = self.changes[path]
         near = [(b, n / (na + self.changes[b] - n)) for b, n in row.items()
-                if self.changes[b] >= MIN_CHANGES]  # fmt: skip
+                if self.changes[b] >= MIN_CHANGES and b not in exclude]  # fmt: skip
         near = [(b, share) for b, share in near if share >= min_share]
         return sorted(near, key=lambda p: (-p[1], p[0]))[:limit]
 
@@ -129,22 +132,27 @@ def read_history(
 ) -> ChangeHistory | None:
     """The co-change counts of the newest ``limit`` non-merge commits up to ``commit``,
     paths relative to ``root`` (files outside it are not counted); None outside git or for
-    an unknown commit. A clone missing older objects (partial, or broken) gives the commits
-    listed before the first missing one (git computes a commit's file list before printing
-    any of it); a shallow clone, those it has."""
+    an unknown commit.
+
+    Offline and the same on every machine: no rename detection (it reads file contents, and
+    a partial clone would fetch them), no lazy fetch of missing objects, and the user's
+    log settings overridden; names NUL-separated, so any path reads back. A clone missing
+    objects that a file list needs (a broken one) gives the commits listed before it."""
     if not root.is_dir() or shutil.which("git") is None:
         return None
+    env = {**os.environ, "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0"}
     try:
         run = subprocess.run(
-            ["git", "-c", "core.quotePath=false", "log", "--no-merges", "--name-only",
-             "--relative", "--format=format:%x00", f"-n{int(limit)}", commit, "--"],
-            cwd=root, capture_output=True, check=False, timeout=_TIMEOUT_S,
+            ["git", "-c", "log.showRoot=true", "-c", "log.showSignature=false", "log",
+             "--no-merges", "--no-renames", "--name-only", "--relative", "-z",
+             "--format=format:%x01", f"-n{int(limit)}", commit, "--"],
+            cwd=root, env=env, capture_output=True, check=False, timeout=_TIMEOUT_S,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return None
-    text = run.stdout.decode("utf-8", errors="replace")
+    text = run.stdout.decode("utf-8", errors="surrogateescape")
     if run.returncode != 0 and not text.strip():
         return None
-    sets = ([line for line in block.split("\n") if line and not line.startswith('"')]
-            for block in text.split("\x00"))  # fmt: skip
+    sets = ([name for name in block.lstrip("\n").split("\0") if name]
+            for block in text.split("\x01"))  # fmt: skip
     return ChangeHistory.of(sets, commit, max_files)

@@ -3,7 +3,7 @@
 ``View(base, overlay, overlay_paths=..., tombstones=...)`` is the embedded View: the scope's
 layers are local segments, composed by ``overlays.Embedded``. ``View.over(backend, scope)``
 is the same View over any ``Backend`` (``engine.backend``'s Qdrant one), so recall, rerank
-and packing never know which engine answers. A View may carry its base's ``ChangeHistory``
+and packing never know which engine answers. A View may carry the ``ChangeHistory`` up to HEAD
 (which files changed together), which the rerank reads. Each method is the backend's answer within
 the View's scope; see ``overlays._scope`` for what a backend must guarantee.
 """
@@ -65,10 +65,14 @@ class View:
         (``ChangeHistory.related``); nothing without a history (a folder outside git)."""
         return self.history.related(paths) if self.history is not None else {}
 
-    def neighbours(self, path: str, min_share: float, limit: int) -> list[tuple[str, float]]:
-        """The files that most often changed together with ``path`` in the history up to HEAD
-        (``ChangeHistory.neighbours``); none without a history."""
-        return self.history.neighbours(path, min_share, limit) if self.history is not None else []
+    def neighbours(
+        self, path: str, min_share: float, limit: int, exclude: Collection[str] = ()
+    ) -> list[tuple[str, float]]:
+        """The files outside ``exclude`` that most often changed together with ``path`` in
+        the history up to HEAD (``ChangeHistory.neighbours``); none without a history."""
+        if self.history is None:
+            return []
+        return self.history.neighbours(path, min_share, limit, exclude)
 
     @property
     def overlay_paths(self) -> frozenset[str]:

@@ -73,14 +73,15 @@ class RecallSettings:
     word_forms: int = DEFAULT_WORD_FORMS
     # The files that most often changed together with the best few reranked files (in the
     # git history up to HEAD, Jaccard share at least ``cochange_share``) are searched too,
-    # restricted to them: a fix's second file often shares no word with the report (a
+    # restricted to them: a fix's second file is often far down the report's lists (a
     # header beside its implementation, a type declaration beside its code). Their best
-    # sections join as the ``cochange`` list and every candidate is reranked. Not fitted
-    # (the training split's pool is 94%: one instance moved); measured on the multilingual
-    # dev split (204): every gold file among the candidates 78.9 -> 84.8%, hit at 8k 75.5 ->
-    # 78.9, Acc@1/5 unchanged; Python dev (115): pool unchanged, Acc@1 51.3 -> 53.0, hit at
-    # 4k 91.3 -> 90.4. Seeded from the fused (not reranked) files instead it moved the pool
-    # by one instance. 0: off.
+    # BM25 sections (a partner sharing no word with the report adds nothing) join as the
+    # ``cochange`` list and every candidate is reranked. Not fitted (the training split's
+    # pool is 94%: one instance moved); measured on the multilingual dev split (204): every
+    # gold file among the candidates 78.9 -> 84.8%, hit at 8k 75.5 -> 78.9, Acc@1/5
+    # unchanged; Python dev (115): pool unchanged, Acc@1 51.3 -> 53.0, hit at 4k 91.3 ->
+    # 90.4. Seeded from the fused (not reranked) files it moved the pool by one instance.
+    # 0: off.
     cochange_from: int = 3
     cochange_share: float = 0.1
     cochange_files: int = 10  # partner files searched at most

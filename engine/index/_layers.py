@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -101,11 +102,13 @@ class Layers:
         self.user = config.user or _login()
         self.workspace = hashlib.sha256(str(root).encode()).hexdigest()[:12]
         self._segments: dict[Path, Segment] = {}
-        self._view: tuple[tuple[str, int, int], View] | None = None
+        self._view: tuple[tuple[str, int, int, str], View] | None = None
         # Per (base, overlay) directory pair: the Views' in-memory side, advanced from one
         # View to the next by what changed (the overlay's BM25 postings are not rebuilt).
         self._memories: dict[tuple[Path, Path], OverlayMemory] = {}
-        self._histories: dict[Path, ChangeHistory | None] = {}  # per overlay folder
+        # Per overlay folder: (the file's stamp, the history read from it) or, for an
+        # overlay that has no file yet, (None, the history read from git in memory).
+        self._histories: dict[Path, tuple[tuple[int, int] | None, ChangeHistory | None]] = {}
         self._supplied: ChangeHistory | None = None
         # The state folder, when it lives in the tree: never part of what differs.
         inside = state_dir.resolve()
@@ -269,41 +272,67 @@ class Layers:
 
     def _write_history(self, branch: str) -> None:
         """Read the co-change history up to the checked-out commit when it moved (``git
-        log`` of 10,000 commits: well under a second), into the branch's overlay folder.
-        Up to HEAD, not the base: a branch's own commits count, and nothing after it does."""
+        log`` of 10,000 commits: well under a second), into the branch's overlay folder
+        (under the writer lock: ``refresh`` only). Up to HEAD, not the base: a branch's own
+        commits count, and nothing after it does."""
         head = head_commit(self.root)
         if head is None:
             return
         path = self.overlay_dir(branch) / _HISTORY
-        held = self.history(branch)
-        if held is not None and held.commit == head and path.exists():
+        held = self._stored_history(path)
+        if held is not None and held.commit == head:
             return
         history = read_history(self.root, head) or ChangeHistory(commit=head)
-        tmp = path.with_name(f"{_HISTORY}.{os.getpid()}.tmp")
-        tmp.write_text(history.to_json(), "utf-8")
-        tmp.replace(path)
-        self._histories[path.parent] = history
+        fd, tmp = tempfile.mkstemp(prefix=_HISTORY, suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(history.to_json())
+            Path(tmp).replace(path)
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def supply_history(self, history: ChangeHistory | None) -> None:
         """Use ``history`` for every View of this workspace instead of the one read from
         git: a tree exported without its ``.git`` (a sandbox copy, the eval harness's
-        checkouts) can be given the history of the commit it holds. None: read it again."""
+        checkouts) can be given the history of the commit it holds. None: the one read
+        from git again."""
         self._supplied = history
         self._view = None
 
     def history(self, branch: str) -> ChangeHistory | None:
-        """The co-change history the branch's Views read (supplied, else read once from the
-        overlay folder), or None without one."""
+        """The co-change history the branch's Views read: the supplied one, else the
+        overlay folder's (read again whenever a refresh, here or in another process,
+        rewrote it), else, for an overlay refreshed before histories existed, one read
+        from git in memory (the next refresh writes it). None outside git."""
         if self._supplied is not None:
             return self._supplied
-        directory = self.overlay_dir(branch)
-        if directory not in self._histories:
-            try:
-                text = (directory / _HISTORY).read_text("utf-8")
-            except OSError:
-                text = ""
-            self._histories[directory] = ChangeHistory.from_json(text) if text else None
-        return self._histories[directory]
+        path = self.overlay_dir(branch) / _HISTORY
+        if path.exists():
+            return self._stored_history(path)
+        cached = self._histories.get(path)
+        if cached is None or cached[0] is not None:
+            head = head_commit(self.root)
+            found = read_history(self.root, head) if head else None
+            cached = self._histories[path] = (None, found)
+        return cached[1]
+
+    def _stored_history(self, path: Path) -> ChangeHistory | None:
+        """The history in ``path``, read once per change of the file (None without one)."""
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        cached = self._histories.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            history = ChangeHistory.from_json(path.read_text("utf-8"))
+        except OSError:
+            history = None
+        self._histories[path] = (stamp, history)
+        return history
 
     def _usable(self, base: str, counter: TokenCounter) -> bool:
         """Whether the base at ``base`` is complete and chunked as configured now (a base is
@@ -425,12 +454,16 @@ class Layers:
         """The View of ``info``'s base and overlay (cached until either changes)."""
         base = self.segment(self.base_dir(info.base))
         overlay = self.segment(self.overlay_dir(info.branch), create=True)
-        key = (info.token, base.meta.generation, overlay.meta.generation)
+        history = self.history(info.branch)
+        # What ranking reads from the history names it: the View, its ident and so the
+        # replay key change with it (a refresh in another process, a supplied history).
+        mark = f"{history.commit[:12]}+{history.commits}" if history is not None else ""
+        key = (info.token, base.meta.generation, overlay.meta.generation, mark)
         if self._view is not None and self._view[0] == key:
             return self._view[1]
         ident = f"{info.base}:{overlay.meta.generation}:{info.token[:16]}"
-        if info.base != _NO_GIT and self.history(info.branch) is None:
-            self._write_history(info.branch)  # an overlay refreshed before histories existed
+        if mark:
+            ident += f":h{mark}"
         qdrant = self.qdrant()
         if qdrant is not None:
             scope = Scope(self.base_layer(info.base), self.overlay_layer(info.branch),
@@ -441,7 +474,7 @@ class Layers:
                     f"the Qdrant collection has no layer {missing[0]!r}: run `cortex index` "
                     "with CORTEX_BACKEND=qdrant to write this branch's layers"
                 )
-            view = View.over(qdrant, scope, ident=ident, history=self.history(info.branch))
+            view = View.over(qdrant, scope, ident=ident, history=history)
             self._view = (key, view)
             return view
         pair = (self.base_dir(info.base), self.overlay_dir(info.branch))
@@ -453,14 +486,16 @@ class Layers:
             tombstones=info.tombstones,
             ident=ident,
             memory=memory,
-            history=self.history(info.branch),
+            history=history,
         )
         self._view = (key, view)
         return view
 
     def drop_memories(self) -> None:
-        """Forget the Views' in-memory sides (the next View builds its own from scratch)."""
+        """Forget the Views' in-memory sides (the next View builds its own from scratch)
+        and the histories read."""
         self._memories.clear()
+        self._histories.clear()
         self._view = None
 
     def memory_reads(self) -> int:
@@ -528,6 +563,7 @@ class Layers:
         if segment is not None:
             segment.close()
         self._memories = {k: v for k, v in self._memories.items() if directory not in k}
+        self._histories = {k: v for k, v in self._histories.items() if k.parent != directory}
         self._view = None
         shutil.rmtree(directory, ignore_errors=True)
         parent = directory.parent

@@ -104,9 +104,9 @@ def cochange_candidates(
     per file, as the ``cochange`` list fused alone (``cochange`` weight over RRF's rank)."""
     share: dict[str, float] = {}
     for path in best[: settings.cochange_from]:
-        for other, value in view.neighbours(path, settings.cochange_share, settings.cochange_files):
-            if other not in have:
-                share[other] = max(share.get(other, 0.0), value)
+        near = view.neighbours(path, settings.cochange_share, settings.cochange_files, have)
+        for other, value in near:
+            share[other] = max(share.get(other, 0.0), value)
     chosen = sorted(share, key=lambda p: (-share[p], p))[: settings.cochange_files]
     if not chosen:
         return []

@@ -195,7 +195,8 @@ def _cochange(
     files: dict[str, float] = {}
     for cand, value in zip(cands, strength, strict=True):
         files[cand.chunk.path] = max(files.get(cand.chunk.path, 0.0), value)
-    sums = {p: sum(files.get(q, 0.0) * share for q, share in related.get(p, {}).items())
+    # Summed in path order: the same float however the history was read.
+    sums = {p: sum(files.get(q, 0.0) * share for q, share in sorted(related.get(p, {}).items()))
             for p in files}  # fmt: skip
     top = max(sums.values(), default=0.0)
     return [sums[c.chunk.path] / top if top > 0 else 0.0 for c in cands]

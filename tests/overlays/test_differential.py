@@ -35,9 +35,11 @@ from tests.engine.test_workspace import GIT_ENV
 
 CONFIG = Config(dense_model="hash", ledger=False)
 # Recency on: the View must match with every feature of the rerank contributing, except
-# co-change: it reads the git history, which the plain copy indexed beside it does not have
-# (tests/engine/retrieval/test_cochange.py covers it).
-SETTINGS = replace(CONFIG.context_settings(), weights=RerankWeights(recency=0.05, cochange=0.0))
+# co-change (the feature and the recall): it reads the git history, which the plain copy
+# indexed beside it does not have (tests/overlays/test_layers.py and test_history.py).
+_BASE_SETTINGS = CONFIG.context_settings()
+SETTINGS = replace(_BASE_SETTINGS, weights=RerankWeights(recency=0.05, cochange=0.0),
+                   recall=replace(_BASE_SETTINGS.recall, cochange_from=0))  # fmt: skip
 WORDS = ["parse", "value", "render", "token", "cache", "index", "branch", "merge", "query"]
 QUERIES = ["parse value", "render token cache", "branch merge", "index query parse", "fn_3"]
 REL = 1e-4  # tantivy scores in f32, the View rescores in f64

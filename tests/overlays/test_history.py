@@ -126,3 +126,17 @@ def test_neighbours_are_the_strongest_partners_over_a_share() -> None:
     assert history.neighbours("a", 0.5, 10) == [("b", 0.6)]
     assert history.neighbours("a", 0.0, 1) == [("b", 0.6)]
     assert history.neighbours("e", 0.0, 10) == [] and history.neighbours("zz", 0.0, 10) == []
+
+
+def test_any_path_reads_back(tmp_path: Path) -> None:
+    """Names git would quote (a tab, a quote, a backslash) and non-ASCII ones count as
+    they are on disk."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.com")
+    _git(root, "config", "user.name", "T")
+    odd = ['say "hi".py', "tab\there.py", "back\\slash.py", "naïve résumé.py"]
+    _commit(root, dict.fromkeys(odd, "x = 1\n"), "odd names")
+    history = read_history(root, "HEAD")
+    assert history is not None and set(history.changes) == set(odd)

@@ -221,14 +221,21 @@ def test_the_history_follows_head_and_the_rerank_reads_it(tmp_path: Path) -> Non
         assert view.history is not None and view.history.commits == 6
         assert view.related(["parser.py", "cache.py"])["cache.py"] == {"parser.py": 0.6}
         stored.unlink()  # lost (or never written: an overlay from an older cortex)
-    with Workspace.open(repo, CONFIG) as ws:  # nothing to refresh: the View reads it again
+    with Workspace.open(repo, CONFIG) as ws:  # nothing to refresh: read from git in memory
         assert ws.view()[0].related(["parser.py", "cache.py"])["cache.py"] == {"parser.py": 0.6}
-        assert stored.exists()
+        assert not stored.exists()  # a read never writes
     (repo / "mod0.py").write_text("def compute_0(value):\n    return value\n")
-    with Workspace.open(repo, CONFIG) as ws:
+    with Workspace.open(repo, CONFIG) as ws, Workspace.open(repo, CONFIG) as reader:
         ws.index()
         assert stored.exists()
-        assert ws.view()[0].related(["parser.py", "cache.py"])["cache.py"] == {"parser.py": 0.6}
+        before = reader.view()[0]
+        assert before.related(["parser.py", "cache.py"])["cache.py"] == {"parser.py": 0.6}
+        (repo / "cache.py").write_text("def remember(key):\n    return -key\n")
+        _git(repo, "commit", "-qam", "cache again")  # 3 / (4 + 5 - 3)
+        ws.index()  # another Workspace refreshes: the reader's next View reads the new file
+        after = reader.view()[0]
+        assert after.related(["parser.py", "cache.py"])["cache.py"] == {"parser.py": 0.5}
+        assert after.ident != before.ident and after.ident.endswith("+7")
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "a.py").write_text("def a():\n    return 1\n")

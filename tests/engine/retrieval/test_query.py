@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import cast
 
 from engine.retrieval import Location, clean_query, locations, query_identifiers, word_forms
@@ -239,8 +240,10 @@ def test_cochange_candidates_come_from_the_partners_of_the_best_files() -> None:
         def __init__(self) -> None:
             self.asked: list[list[str]] = []
 
-        def neighbours(self, path: str, min_share: float, limit: int) -> list[tuple[str, float]]:
-            return history.neighbours(path, min_share, limit)
+        def neighbours(
+            self, path: str, min_share: float, limit: int, exclude: Collection[str] = ()
+        ) -> list[tuple[str, float]]:
+            return history.neighbours(path, min_share, limit, exclude)
 
         def search_sections(self, query: str, k: int, *, paths: list[str]) -> list[Found]:
             self.asked.append(list(paths))
