@@ -93,6 +93,9 @@ def render_status(st: Status, *, walked: bool) -> str:
         f"  contents:   {st.files:,} files, {st.chunks:,} chunks, {st.tokens:,} tokens "
         f"({st.encoding})\n"
     )
+    if st.history_commit:
+        out.append(f"  history:    {st.history_commits:,} commits up to {st.history_commit[:12]} "
+                   "(which files change together)\n")  # fmt: skip
     if st.dense_model:
         current = "current" if st.dense_current else "behind the metadata: run `cortex index`"
         recall = f", recall@10 {st.dense_recall:.3f}" if st.dense_recall is not None else ""

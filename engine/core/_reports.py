@@ -120,6 +120,10 @@ class Status:
     overlay_bytes: int = 0
     base_bytes: int = 0
     stale: bool = False  # the working tree moved since the overlay was built
+    # The git history co-change reads: the commit it runs up to and the commits counted
+    # (None and 0 outside git).
+    history_commit: str | None = None
+    history_commits: int = 0
 
     @property
     def stale_files(self) -> int:

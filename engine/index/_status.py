@@ -64,6 +64,8 @@ def status_of(layers: Layers, config: Config, *, check_files: bool) -> Status:
         overlay_bytes=tree_size(layers.overlay_dir(info.branch)),
         base_bytes=tree_size(layers.base_dir(info.base)),
         stale=info.token != token,
+        history_commit=view.history.commit if view.history is not None else None,
+        history_commits=view.history.commits if view.history is not None else 0,
     )
 
 

@@ -236,6 +236,8 @@ def test_the_history_follows_head_and_the_rerank_reads_it(tmp_path: Path) -> Non
         after = reader.view()[0]
         assert after.related(["parser.py", "cache.py"])["cache.py"] == {"parser.py": 0.5}
         assert after.ident != before.ident and after.ident.endswith("+7")
+        st = reader.status(check_files=False)
+        assert (st.history_commit, st.history_commits) == (after.history.commit, 7)  # type: ignore[union-attr]
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "a.py").write_text("def a():\n    return 1\n")
@@ -244,6 +246,7 @@ def test_the_history_follows_head_and_the_rerank_reads_it(tmp_path: Path) -> Non
         ws.index()
         view, _ = ws.view()
         assert view.history is None and view.related(["a.py"]) == {}
+        assert ws.status(check_files=False).history_commits == 0
         ws.layers.supply_history(ChangeHistory.of([["a.py", "b.py"]] * 2))
         assert ws.view()[0].related(["a.py", "b.py"]) == {"a.py": {"b.py": 1.0},
                                                            "b.py": {"a.py": 1.0}}  # fmt: skip
