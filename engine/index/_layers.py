@@ -7,7 +7,7 @@
         overlay.json                        base, root, branch, user, freshness token,
                                             overlay paths, tombstones
         history.json                        which files changed together in the commits up
-                                            to the checked-out commit (``read_history``)
+                                            to the checked-out commit (``_history``)
 
 Many branches and working trees share one base; each overlay holds only its diff. ``overlays``
 says what differs (git) and composes the View; this module builds the Segments.
@@ -23,10 +23,8 @@ from __future__ import annotations
 import getpass
 import hashlib
 import json
-import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -44,6 +42,7 @@ from engine.core import (
     chunker_fingerprint,
     content_sha,
 )
+from engine.index._history import Histories
 from engine.index._update import ensure_dense, update_segment
 from engine.segment import Segment
 from indexers import SourceFile, TokenCounter, walk
@@ -57,9 +56,7 @@ from overlays import (
     checkout,
     commit_time_ns,
     git_state,
-    head_commit,
     live_refs,
-    read_history,
     rev_parse,
     tree_token,
 )
@@ -71,7 +68,6 @@ __all__ = ["Layers", "OverlayInfo"]
 
 _NO_GIT = "tree"  # the base of a folder outside git: its content at the first index
 _INFO = "overlay.json"
-_HISTORY = "history.json"  # in an overlay's folder: which files changed together up to HEAD
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +102,7 @@ class Layers:
         # Per (base, overlay) directory pair: the Views' in-memory side, advanced from one
         # View to the next by what changed (the overlay's BM25 postings are not rebuilt).
         self._memories: dict[tuple[Path, Path], OverlayMemory] = {}
-        # Per overlay folder: (the file's stamp, the history read from it) or, for an
-        # overlay that has no file yet, (None, the history read from git in memory).
-        self._histories: dict[Path, tuple[tuple[int, int] | None, ChangeHistory | None]] = {}
-        self._supplied: ChangeHistory | None = None
+        self._histories = Histories(root)
         # The state folder, when it lives in the tree: never part of what differs.
         inside = state_dir.resolve()
         self.inside = (inside.relative_to(root).as_posix(),) if inside.is_relative_to(root) else ()
@@ -265,74 +258,22 @@ class Layers:
             base, branch, token, candidates, counter, embedder, cache, progress
         )
         if base != _NO_GIT:
-            self._write_history(branch)
+            self._histories.write(self.overlay_dir(branch))
         self._mirror(base, branch, embedder, cache)
         self._view = None
         return report, record, base_report
-
-    def _write_history(self, branch: str) -> None:
-        """Read the co-change history up to the checked-out commit when it moved (``git
-        log`` of 10,000 commits: well under a second), into the branch's overlay folder
-        (under the writer lock: ``refresh`` only). Up to HEAD, not the base: a branch's own
-        commits count, and nothing after it does."""
-        head = head_commit(self.root)
-        if head is None:
-            return
-        path = self.overlay_dir(branch) / _HISTORY
-        held = self._stored_history(path)
-        if held is not None and held.commit == head:
-            return
-        history = read_history(self.root, head) or ChangeHistory(commit=head)
-        fd, tmp = tempfile.mkstemp(prefix=_HISTORY, suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(history.to_json())
-            Path(tmp).replace(path)
-        except OSError:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
     def supply_history(self, history: ChangeHistory | None) -> None:
         """Use ``history`` for every View of this workspace instead of the one read from
         git: a tree exported without its ``.git`` (a sandbox copy, the eval harness's
         checkouts) can be given the history of the commit it holds. None: the one read
         from git again."""
-        self._supplied = history
+        self._histories.supplied = history
         self._view = None
 
     def history(self, branch: str) -> ChangeHistory | None:
-        """The co-change history the branch's Views read: the supplied one, else the
-        overlay folder's (read again whenever a refresh, here or in another process,
-        rewrote it), else, for an overlay refreshed before histories existed, one read
-        from git in memory (the next refresh writes it). None outside git."""
-        if self._supplied is not None:
-            return self._supplied
-        path = self.overlay_dir(branch) / _HISTORY
-        if path.exists():
-            return self._stored_history(path)
-        cached = self._histories.get(path)
-        if cached is None or cached[0] is not None:
-            head = head_commit(self.root)
-            found = read_history(self.root, head) if head else None
-            cached = self._histories[path] = (None, found)
-        return cached[1]
-
-    def _stored_history(self, path: Path) -> ChangeHistory | None:
-        """The history in ``path``, read once per change of the file (None without one)."""
-        try:
-            st = path.stat()
-        except OSError:
-            return None
-        stamp = (st.st_mtime_ns, st.st_size)
-        cached = self._histories.get(path)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        try:
-            history = ChangeHistory.from_json(path.read_text("utf-8"))
-        except OSError:
-            history = None
-        self._histories[path] = (stamp, history)
-        return history
+        """The co-change history the branch's Views read (``engine.index._history``)."""
+        return self._histories.of(self.overlay_dir(branch))
 
     def _usable(self, base: str, counter: TokenCounter) -> bool:
         """Whether the base at ``base`` is complete and chunked as configured now (a base is
@@ -495,7 +436,7 @@ class Layers:
         """Forget the Views' in-memory sides (the next View builds its own from scratch)
         and the histories read."""
         self._memories.clear()
-        self._histories.clear()
+        self._histories.forget()
         self._view = None
 
     def memory_reads(self) -> int:
@@ -563,7 +504,7 @@ class Layers:
         if segment is not None:
             segment.close()
         self._memories = {k: v for k, v in self._memories.items() if directory not in k}
-        self._histories = {k: v for k, v in self._histories.items() if k.parent != directory}
+        self._histories.forget(directory)
         self._view = None
         shutil.rmtree(directory, ignore_errors=True)
         parent = directory.parent

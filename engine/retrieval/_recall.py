@@ -215,15 +215,15 @@ def _signal_hits(view: View, places: Sequence[Location]) -> list[tuple[str, floa
     error, and a traceback's innermost frames), so a pasted log of thousands of frames
     costs a bounded number of lookups."""
     out: list[tuple[str, float]] = []
-    paths = list(dict.fromkeys(p.path.replace("\\", "/").lstrip("./") for p in places))
+    placed = [(place.path.replace("\\", "/").lstrip("./"), place) for place in places]
+    paths = list(dict.fromkeys(path for path, _ in placed))
     if len(paths) > MAX_PLACE_PATHS:
         half = MAX_PLACE_PATHS // 2
         paths = paths[:half] + paths[-half:]
     kept = set(paths)
     found: dict[tuple[str, bool], list[str]] = {}
     sections: dict[str, list[Chunk]] = {}
-    for place in places:
-        path = place.path.replace("\\", "/").lstrip("./")
+    for path, place in placed:
         if path not in kept:
             continue
         if (path, place.exact) not in found:
