@@ -9,12 +9,20 @@ Then, ``--edits`` times: one file is edited, the overlay refreshed, and the next
 in-memory side advanced by what changed (the default), once with it rebuilt from the
 overlay's documents as it was before (the shared state dropped first). Medians of each,
 with the warm query beside them, and the paths read per advance.
+
+Then a new process (a CLI call, a server's start) opens the workspace and times its first
+query, ``--rounds`` times each, alternating: starting from the in-memory side the refresh
+saved in the overlay's folder (``memory.npz``), and with that file moved away (built from
+the overlay's documents, as every new process did before). The index line shows what the
+first refresh spent building and saving it (``overlay memory``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edits", type=int, default=7)
     parser.add_argument("--dense", default="static")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=3, help="new processes per mode")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="cortex-refresh-") as tmp:
@@ -50,12 +59,15 @@ def main(argv: list[str] | None = None) -> int:
         config = Config.from_env(dense_model=args.dense, base_ref=args.base, ledger=False)
         with Workspace.open(tree, config) as ws:
             start = time.perf_counter()
-            ws.index()
+            report = ws.index()
             built = time.perf_counter() - start
             status = ws.status(check_files=False)
+            state_dir = ws.state_dir
+            stages = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items()
+                               if k.startswith("overlay"))  # fmt: skip
             print(f"{args.repo} {args.base[:12]}..{args.head[:12]}: index {built:.1f} s, "
                   f"overlay {status.overlay_files} files, "
-                  f"{status.tombstones} tombstones")  # fmt: skip
+                  f"{status.tombstones} tombstones ({stages})")  # fmt: skip
             overlay = sorted(ws.layers.current()[0].paths)
             words = sorted({w for p in overlay for w in Path(p).stem.split("_") if len(w) > 3})
             queries = [" ".join(rng.sample(words, 3)) for _ in range(args.edits)]
@@ -94,13 +106,55 @@ def main(argv: list[str] | None = None) -> int:
                     warm.append(time.perf_counter() - start)
                 file.write_bytes(original)
             ws.index()
+        fresh = _new_processes(tree, state_dir, args, queries[0])
     print(f"refresh after a 1-file edit: {_ms(refresh)}")
     read = f"; paths read per advance: {statistics.median(reads):.0f}" if reads else ""
     print(f"first query after it, memory advanced: {_ms(advanced)}{read}")
     if rebuilt:
         print(f"first query after it, memory rebuilt:  {_ms(rebuilt)}")
     print(f"warm query:                            {_ms(warm)}")
+    for mode, times in fresh.items():
+        print(f"new process, first query, {mode}: {_ms(times)}")
     return 0
+
+
+def _new_processes(
+    tree: Path, state_dir: Path, args: argparse.Namespace, query: str
+) -> dict[str, list[float]]:
+    """A new process's first ``build_context`` over the indexed tree, ``args.rounds`` times
+    per mode, alternating: from the saved in-memory side, and with its file moved away."""
+    saved = sorted(state_dir.glob("overlays/**/memory.npz"))
+    code = (
+        "import json, sys, time\n"
+        "from engine import Config, Workspace\n"
+        "tree, state, dense, base, query = sys.argv[1:]\n"
+        "config = Config.from_env(dense_model=dense, base_ref=base, ledger=False,"
+        " state_dir=state)\n"
+        "with Workspace.open(tree, config) as ws:\n"
+        "    start = time.perf_counter()\n"
+        "    ws.build_context(query, record=False)\n"
+        "    print(json.dumps(time.perf_counter() - start))\n"
+    )
+    modes = ("from the saved memory", "memory built again") if saved else ("(nothing saved)",)
+    out: dict[str, list[float]] = {m: [] for m in modes}
+    for _ in range(args.rounds):
+        for mode in modes:
+            aside = [p.with_suffix(".aside") for p in saved]
+            if mode == "memory built again":
+                for p, q in zip(saved, aside, strict=True):
+                    shutil.move(p, q)
+            try:
+                done = subprocess.run(
+                    [sys.executable, "-c", code, str(tree), str(state_dir), args.dense,
+                     args.base, query],
+                    check=True, capture_output=True, text=True,
+                )  # fmt: skip
+            finally:
+                if mode == "memory built again":
+                    for p, q in zip(saved, aside, strict=True):
+                        shutil.move(q, p)
+            out[mode].append(float(json.loads(done.stdout.strip().splitlines()[-1])))
+    return out
 
 
 if __name__ == "__main__":

@@ -80,6 +80,20 @@ class TermTable:
     def __len__(self) -> int:
         return len(self._ids)
 
+    @classmethod
+    def of(cls, terms: Sequence[str]) -> TermTable:
+        """A table numbering ``terms`` 0, 1, 2, ... in that order (``terms()`` read back)."""
+        table = cls()
+        table._ids = {t: i for i, t in enumerate(terms)}
+        if len(table._ids) != len(terms):
+            raise ValueError("a term table's terms must be distinct")
+        return table
+
+    def terms(self) -> list[str]:
+        """Every term, by number."""
+        with self._lock:
+            return list(self._ids)  # numbered in insertion order: 0, 1, 2, ...
+
     def id(self, term: str, *, create: bool = True) -> int | None:
         """The number of ``term`` (None if unseen and not ``create``)."""
         found = self._ids.get(term)

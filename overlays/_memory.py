@@ -21,10 +21,16 @@ same order, so a document scores bit for bit the same wherever it lives.
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import tempfile
 import threading
+import zipfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,8 +40,15 @@ from overlays._bm25 import stored_length as _stored_length
 if TYPE_CHECKING:
     from overlays._part import Part
 
-__all__ = ["Memory", "OverlayMemory", "Side"]
+__all__ = ["SNAPSHOT_FORMAT", "TABLES", "Memory", "OverlayMemory", "Side"]
 
+log = logging.getLogger(__name__)
+
+SNAPSHOT_FORMAT = 1  # what ``OverlayMemory.save`` writes; another number is not read
+TABLES = ("sections", "pages")  # the tables a View keeps in memory
+# Paths read (both tables, both sides) before ``prepare`` writes the snapshot again: one
+# edited file is read again faster than tens of megabytes are written.
+SAVE_AFTER_PATHS = 32
 MAX_BLOCKS = 8  # blocks per field before the small ones merge: each query term probes each
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
@@ -93,7 +106,11 @@ class Side:
     """A set of documents of one table, by field, as immutable postings blocks plus a mask
     of the rows still live."""
 
-    docs: tuple[DocTerms, ...]
+    ids: tuple[str, ...]  # per row: the document's id
+    paths: tuple[str, ...]  # ... and its path
+    # Per row, the document's terms: what a rebuild starts from. None for a side read from
+    # a snapshot file (``OverlayMemory``), which is built again from its paths instead.
+    docs: tuple[DocTerms, ...] | None
     live: np.ndarray  # bool per row
     names: tuple[str, ...]  # the fields
     raw: dict[str, np.ndarray]  # per field: raw token count per row
@@ -112,12 +129,15 @@ class Side:
         live = np.ones(len(docs), dtype=bool)
         raw, stored = _lengths(docs, fields)
         blocks: dict[str, tuple[_Block, ...]] = {n: (_Block.of(docs, n, table, 0),) for n in fields}
-        return cls._made(tuple(docs), live, fields, raw, stored, blocks, table)
+        return cls._made(tuple(d.id for d in docs), tuple(d.path for d in docs), tuple(docs),
+                         live, fields, raw, stored, blocks, table)  # fmt: skip
 
     @classmethod
     def _made(
         cls,
-        docs: tuple[DocTerms, ...],
+        ids: tuple[str, ...],
+        paths: tuple[str, ...],
+        docs: tuple[DocTerms, ...] | None,
         live: np.ndarray,
         names: tuple[str, ...],
         raw: dict[str, np.ndarray],
@@ -126,12 +146,14 @@ class Side:
         table: TermTable,
     ) -> Side:
         totals = {n: int(raw[n][live].sum()) for n in names}
-        return cls(docs, live, names, raw, stored, blocks, table, int(live.sum()), totals)
+        return cls(ids, paths, docs, live, names, raw, stored, blocks, table, int(live.sum()),
+                   totals)  # fmt: skip
 
-    def changed(self, dropped: Collection[int], added: Sequence[DocTerms]) -> Side:
+    def changed(self, dropped: Collection[int], added: Sequence[DocTerms]) -> Side | None:
         """This side with the rows ``dropped`` masked out and ``added`` appended as a new
         block (the small blocks merge past ``MAX_BLOCKS``; the side is rebuilt from its live
-        documents, with a fresh term table, once the dead outnumber the live)."""
+        documents, with a fresh term table, once the dead outnumber the live). None when it
+        must be rebuilt but holds no documents to rebuild from (read from a snapshot)."""
         if not dropped and not added:
             return self
         live = self.live.copy()
@@ -141,9 +163,11 @@ class Side:
         alive = int(live.sum()) + len(added)
         dead = len(live) - int(live.sum())
         if names != self.names or dead > alive:
+            if self.docs is None:
+                return None
             kept = [d for d, keep in zip(self.docs, live, strict=True) if keep]
             return Side.build([*kept, *added], names)
-        first = len(self.docs)
+        first = len(self.ids)
         more_raw, more_stored = _lengths(added, names)
         raw = {n: np.concatenate([self.raw[n], more_raw[n]]) for n in names}
         stored = {n: np.concatenate([self.stored[n], more_stored[n]]) for n in names}
@@ -152,7 +176,11 @@ class Side:
             chain = (*self.blocks[n], _Block.of(added, n, self.table, first))
             blocks[n] = chain if len(chain) <= MAX_BLOCKS else (chain[0], _Block.merged(chain[1:]))
         live = np.concatenate([live, np.ones(len(added), dtype=bool)])
-        return Side._made((*self.docs, *added), live, names, raw, stored, blocks, self.table)
+        return Side._made(
+            (*self.ids, *(d.id for d in added)), (*self.paths, *(d.path for d in added)),
+            None if self.docs is None else (*self.docs, *added),
+            live, names, raw, stored, blocks, self.table,
+        )  # fmt: skip
 
     def get(self, name: str, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(live rows, tfs) of the documents holding ``term`` in field ``name``."""
@@ -198,7 +226,7 @@ class Memory:
         """The overlay's ``k`` best live documents (and any tied with the k-th) under
         ``view``, as (id, path, score)."""
         side = self.added
-        total = np.zeros(len(side.docs))
+        total = np.zeros(len(side.ids))
         for name, weight in weights.items():
             if weight == 0.0 or name not in side.blocks or not view.docs:
                 continue
@@ -223,7 +251,7 @@ class Memory:
         if len(hit) > k:
             cut = np.partition(total[hit], len(hit) - k)[len(hit) - k]
             hit = hit[total[hit] >= cut]
-        return [(side.docs[i].id, side.docs[i].path, float(total[i])) for i in hit]
+        return [(side.ids[i], side.paths[i], float(total[i])) for i in hit]
 
     def stats(self, own: TableStats, terms: Sequence[str]) -> TableStats:
         """The View's statistics: the base's, minus the hidden documents, plus the overlay's."""
@@ -264,12 +292,16 @@ class _Tracked:
             return self, 0
         docs = read(fresh) if fresh else []
         side = self.side.changed(dropped, docs)
-        if len(side.docs) != len(self.side.docs) + len(docs):  # rebuilt: rows renumbered
-            rows = {}
-            docs_now: Sequence[DocTerms] = side.docs
-            first = 0
+        docs_now: Sequence[DocTerms]
+        if side is None:  # read from a snapshot and due a rebuild: from every path, read again
+            fresh = sorted(want)
+            docs_now = read(fresh)
+            side, rows, first = Side.build(docs_now), {}, 0
+        elif len(side.ids) != len(self.side.ids) + len(docs):  # rebuilt: rows renumbered
+            assert side.docs is not None  # a rebuilt side holds its documents
+            rows, docs_now, first = {}, side.docs, 0
         else:
-            docs_now, first = docs, len(self.side.docs)
+            docs_now, first = docs, len(self.side.ids)
         for path in fresh:
             rows[path] = (want[path], [])
         for i, doc in enumerate(docs_now, start=first):
@@ -281,14 +313,23 @@ class OverlayMemory:
     """The in-memory side of every View over one base segment and one overlay segment,
     advanced from View to View by what changed (see the module docstring).
 
+    With a ``snapshot`` file, ``save`` writes the sides there, and a memory meeting its
+    segments for the first time (a new process) starts from that file when it was written
+    for the same ``ident`` (what the base's documents are), then reads only what changed
+    since: a large overlay's first query no longer analyses every document it holds.
+
     ``memory`` is safe to call from several threads; each call returns an immutable
     ``Memory`` that later calls never change."""
 
-    def __init__(self) -> None:
+    def __init__(self, snapshot: Path | None = None, ident: str = "") -> None:
         self._lock = threading.Lock()
         self._parts: tuple[object, object] | None = None
         self._tables: dict[str, tuple[_Tracked, _Tracked]] = {}
+        self.snapshot = snapshot
+        self.ident = ident
         self.last_read = 0  # paths read by the last advance (for tests and benchmarks)
+        self.loaded = False  # whether the state started from the snapshot file
+        self._unsaved = 0  # paths read since the snapshot was read or written
 
     def memory(
         self,
@@ -302,8 +343,10 @@ class OverlayMemory:
         ``overlay_paths`` and hiding ``hidden`` base paths."""
         with self._lock:
             if self._parts is None or self._parts[0] is not base or self._parts[1] is not overlay:
-                self._parts = (base, overlay)  # other segments: nothing carries over
-                self._tables.clear()
+                self._parts = (base, overlay)  # other segments: only the snapshot carries over
+                self._tables = self._read()
+                self.loaded = bool(self._tables)
+                self._unsaved = 0
             added, gone = self._tables.get(table) or (_Tracked.empty(), _Tracked.empty())
             keys = overlay.file_keys(sorted(overlay_paths))
             added, read_added = added.advance(keys, lambda ps: overlay.docs_of(table, ps))
@@ -313,4 +356,132 @@ class OverlayMemory:
             )
             self._tables[table] = (added, gone)
             self.last_read = read_added + read_gone
+            self._unsaved += self.last_read
             return Memory(added.side, gone.side, added.rows)
+
+    def prepare(
+        self, base: Part, overlay: Part, overlay_paths: Collection[str], hidden: Collection[str]
+    ) -> int:
+        """Bring every table up to the View of ``overlay_paths`` and ``hidden`` (what its
+        first query would do) and save the snapshot once ``SAVE_AFTER_PATHS`` paths were
+        read since it was (a new process reads fewer again than a save writes); returns
+        the paths read. A View that hides nothing needs no memory: its snapshot goes."""
+        if not hidden:
+            self.discard()
+            return 0
+        read = 0
+        for table in TABLES:
+            self.memory(table, base, overlay, overlay_paths, hidden)
+            read += self.last_read
+        if self.snapshot is not None and (
+            self._unsaved >= SAVE_AFTER_PATHS or not self.snapshot.exists()
+        ):
+            self.save()
+        return read
+
+    def save(self) -> None:
+        """Write every table's sides to the snapshot file, atomically (a reader sees the
+        old file or the new one, never a part)."""
+        if self.snapshot is None:
+            return
+        with self._lock:
+            tables = dict(self._tables)  # sides and row maps are never changed once made
+            self._unsaved = 0
+        arrays: dict[str, np.ndarray] = {}
+        meta: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "ident": self.ident, "tables": {}}
+        for table, pair in sorted(tables.items()):
+            meta["tables"][table] = {
+                which: _side_out(tracked, f"{table}/{which}/", arrays)
+                for which, tracked in zip(("added", "gone"), pair, strict=True)
+            }
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+        self.snapshot.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".memory-", suffix=".tmp", dir=self.snapshot.parent)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                np.savez(out, allow_pickle=False, **arrays)
+            Path(tmp).replace(self.snapshot)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def discard(self) -> None:
+        """Remove the snapshot file (the in-memory state stays)."""
+        if self.snapshot is not None:
+            self.snapshot.unlink(missing_ok=True)
+
+    def _read(self) -> dict[str, tuple[_Tracked, _Tracked]]:
+        """The snapshot's tables, or none (no file, another ident, or unreadable: logged)."""
+        if self.snapshot is None or not self.snapshot.exists():
+            return {}
+        try:
+            with np.load(self.snapshot, allow_pickle=False) as got:
+                meta = json.loads(got["meta"].tobytes().decode("utf-8"))
+                if meta.get("format") != SNAPSHOT_FORMAT or meta.get("ident") != self.ident:
+                    return {}
+                return {
+                    table: (_side_in(sides["added"], f"{table}/added/", got),
+                            _side_in(sides["gone"], f"{table}/gone/", got))
+                    for table, sides in meta["tables"].items()
+                }  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile) as err:
+            log.warning("ignoring the unreadable overlay memory %s (%s): building it again",
+                        self.snapshot, err)  # fmt: skip
+            return {}
+
+
+def _side_out(tracked: _Tracked, prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """``tracked``'s side into ``arrays`` (postings as each term's run length, rows and
+    tfs); returns the rest: fields, ids, paths, terms by number, rows per path."""
+    side = tracked.side
+    arrays[prefix + "live"] = side.live
+    blocks: dict[str, int] = {}
+    for name in side.names:
+        arrays[f"{prefix}raw/{name}"] = side.raw[name]
+        arrays[f"{prefix}stored/{name}"] = side.stored[name]
+        blocks[name] = len(side.blocks[name])
+        for j, block in enumerate(side.blocks[name]):
+            terms, runs = np.unique(block.cols, return_counts=True)
+            at = f"{prefix}block/{name}/{j}/"
+            # Narrow on disk, widened again when read: a term frequency is a count.
+            arrays[at + "terms"] = terms.astype(np.int32)
+            arrays[at + "runs"] = runs.astype(np.int32)
+            arrays[at + "rows"] = block.rows.astype(np.int32)
+            arrays[at + "tfs"] = block.tfs.astype(np.uint32)
+    return {"names": list(side.names), "ids": list(side.ids), "paths": list(side.paths),
+            "terms": side.table.terms(), "blocks": blocks,
+            "rows": {p: [key, held] for p, (key, held) in tracked.rows.items()}}  # fmt: skip
+
+
+def _side_in(meta: dict[str, Any], prefix: str, got: Any) -> _Tracked:
+    """The side ``_side_out`` wrote (its documents not kept: see ``Side.docs``); raises
+    ValueError when the parts do not fit together."""
+    ids, paths = tuple(map(str, meta["ids"])), tuple(map(str, meta["paths"]))
+    names = tuple(map(str, meta["names"]))
+    table = TermTable.of([str(t) for t in meta["terms"]])
+    live = np.asarray(got[prefix + "live"], dtype=bool)
+    raw = {n: np.asarray(got[f"{prefix}raw/{n}"], dtype=np.int64) for n in names}
+    stored = {n: np.asarray(got[f"{prefix}stored/{n}"], dtype=np.float64) for n in names}
+    blocks: dict[str, tuple[_Block, ...]] = {}
+    for name in names:
+        chain = []
+        for j in range(int(meta["blocks"][name])):
+            at = f"{prefix}block/{name}/{j}/"
+            terms = np.asarray(got[at + "terms"], dtype=np.int64)
+            cols = np.repeat(terms, np.asarray(got[at + "runs"], dtype=np.int64))
+            rows = np.asarray(got[at + "rows"], dtype=np.int64)
+            tfs = np.asarray(got[at + "tfs"], dtype=np.float64)
+            if not len(cols) == len(rows) == len(tfs) or (
+                len(cols) and (cols[-1] >= len(table) or rows.max() >= len(ids) or rows.min() < 0)
+            ):
+                raise ValueError(f"{at}: postings out of range")
+            chain.append(_Block(cols, rows, tfs))
+        blocks[name] = tuple(chain)
+    if not len(ids) == len(paths) == len(live) or any(
+        len(raw[n]) != len(ids) or len(stored[n]) != len(ids) for n in names
+    ):
+        raise ValueError(f"{prefix}: rows do not line up")
+    rows_of = {str(p): (str(key), [int(r) for r in held])
+               for p, (key, held) in meta["rows"].items()}  # fmt: skip
+    side = Side._made(ids, paths, None, live, names, raw, stored, blocks, table)
+    return _Tracked(side, rows_of)

@@ -17,7 +17,13 @@ from engine.core import (
     IndexStateError,
     Progress,
 )
-from engine.index import WriterLock, forget_in_segment, matches_path, segment_dirs
+from engine.index import (
+    MEMORY_FILE,
+    WriterLock,
+    forget_in_segment,
+    matches_path,
+    segment_dirs,
+)
 from engine.memory import LedgerPurge
 from engine.segment import Segment
 from ledger import JSON
@@ -66,6 +72,9 @@ class Forgetter:
             touched: set[str] = set()
             chunks = segments = 0
             keys: set[str] = set()
+            if not dry_run:  # an overlay's saved memory holds its and its base's terms
+                for saved in state.state_dir.rglob(MEMORY_FILE):
+                    saved.unlink(missing_ok=True)
             for directory in segment_dirs(state.state_dir, skip=(REBUILD_DIR, REPLACED_DIR)):
                 segment = Segment(directory)
                 try:

@@ -8,6 +8,9 @@
                                             overlay paths, tombstones
         history.json                        which files changed together in the commits up
                                             to the checked-out commit (``_history``)
+        memory.npz                          the Views' in-memory BM25 side of this overlay
+                                            (``overlays.OverlayMemory``), saved by a refresh
+                                            so a new process's first query reads no documents
 
 Many branches and working trees share one base; each overlay holds only its diff. ``overlays``
 says what differs (git) and composes the View; this module builds the Segments.
@@ -27,7 +30,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,10 +67,13 @@ from overlays import (
 if TYPE_CHECKING:
     from engine.embed import Embedder, EmbeddingCache
 
-__all__ = ["Layers", "OverlayInfo"]
+__all__ = ["MEMORY_FILE", "Layers", "OverlayInfo"]
 
 _NO_GIT = "tree"  # the base of a folder outside git: its content at the first index
 _INFO = "overlay.json"
+# In an overlay's folder: the in-memory side its Views start from. Derived from the indexed
+# text (forget removes every one), rebuilt when missing, unreadable or of another base.
+MEMORY_FILE = "memory.npz"
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +265,15 @@ class Layers:
         )
         if base != _NO_GIT:
             self._histories.write(self.overlay_dir(branch))
+        if self.backend.kind == "embedded":  # what the View's first query would build, saved
+            start = time.perf_counter()
+            hidden = frozenset(record.paths) | frozenset(record.tombstones)
+            self._memory(base, branch).prepare(
+                self.segment(self.base_dir(base)), self.segment(self.overlay_dir(branch)),
+                frozenset(record.paths), hidden,
+            )  # fmt: skip
+            report = replace(report, seconds={**report.seconds,
+                                              "memory": time.perf_counter() - start})  # fmt: skip
         self._mirror(base, branch, embedder, cache)
         self._view = None
         return report, record, base_report
@@ -418,8 +433,7 @@ class Layers:
             view = View.over(qdrant, scope, ident=ident, history=history)
             self._view = (key, view)
             return view
-        pair = (self.base_dir(info.base), self.overlay_dir(info.branch))
-        memory = self._memories.setdefault(pair, OverlayMemory())
+        memory = self._memory(info.base, info.branch)
         view = View(
             base,
             overlay,
@@ -431,6 +445,19 @@ class Layers:
         )
         self._view = (key, view)
         return view
+
+    def _memory(self, base: str, branch: str) -> OverlayMemory:
+        """The in-memory side of the Views over ``base`` and ``branch``'s overlay (one per
+        pair of folders and base contents), saved in the overlay's folder (``MEMORY_FILE``)
+        so that another process starts from it."""
+        base_dir, overlay_dir = self.base_dir(base), self.overlay_dir(branch)
+        meta = self.segment(base_dir).meta
+        ident = f"{base}:{meta.generation}:{meta.get_info('chunker') or ''}"
+        memory = self._memories.get((base_dir, overlay_dir))
+        if memory is None or memory.ident != ident:
+            memory = OverlayMemory(overlay_dir / MEMORY_FILE, ident)
+            self._memories[(base_dir, overlay_dir)] = memory
+        return memory
 
     def drop_memories(self) -> None:
         """Forget the Views' in-memory sides (the next View builds its own from scratch)

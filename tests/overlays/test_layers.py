@@ -250,3 +250,36 @@ def test_the_history_follows_head_and_the_rerank_reads_it(tmp_path: Path) -> Non
         ws.layers.supply_history(ChangeHistory.of([["a.py", "b.py"]] * 2))
         assert ws.view()[0].related(["a.py", "b.py"]) == {"a.py": {"b.py": 1.0},
                                                            "b.py": {"a.py": 1.0}}  # fmt: skip
+
+
+def test_a_new_process_starts_from_the_overlays_saved_memory(tmp_path: Path) -> None:
+    """A refresh saves the View's in-memory BM25 side in the overlay's folder; another
+    Workspace (a new process) answers its first query from it without reading a document,
+    exactly as one that builds it again; forget removes it (it holds indexed terms)."""
+    repo = make_repo(tmp_path / "repo", files=30)
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        _git(repo, "checkout", "-q", "-b", "feature")
+        for i in range(6):
+            (repo / f"mod{i}.py").write_text(f"def feature_{i}(value):\n    return value + {i}\n")
+        _git(repo, "commit", "-qam", "feature")
+        assert "overlay memory" in ws.index().seconds
+        (saved,) = (ws.state_dir / "overlays").glob("*/*/*/memory.npz")
+
+    def answers() -> tuple[list[tuple[str, float]], bool, int]:
+        with Workspace.open(repo, CONFIG) as ws:
+            hits = [(h.chunk.id, h.score) for h in ws.search("feature value compute", mode="bm25",
+                                                             k=30)]  # fmt: skip
+            (memory,) = ws.layers._memories.values()  # the View's in-memory side
+            return hits, memory.loaded, memory.last_read
+
+    from_file = answers()
+    saved.unlink()
+    rebuilt = answers()
+    assert from_file[0] == rebuilt[0] and from_file[0]
+    assert from_file[1:] == (True, 0) and rebuilt[1] is False and rebuilt[2] > 0
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()  # nothing changed, but the file is missing: written again
+        assert saved.exists()
+        ws.forget(text="def feature_3(value)")
+        assert not saved.exists()

@@ -1,11 +1,17 @@
 """The View's in-memory side, advanced by what changed: the same answers as one built from
-scratch, reading only changed paths, immutable snapshots, and a term table that stays small."""
+scratch, reading only changed paths, immutable snapshots, a term table that stays small, and
+a snapshot file another process starts from (or, damaged, ignores)."""
 
 from __future__ import annotations
 
+import logging
+import tempfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -155,3 +161,169 @@ def test_small_blocks_merge_and_answers_stay_the_same() -> None:
         assert _answer(memory, base, overlay, hidden) == _answer(
             OverlayMemory(), base, overlay, hidden
         )
+
+
+# -- the snapshot file ------------------------------------------------------------------
+
+
+def _saved(memory: OverlayMemory, path: Path, ident: str = "base-1") -> OverlayMemory:
+    """``memory`` saved to ``path``, and a new memory (a new process) that reads it."""
+    memory.snapshot, memory.ident = path, ident
+    memory.save()
+    return OverlayMemory(path, ident)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(edits, edits)
+def test_a_memory_read_from_its_snapshot_answers_as_one_built_from_scratch(
+    before: list[tuple[str, list[list[str]], bool]],
+    after: list[tuple[str, list[list[str]], bool]],
+) -> None:
+    """Saved after some edits and read back by a new memory, then advanced through more
+    edits (a snapshot's side holds no documents: when it is due a rebuild it reads every
+    path again): every answer equals a fresh build's, bit for bit."""
+    with tempfile.TemporaryDirectory() as folder:
+        base = FakePart(dict(BASE))
+        overlay = FakePart({})
+        memory = OverlayMemory()
+        hidden: set[str] = set()
+        for i, (path, docs, delete) in enumerate([*before, *after]):
+            if i == len(before):
+                for table in ("sections", "pages"):
+                    memory.memory(table, base, overlay, set(overlay.files), hidden)  # type: ignore[arg-type]
+                memory = _saved(memory, Path(folder) / "memory.npz")
+            if delete:
+                overlay.files.pop(path, None)
+                if path in BASE:
+                    hidden.add(path)
+            else:
+                overlay.files[path] = docs
+                hidden.add(path)
+            hidden |= set(overlay.files)
+            assert _answer(memory, base, overlay, hidden) == _answer(
+                OverlayMemory(), base, overlay, hidden
+            )
+        assert memory.loaded
+
+
+def test_a_new_process_reads_no_documents_from_an_up_to_date_snapshot(tmp_path: Path) -> None:
+    """``prepare`` (what a refresh does) builds both tables and saves them; a memory that
+    reads the file answers without reading a document, and reads only the file that
+    changed after it was saved."""
+    base = FakePart(dict(BASE))
+    overlay = FakePart({p: [["parse", "view"], ["omega"]] for p in sorted(BASE)[:5]})
+    hidden = set(overlay.files) | {sorted(BASE)[7]}
+    writer = OverlayMemory(tmp_path / "memory.npz", "base-1")
+    assert writer.prepare(base, overlay, set(overlay.files), hidden) > 0  # type: ignore[arg-type]
+    base.reads.clear()
+    overlay.reads.clear()
+    reader = OverlayMemory(tmp_path / "memory.npz", "base-1")
+    assert _answer(reader, base, overlay, hidden) == _answer(OverlayMemory(), base, overlay, hidden)
+    assert reader.loaded
+    base.reads.clear()
+    overlay.reads.clear()
+    reader = OverlayMemory(tmp_path / "memory.npz", "base-1")
+    reader.memory("sections", base, overlay, set(overlay.files), hidden)  # type: ignore[arg-type]
+    assert reader.last_read == 0 and base.reads == [] and overlay.reads == []
+    overlay.files[sorted(BASE)[0]] = [["gamma"]]
+    reader = OverlayMemory(tmp_path / "memory.npz", "base-1")
+    reader.memory("sections", base, overlay, set(overlay.files), hidden)  # type: ignore[arg-type]
+    assert overlay.reads == [sorted(BASE)[0]] and base.reads == []
+
+
+def test_a_snapshot_of_another_base_or_format_is_not_read(tmp_path: Path) -> None:
+    base = FakePart(dict(BASE))
+    overlay = FakePart({"pkg0/m0.py": [["alpha"]]})
+    one = {"pkg0/m0.py"}
+    OverlayMemory(tmp_path / "m.npz", "base-1").prepare(base, overlay, one, one)  # type: ignore[arg-type]
+    other = OverlayMemory(tmp_path / "m.npz", "base-2")
+    other.memory("sections", base, overlay, {"pkg0/m0.py"}, {"pkg0/m0.py"})  # type: ignore[arg-type]
+    assert not other.loaded and other.last_read == 2
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: p.write_bytes(b"not a zip file"),
+        lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),
+        lambda p: _rewrite(p, "sections/added/block/body/0/rows", np.array([10**6])),
+        lambda p: _rewrite(p, "meta", np.frombuffer(b"{not json", dtype=np.uint8)),
+    ],
+    ids=["not-a-zip", "truncated", "rows-out-of-range", "bad-meta"],
+)
+def test_an_unreadable_snapshot_is_logged_and_built_again(
+    tmp_path: Path, damage: Callable[[Path], object], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A damaged file never breaks a query or changes an answer: it is named in a warning
+    and the memory is built from the documents."""
+    base = FakePart(dict(BASE))
+    overlay = FakePart({"pkg0/m0.py": [["alpha", "beta"]], "pkg1/m1.py": [["gamma"]]})
+    hidden = set(overlay.files)
+    path = tmp_path / "memory.npz"
+    OverlayMemory(path, "base-1").prepare(base, overlay, set(overlay.files), hidden)  # type: ignore[arg-type]
+    damage(path)
+    with caplog.at_level(logging.WARNING):
+        got = _answer(OverlayMemory(path, "base-1"), base, overlay, hidden)
+    assert got == _answer(OverlayMemory(), base, overlay, hidden)
+    assert str(path) in caplog.text
+
+
+def test_a_view_hiding_nothing_removes_its_snapshot(tmp_path: Path) -> None:
+    base = FakePart(dict(BASE))
+    overlay = FakePart({"pkg0/m0.py": [["alpha"]]})
+    memory = OverlayMemory(tmp_path / "memory.npz", "base-1")
+    memory.prepare(base, overlay, {"pkg0/m0.py"}, {"pkg0/m0.py"})  # type: ignore[arg-type]
+    assert (tmp_path / "memory.npz").exists()
+    memory.prepare(base, FakePart({}), set(), set())  # type: ignore[arg-type]
+    assert not (tmp_path / "memory.npz").exists()
+
+
+def _rewrite(path: Path, name: str, value: np.ndarray) -> None:
+    with np.load(path) as got:
+        arrays = {k: got[k] for k in got.files}
+    arrays[name] = value
+    with path.open("wb") as out:
+        np.savez(out, **arrays)
+
+
+def test_a_snapshot_side_due_a_rebuild_reads_every_path_again(tmp_path: Path) -> None:
+    """A side read from a file holds no documents; when the dead rows outgrow the live ones
+    it is rebuilt from every path's documents, read again, and still answers the same."""
+    files = {"pkg0/m0.py": [["alpha"]], "pkg1/m1.py": [["beta"]], "pkg2/m2.py": [["gamma"]]}
+    base = FakePart(dict(BASE))
+    overlay = FakePart(dict(files))
+    hidden = set(files)
+    OverlayMemory(tmp_path / "m.npz", "b").prepare(base, overlay, set(files), hidden)  # type: ignore[arg-type]
+    memory = OverlayMemory(tmp_path / "m.npz", "b")
+    for round_ in range(3):
+        overlay.files = {p: [["omega", f"v{round_}"]] for p in files}
+        overlay.reads.clear()
+        got = memory.memory("sections", base, overlay, set(files), hidden)  # type: ignore[arg-type]
+        read = list(overlay.reads)
+        assert _answer(memory, base, overlay, hidden) == _answer(
+            OverlayMemory(), base, overlay, hidden
+        )
+    assert memory.loaded and got.added.docs is not None  # rebuilt from the documents
+    assert read == sorted(files)
+
+
+def test_prepare_writes_the_file_again_only_after_enough_was_read(tmp_path: Path) -> None:
+    """A one-file edit is read again by the next process rather than rewriting the file;
+    once ``SAVE_AFTER_PATHS`` paths were read since the last save, it is written."""
+    from overlays._memory import SAVE_AFTER_PATHS
+
+    path = tmp_path / "memory.npz"
+    base = FakePart(dict(BASE))
+    overlay = FakePart({"pkg0/m0.py": [["alpha"]]})
+    memory = OverlayMemory(path, "b")
+    memory.prepare(base, overlay, set(overlay.files), set(overlay.files))  # type: ignore[arg-type]
+    written = path.read_bytes()
+    overlay.files["pkg0/m0.py"] = [["beta"]]
+    memory.prepare(base, overlay, set(overlay.files), set(overlay.files))  # type: ignore[arg-type]
+    assert path.read_bytes() == written
+    overlay.files |= {f"new{i}.py": [["gamma"]] for i in range(SAVE_AFTER_PATHS)}
+    memory.prepare(base, overlay, set(overlay.files), set(overlay.files))  # type: ignore[arg-type]
+    assert path.read_bytes() != written
+    reader = OverlayMemory(path, "b")
+    reader.memory("sections", base, overlay, set(overlay.files), set(overlay.files))  # type: ignore[arg-type]
+    assert reader.loaded and reader.last_read == 0
