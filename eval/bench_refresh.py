@@ -7,8 +7,9 @@ A shared clone of ``GIT_DIR`` is checked out at ``head`` and indexed with its ba
 Then, ``--edits`` times: one file is edited, the overlay refreshed, and the next
 ``build_context`` timed twice over, in the same process and run: once with the View's
 in-memory side advanced by what changed (the default), once with it rebuilt from the
-overlay's documents as it was before (the shared state dropped first). Medians of each,
-with the warm query beside them, and the paths read per advance.
+overlay's documents as it was before (the shared state dropped and its saved file moved
+away first). Medians of each, with the warm query beside them, and the paths the query's
+advance read (none once the refresh advances it: cortex after 65978e3).
 
 Then a new process (a CLI call, a server's start) opens the workspace and times its first
 query, ``--rounds`` times each, alternating: starting from the in-memory side the refresh
@@ -92,13 +93,19 @@ def main(argv: list[str] | None = None) -> int:
                     start = time.perf_counter()
                     ws.index()
                     refresh.append(time.perf_counter() - start)
-                    if mode == "rebuilt":
-                        ws.layers.drop_memories()  # what every refresh did before
+                    aside = []
+                    if mode == "rebuilt":  # what every refresh did before: built from documents
+                        aside = [p for p in state_dir.glob("overlays/**/memory.npz")]
+                        for p in aside:
+                            p.rename(p.with_suffix(".aside"))
+                        ws.layers.drop_memories()
                     start = time.perf_counter()
                     ws.build_context(query, record=False)
                     (advanced if mode == "advanced" else rebuilt).append(
                         time.perf_counter() - start
                     )
+                    for p in aside:
+                        p.with_suffix(".aside").rename(p)
                     if mode == "advanced" and hasattr(ws.layers, "memory_reads"):
                         reads.append(ws.layers.memory_reads())
                     start = time.perf_counter()

@@ -268,10 +268,16 @@ class Layers:
         if self.backend.kind == "embedded":  # what the View's first query would build, saved
             start = time.perf_counter()
             hidden = frozenset(record.paths) | frozenset(record.tombstones)
-            self._memory(base, branch).prepare(
-                self.segment(self.base_dir(base)), self.segment(self.overlay_dir(branch)),
+            if progress is not None:
+                progress.stage("overlay memory", None, "paths")
+            read = self._memory(base, branch).prepare(
+                self.segment(self.base_dir(base)),
+                self.segment(self.overlay_dir(branch), create=True),
                 frozenset(record.paths), hidden,
             )  # fmt: skip
+            if progress is not None:
+                progress.advance(read)
+                progress.end()
             report = replace(report, seconds={**report.seconds,
                                               "memory": time.perf_counter() - start})  # fmt: skip
         self._mirror(base, branch, embedder, cache)
