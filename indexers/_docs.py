@@ -50,6 +50,12 @@ _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+$")
 _SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
 _THEMATIC = re.compile(r" {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
+# A GitHub table: a header row with ``|`` and under it a delimiter row of as many cells
+# (``| :--- | ---: |``). It is no paragraph (it may interrupt one), so a "---" after its rows
+# is a thematic break, not a setext underline making the whole table one heading (go-chi's
+# README: a 30-row table became the title of every section after it). As markdown-it reads
+# GitHub tables: its ``table`` rule is the reference in the tests.
+_DELIMITER_CELL = re.compile(r"[ \t]*:?-+:?[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
 _BLOCK_TAGS = (
     "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details"
@@ -82,6 +88,25 @@ _QUOTE = re.compile(r" {0,3}>")
 _ITEM = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?= |$)")
 _INTERRUPTING_ITEM = re.compile(r" {0,3}(?:[-+*]|1[.)]) +\S")  # not empty; ordered from 1
 _FRONT_MATTER_CLOSE = {"---": ("---", "..."), "+++": ("+++",)}
+
+
+def _table_rows(header: str, delimiter: str) -> bool:
+    """Whether ``header`` over ``delimiter`` opens a GitHub table (equal cell counts)."""
+    first = delimiter.strip()[:2]
+    if "|" not in header or _indent(delimiter) >= 4 or first[:1] not in ("|", "-", ":") or (
+        first[:1] == "-" and first[1:].isspace()  # "- x" is a list item
+    ):
+        return False
+    cells = _cells(delimiter)
+    return all(_DELIMITER_CELL.match(c) for c in cells) and len(cells) == len(_cells(header))
+
+
+def _cells(row: str) -> list[str]:
+    """A table row's cells (outer pipes dropped)."""
+    text = row.strip()
+    text = text[1:] if text.startswith("|") else text
+    text = text[:-1] if text.endswith("|") and not text.endswith("\\|") else text
+    return re.split(r"(?<!\\)\|", text)
 
 
 def _indent(text: str) -> int:
@@ -174,6 +199,9 @@ class _MarkdownScan:
         self.inner = 0  # the column the open fence or HTML block sits at
         self.para_start = 0  # first line of the open paragraph, 0 when none is open
         self.para_plain = False  # the open paragraph is no block quote: setext may end it
+        # The innermost item opened on the line before with nothing after its marker: a
+        # blank line next ends it (an item may begin with at most one blank line).
+        self.empty_item = False
 
     def run(self) -> tuple[list[_Heading], list[bool]]:
         """Section starts, and per 1-based line whether it lies in a code fence."""
@@ -199,7 +227,11 @@ class _MarkdownScan:
                 self.raw_end = None
         elif blank:
             self.para_start = 0
+            if self.empty_item:
+                self.items.pop()
+                self.empty_item = False
         else:
+            self.empty_item = False
             if self.items and indent < self.items[-1]:
                 if self.para_start and not _starts_block(line.lstrip(" ")):
                     return  # a lazy continuation line of the item's paragraph
@@ -208,6 +240,13 @@ class _MarkdownScan:
                 self.para_start = 0
             base = self.items[-1] if self.items else 0
             self._block(line[base:], base, number)
+
+    def _table(self, start: int, number: int) -> int:
+        """The delimiter row's line of the first GitHub table in the paragraph from line
+        ``start`` up to line ``number`` (which may be that row: ``| a |`` over ``---`` is a
+        one-column table), or 0 when there is none."""
+        lines = self.lines
+        return next((k + 1 for k in range(start, number) if _table_rows(lines[k - 1], lines[k])), 0)
 
     def _block(self, text: str, base: int, number: int) -> None:
         """Read one line's text inside the container at column ``base``."""
@@ -226,11 +265,15 @@ class _MarkdownScan:
                     self.heads.append(_Heading(number, len(m[1]), title))
                 self.para_start = 0
             elif self.para_start and self.para_plain and _SETEXT.match(text):
-                if not base:
-                    start = self.para_start
-                    title = " ".join(self.lines[k - 1].strip() for k in range(start, number))
-                    self.heads.append(_Heading(start, 1 if "=" in text else 2, title))
-                self.para_start = 0
+                table = self._table(self.para_start, number)
+                if not table:
+                    if not base:
+                        start = self.para_start
+                        title = " ".join(self.lines[k - 1].strip() for k in range(start, number))
+                        self.heads.append(_Heading(start, 1 if "=" in text else 2, title))
+                    self.para_start = 0
+                elif table != number and _THEMATIC.match(text):
+                    self.para_start = 0  # a rule ends the table; "==" or "--" is one of its rows
             elif _THEMATIC.match(text):
                 self.para_start = 0
             elif (width := _item_width(text)) and (
@@ -242,6 +285,7 @@ class _MarkdownScan:
                 text, self.para_start = text[width:], 0
                 if text.strip():
                     continue  # the item's first line may itself open a block
+                self.empty_item = True
             elif _QUOTE.match(text):
                 quote_para = _quote_paragraph(text, continuing=self.para_start > 0)
                 self.para_start, self.para_plain = number if quote_para else 0, False

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from itertools import pairwise
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from indexers._chunk import ChunkKind
@@ -107,6 +107,18 @@ def test_setext_heading_takes_whole_paragraph() -> None:
     """As in CommonMark, a multi-line paragraph above the underline is the heading."""
     text = "# A\n\nline one\nline two\n---\nbody\n"
     assert _sections(markdown_drafts, text) == [(1, 1, "A"), (3, 6, "A > line one line two")]
+
+
+def test_a_table_before_a_rule_is_no_heading() -> None:
+    """A GitHub table (header row, delimiter row) is no paragraph: the '---' after it is a
+    rule, so the table never becomes a heading; a plain paragraph with pipes still can."""
+    table = "| Handler | description |\n| :------ | ----------: |\n| [A] | does a |\n"
+    text = f"# Core\n\n{table}---\n\n## Next\nbody\n"
+    assert _sections(markdown_drafts, text) == [(1, 6, "Core"), (8, 9, "Core > Next")]
+    one = "| a |\n|---|\n| b |\n-----\nafter\n"
+    assert _sections(markdown_drafts, "# T\n" + one) == [(1, 6, "T")]
+    assert _sections(markdown_drafts, "# T\na | b\nc | d\n---\nx\n") == [
+        (1, 1, "T"), (2, 5, "T > a | b c | d")]  # fmt: skip
 
 
 def test_thematic_break_is_not_setext() -> None:
@@ -428,6 +440,7 @@ def test_markdown_sections_do_not_overlap(doc: str) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(doc=_MD_DOC)
+@example(doc="# word alpha\n-\n\n  # two\n")  # an item begins with at most one blank line
 def test_markdown_headings_match_commonmark(doc: str) -> None:
     """Differential: section starts and levels equal markdown-it's top-level headings."""
     markdown_it = pytest.importorskip("markdown_it")
@@ -439,6 +452,47 @@ def test_markdown_headings_match_commonmark(doc: str) -> None:
         if d.symbol != PREAMBLE
     }
     tokens = markdown_it.MarkdownIt("commonmark").parse(doc)
+    ref = {
+        (t.map[0] + 1, int(t.tag[1])) for t in tokens if t.type == "heading_open" and t.level == 0
+    }
+    assert ours == ref
+
+
+_ROW = st.lists(st.sampled_from(["a", "b", "x y", ""]), min_size=1, max_size=3).map(
+    lambda cs: "| " + " | ".join(cs) + " |"
+)
+_DELIMITER = st.lists(st.sampled_from(["---", ":--", "--:", ":-:", "-"]), min_size=1, max_size=3)
+_TABLE = st.builds(
+    lambda head, cells, rows: "\n".join([head, "|" + "|".join(cells) + "|", *rows]),
+    _ROW, _DELIMITER, st.lists(_ROW, max_size=3),
+)  # fmt: skip
+_GFM_DOC = st.lists(
+    st.one_of(
+        st.builds(lambda lvl, t: "#" * lvl + " " + t, st.integers(1, 6), _PHRASE),
+        st.builds(lambda t, u: f"{t}\n{u}", _PHRASE, st.sampled_from(["===", "---", "=", "-----"])),
+        st.lists(_PHRASE, min_size=1, max_size=3).map("\n".join),
+        st.sampled_from(["", "", "---", "***", "==", "--"]),
+        _TABLE,
+    ),
+    max_size=20,
+).map(lambda bs: "\n".join(bs) + "\n")
+
+
+@settings(max_examples=200, deadline=None)
+@given(doc=_GFM_DOC)
+@example(doc="| a |\n---\nword --\n===\n")  # the rule is the delimiter, "===" a row
+def test_markdown_headings_around_tables_match_markdown_it(doc: str) -> None:
+    """Differential, with GitHub tables: a table (which may interrupt a paragraph) is no
+    setext heading's text; its rows run on until a rule, a blank line or a heading."""
+    markdown_it = pytest.importorskip("markdown_it")
+    doc = "intro\n\n" + doc
+    src = SourceText(doc.encode())
+    ours = {
+        (d.start_line, d.depth + 1)
+        for d in markdown_drafts(src, max_tokens=BIG, overlap_lines=0, counter=WORDS)
+        if d.symbol != PREAMBLE
+    }
+    tokens = markdown_it.MarkdownIt("commonmark").enable("table").parse(doc)
     ref = {
         (t.map[0] + 1, int(t.tag[1])) for t in tokens if t.type == "heading_open" and t.level == 0
     }
