@@ -57,6 +57,12 @@ _THEMATIC = re.compile(r" {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3
 # GitHub tables: its ``table`` rule is the reference in the tests.
 _DELIMITER_CELL = re.compile(r"[ \t]*:?-+:?[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
+# Inline markup a heading's title is read through (``_plain_title``).
+_CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_MD_LINK = re.compile(r"\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])")
+_HTML_IMG = re.compile(r"<img\b[^>]*?\balt\s*=\s*(?:\"([^\"]*)\"|'([^']*)')[^>]*>", re.IGNORECASE)
+_HTML_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
 _BLOCK_TAGS = (
     "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details"
     "|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head"
@@ -88,6 +94,19 @@ _QUOTE = re.compile(r" {0,3}>")
 _ITEM = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?= |$)")
 _INTERRUPTING_ITEM = re.compile(r" {0,3}(?:[-+*]|1[.)]) +\S")  # not empty; ordered from 1
 _FRONT_MATTER_CLOSE = {"---": ("---", "..."), "+++": ("+++",)}
+
+
+def _plain_title(title: str) -> str:
+    """A Markdown heading's text as a title: an image is its alt text, a link its text, an
+    HTML tag dropped (``# <img alt="chi" src="https://.../chi.svg" width="220" />`` is
+    "chi", not forty tokens of URL in every section's title); code spans kept as written."""
+    parts = _CODE_SPAN.split(title)
+    for i in range(0, len(parts), 2):  # the even parts are outside code spans
+        text = _MD_IMAGE.sub(r"\1", parts[i])
+        text = _MD_LINK.sub(r"\1", text)
+        text = _HTML_IMG.sub(lambda m: f" {m[1] or m[2] or ''} ", text)
+        parts[i] = _HTML_TAG.sub(" ", text)
+    return " ".join("".join(parts).split())
 
 
 def _table_rows(header: str, delimiter: str) -> bool:
@@ -262,7 +281,7 @@ class _MarkdownScan:
             elif m := _ATX.match(text):
                 if not base:
                     title = _ATX_CLOSE.sub("", m[2] or "").strip()
-                    self.heads.append(_Heading(number, len(m[1]), title))
+                    self.heads.append(_Heading(number, len(m[1]), _plain_title(title)))
                 self.para_start = 0
             elif self.para_start and self.para_plain and _SETEXT.match(text):
                 table = self._table(self.para_start, number)
@@ -270,7 +289,8 @@ class _MarkdownScan:
                     if not base:
                         start = self.para_start
                         title = " ".join(self.lines[k - 1].strip() for k in range(start, number))
-                        self.heads.append(_Heading(start, 1 if "=" in text else 2, title))
+                        level = 1 if "=" in text else 2
+                        self.heads.append(_Heading(start, level, _plain_title(title)))
                     self.para_start = 0
                 elif table != number and _THEMATIC.match(text):
                     self.para_start = 0  # a rule ends the table; "==" or "--" is one of its rows

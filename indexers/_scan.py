@@ -33,7 +33,9 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 # 8: JS/TS `export const X = ...` / `export let ...` define their names (they defined none)
 # 9: Markdown: a GitHub table before a "---" is no setext heading; an empty list item ends
 #    at the blank line after it (as CommonMark's one-blank-line rule says)
-CHUNKER_VERSION = 9
+# 10: Markdown heading titles read through images, links and HTML tags (`# <img alt="chi"
+#    src=... />` is "chi", not forty tokens of URL in every section's title)
+CHUNKER_VERSION = 10
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
 _LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block

@@ -121,6 +121,18 @@ def test_a_table_before_a_rule_is_no_heading() -> None:
         (1, 1, "T"), (2, 5, "T > a | b c | d")]  # fmt: skip
 
 
+def test_heading_titles_read_through_inline_markup() -> None:
+    """An image is its alt text, a link its text, an HTML tag goes; code spans stay."""
+    text = (
+        '# <img alt="chi" src="https://cdn.example/chi.svg" width="220" />\n'
+        "## Build [![CI](https://ci.example/badge.svg)](https://ci.example)\n"
+        "## The `Vec<T>` type\n"
+        "Setext <b>title</b>\n---\n"
+    )
+    assert [s for _, _, s in _sections(markdown_drafts, text)] == [
+        "chi", "chi > Build CI", "chi > The `Vec<T>` type", "chi > Setext title"]  # fmt: skip
+
+
 def test_thematic_break_is_not_setext() -> None:
     """'---' after a blank line, or after a list item or quote, is a thematic break."""
     text = "# A\ntext\n\n---\nmore\n- item\n---\n> quote\n---\n"
