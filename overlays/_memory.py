@@ -376,7 +376,10 @@ class OverlayMemory:
         if self.snapshot is not None and (
             self._unsaved >= SAVE_AFTER_PATHS or not self.snapshot.exists()
         ):
-            self.save()
+            try:
+                self.save()
+            except OSError as err:  # a cache: the next process builds it, as before
+                log.warning("could not save the overlay memory %s (%s)", self.snapshot, err)
         return read
 
     def save(self) -> None:
@@ -406,9 +409,13 @@ class OverlayMemory:
             raise
 
     def discard(self) -> None:
-        """Remove the snapshot file (the in-memory state stays)."""
+        """Remove the snapshot file (the in-memory state stays; a file that cannot be
+        removed is logged: a reader checks every path's key against it anyway)."""
         if self.snapshot is not None:
-            self.snapshot.unlink(missing_ok=True)
+            try:
+                self.snapshot.unlink(missing_ok=True)
+            except OSError as err:
+                log.warning("could not remove the overlay memory %s (%s)", self.snapshot, err)
 
     def _read(self) -> dict[str, tuple[_Tracked, _Tracked]]:
         """The snapshot's tables, or none (no file, another ident, or unreadable: logged)."""

@@ -327,3 +327,21 @@ def test_prepare_writes_the_file_again_only_after_enough_was_read(tmp_path: Path
     reader = OverlayMemory(path, "b")
     reader.memory("sections", base, overlay, set(overlay.files), set(overlay.files))  # type: ignore[arg-type]
     assert reader.loaded and reader.last_read == 0
+
+
+def test_a_snapshot_that_cannot_be_written_is_logged_not_raised(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full disk or an unwritable folder never fails the refresh that prepares the
+    memory: the file is a cache, and the memory in this process is complete."""
+    (tmp_path / "blocked").write_text("a file where the folder should be")
+    path = tmp_path / "blocked" / "memory.npz"
+    base = FakePart(dict(BASE))
+    overlay = FakePart({"pkg0/m0.py": [["alpha"]]})
+    memory = OverlayMemory(path, "b")
+    with caplog.at_level(logging.WARNING):
+        memory.prepare(base, overlay, {"pkg0/m0.py"}, {"pkg0/m0.py"})  # type: ignore[arg-type]
+    assert str(path) in caplog.text and not path.exists()
+    assert _answer(memory, base, overlay, {"pkg0/m0.py"}) == _answer(
+        OverlayMemory(), base, overlay, {"pkg0/m0.py"}
+    )
