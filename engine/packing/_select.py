@@ -170,19 +170,23 @@ def select_evidence(
         return lead_cap if c.chunk.path == lead else settings.per_source_cap
 
     penalty = settings.depth_penalty
+    caps = {c.chunk.id: cap(c) for c in pool}  # a candidate's cap and order never change
+    orders = {c.chunk.id: _order(c) for c in pool}
 
-    def rank(c: Scored) -> tuple[float, int]:
+    def rank(c: Scored, given: float) -> tuple[float, int]:
         """Marginal relevance, less the depth penalty for what its file already gave."""
-        past = repeats(c) - cap(c) + 1
+        past = given - caps[c.chunk.id] + 1
         waits = penalty * past if penalty is not None and past > 0 else 0.0
-        return _mmr(c, rel, redundancy, settings) - waits, -_order(c)
+        return _mmr(c, rel, redundancy, settings) - waits, -orders[c.chunk.id]
 
     while pool:
-        over = [repeats(c) >= cap(c) for c in pool]
+        given = [repeats(c) for c in pool]  # once per step: what each one's file gave
+        over = [g >= caps[c.chunk.id] for g, c in zip(given, pool, strict=True)]
         # Strict breadth first (no penalty): a capped section waits for every other file.
         everyone = range(len(pool))
         turn = everyone if penalty is not None else [i for i in everyone if not over[i]]
-        at = max(turn or everyone, key=lambda i: rank(pool[i]))
+        ranks = {i: rank(pool[i], given[i]) for i in (turn or everyone)}
+        at = max(ranks, key=ranks.__getitem__)  # the first best, as before
         was_capped = over[at]
         cand = pool.pop(at)
         chunk = cand.chunk

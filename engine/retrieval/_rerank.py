@@ -162,11 +162,11 @@ def rerank(
         "cochange": _cochange(cands, strength, related or {}),
     }
     scored = []
+    used = [(name, weight) for name, weight in weights.items() if weight]  # once, not per row
     for i, cand in enumerate(cands):
         parts = tuple(
             Contribution(name, columns[name][i], weight, weight * columns[name][i])
-            for name, weight in weights.items()
-            if weight
+            for name, weight in used
         )
         scored.append(
             Scored(
