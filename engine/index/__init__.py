@@ -3,9 +3,10 @@ per-branch overlays (``Layers``), the writer lock, the state folder's manifest, 
 ``status`` and ``index`` report, and the survey behind ``cortex chunks``."""
 
 from engine.index._forget import SegmentForget, forget_in_segment, matches_path, segment_dirs
-from engine.index._layers import MEMORY_FILE, Layers, OverlayInfo
+from engine.index._layers import Layers, OverlayInfo
 from engine.index._lock import WriterLock
 from engine.index._manifest import MANIFEST_SCHEMA, Manifest, locate
+from engine.index._memories import MEMORY_FILE
 from engine.index._status import combined_report, status_of, tree_size
 from engine.index._survey import Survey, survey
 from engine.index._update import ensure_dense, update_segment

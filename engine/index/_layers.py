@@ -8,9 +8,8 @@
                                             overlay paths, tombstones
         history.json                        which files changed together in the commits up
                                             to the checked-out commit (``_history``)
-        memory.npz                          the Views' in-memory BM25 side of this overlay
-                                            (``overlays.OverlayMemory``), saved by a refresh
-                                            so a new process's first query reads no documents
+        memory.npz                          the Views' in-memory BM25 side of this overlay,
+                                            saved by a refresh (``_memories``)
 
 Many branches and working trees share one base; each overlay holds only its diff. ``overlays``
 says what differs (git) and composes the View; this module builds the Segments.
@@ -46,12 +45,12 @@ from engine.core import (
     content_sha,
 )
 from engine.index._history import Histories
+from engine.index._memories import Memories
 from engine.index._update import ensure_dense, update_segment
 from engine.segment import Segment
 from indexers import SourceFile, TokenCounter, walk
 from overlays import (
     ChangeHistory,
-    OverlayMemory,
     Scope,
     View,
     base_commit,
@@ -67,13 +66,10 @@ from overlays import (
 if TYPE_CHECKING:
     from engine.embed import Embedder, EmbeddingCache
 
-__all__ = ["MEMORY_FILE", "Layers", "OverlayInfo"]
+__all__ = ["Layers", "OverlayInfo"]
 
 _NO_GIT = "tree"  # the base of a folder outside git: its content at the first index
 _INFO = "overlay.json"
-# In an overlay's folder: the in-memory side its Views start from. Derived from the indexed
-# text (forget removes every one), rebuilt when missing, unreadable or of another base.
-MEMORY_FILE = "memory.npz"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +101,9 @@ class Layers:
         self.workspace = hashlib.sha256(str(root).encode()).hexdigest()[:12]
         self._segments: dict[Path, Segment] = {}
         self._view: tuple[tuple[str, int, int, str], View] | None = None
-        # Per (base, overlay) directory pair: the Views' in-memory side, advanced from one
-        # View to the next by what changed (the overlay's BM25 postings are not rebuilt).
-        self._memories: dict[tuple[Path, Path], OverlayMemory] = {}
+        # The Views' in-memory sides, advanced from one View to the next by what changed
+        # (the overlay's BM25 postings are not rebuilt) and saved by each refresh.
+        self._memories = Memories()
         self._histories = Histories(root)
         # The state folder, when it lives in the tree: never part of what differs.
         inside = state_dir.resolve()
@@ -267,17 +263,10 @@ class Layers:
             self._histories.write(self.overlay_dir(branch))
         if self.backend.kind == "embedded":  # what the View's first query would build, saved
             start = time.perf_counter()
-            hidden = frozenset(record.paths) | frozenset(record.tombstones)
-            if progress is not None:
-                progress.stage("overlay memory", None, "paths")
-            read = self._memory(base, branch).prepare(
-                self.segment(self.base_dir(base)),
-                self.segment(self.overlay_dir(branch), create=True),
-                frozenset(record.paths), hidden,
-            )  # fmt: skip
-            if progress is not None:
-                progress.advance(read)
-                progress.end()
+            base_dir, overlay_dir = self.base_dir(base), self.overlay_dir(branch)
+            segments = (self.segment(base_dir), self.segment(overlay_dir, create=True))
+            self._memories.prepare(base_dir, overlay_dir, segments, record.paths,
+                                   record.tombstones, progress)  # fmt: skip
             report = replace(report, seconds={**report.seconds,
                                               "memory": time.perf_counter() - start})  # fmt: skip
         self._mirror(base, branch, embedder, cache)
@@ -439,7 +428,7 @@ class Layers:
             view = View.over(qdrant, scope, ident=ident, history=history)
             self._view = (key, view)
             return view
-        memory = self._memory(info.base, info.branch)
+        memory = self._memories.of(self.base_dir(info.base), self.overlay_dir(info.branch), base)
         view = View(
             base,
             overlay,
@@ -452,23 +441,10 @@ class Layers:
         self._view = (key, view)
         return view
 
-    def _memory(self, base: str, branch: str) -> OverlayMemory:
-        """The in-memory side of the Views over ``base`` and ``branch``'s overlay (one per
-        pair of folders and base contents), saved in the overlay's folder (``MEMORY_FILE``)
-        so that another process starts from it."""
-        base_dir, overlay_dir = self.base_dir(base), self.overlay_dir(branch)
-        meta = self.segment(base_dir).meta
-        ident = f"{base}:{meta.generation}:{meta.get_info('chunker') or ''}"
-        memory = self._memories.get((base_dir, overlay_dir))
-        if memory is None or memory.ident != ident:
-            memory = OverlayMemory(overlay_dir / MEMORY_FILE, ident)
-            self._memories[(base_dir, overlay_dir)] = memory
-        return memory
-
     def drop_memories(self) -> None:
         """Forget the Views' in-memory sides (the next View builds its own from scratch)
         and the histories read."""
-        self._memories.clear()
+        self._memories.forget()
         self._histories.forget()
         self._view = None
 
@@ -536,7 +512,7 @@ class Layers:
         segment = self._segments.pop(directory, None)
         if segment is not None:
             segment.close()
-        self._memories = {k: v for k, v in self._memories.items() if directory not in k}
+        self._memories.forget(directory)
         self._histories.forget(directory)
         self._view = None
         shutil.rmtree(directory, ignore_errors=True)
