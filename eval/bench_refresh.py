@@ -23,15 +23,17 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from engine import Config, Workspace
+from engine.index import MEMORY_FILE
 
 _GIT = ("git", "-c", "advice.detachedHead=false")
 
@@ -93,19 +95,16 @@ def main(argv: list[str] | None = None) -> int:
                     start = time.perf_counter()
                     ws.index()
                     refresh.append(time.perf_counter() - start)
-                    aside = []
-                    if mode == "rebuilt":  # what every refresh did before: built from documents
-                        aside = [p for p in state_dir.glob("overlays/**/memory.npz")]
-                        for p in aside:
-                            p.rename(p.with_suffix(".aside"))
-                        ws.layers.drop_memories()
-                    start = time.perf_counter()
-                    ws.build_context(query, record=False)
-                    (advanced if mode == "advanced" else rebuilt).append(
-                        time.perf_counter() - start
-                    )
-                    for p in aside:
-                        p.with_suffix(".aside").rename(p)
+                    # Rebuilt: what every refresh did before, from the documents.
+                    saved = _saved(state_dir) if mode == "rebuilt" else []
+                    with _aside(saved):
+                        if mode == "rebuilt":
+                            ws.layers.drop_memories()
+                        start = time.perf_counter()
+                        ws.build_context(query, record=False)
+                        (advanced if mode == "advanced" else rebuilt).append(
+                            time.perf_counter() - start
+                        )
                     if mode == "advanced" and hasattr(ws.layers, "memory_reads"):
                         reads.append(ws.layers.memory_reads())
                     start = time.perf_counter()
@@ -130,7 +129,7 @@ def _new_processes(
 ) -> dict[str, list[float]]:
     """A new process's first ``build_context`` over the indexed tree, ``args.rounds`` times
     per mode, alternating: from the saved in-memory side, and with its file moved away."""
-    saved = sorted(state_dir.glob("overlays/**/memory.npz"))
+    saved = _saved(state_dir)
     code = (
         "import json, sys, time\n"
         "from engine import Config, Workspace\n"
@@ -146,22 +145,31 @@ def _new_processes(
     out: dict[str, list[float]] = {m: [] for m in modes}
     for _ in range(args.rounds):
         for mode in modes:
-            aside = [p.with_suffix(".aside") for p in saved]
-            if mode == "memory built again":
-                for p, q in zip(saved, aside, strict=True):
-                    shutil.move(p, q)
-            try:
+            with _aside(saved if mode == "memory built again" else []):
                 done = subprocess.run(
                     [sys.executable, "-c", code, str(tree), str(state_dir), args.dense,
                      args.base, query],
                     check=True, capture_output=True, text=True,
                 )  # fmt: skip
-            finally:
-                if mode == "memory built again":
-                    for p, q in zip(saved, aside, strict=True):
-                        shutil.move(q, p)
             out[mode].append(float(json.loads(done.stdout.strip().splitlines()[-1])))
     return out
+
+
+def _saved(state_dir: Path) -> list[Path]:
+    """The overlays' saved in-memory sides."""
+    return sorted(state_dir.glob(f"overlays/**/{MEMORY_FILE}"))
+
+
+@contextmanager
+def _aside(paths: list[Path]) -> Iterator[None]:
+    """``paths`` moved away while the block runs, then back."""
+    for p in paths:
+        p.rename(p.with_suffix(".aside"))
+    try:
+        yield
+    finally:
+        for p in paths:
+            p.with_suffix(".aside").rename(p)
 
 
 if __name__ == "__main__":
