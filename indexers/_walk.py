@@ -6,16 +6,19 @@ exactly one reason: the first check in ``_Walker.classify`` that applies. Cheap 
 run before any system call, the size check before any read, content sniffs last.
 
 Globs are gitignore-like over the '/'-separated workspace-relative path (see
-``indexers._globs``). An include glob forces a file past the LOCKFILE, MINIFIED, GENERATED and
-DATA defaults when it matches; it forces a file past VENDORED only when it also names the vendored
-folder (``node_modules/left-pad/**``, not ``**/*.js``), so scoping a walk to ``*.py`` never
-drags a virtualenv in. Nothing forces a file past SECRET, BINARY, TOO_LARGE or SYMLINK_ESCAPE.
+``indexers._globs``). An include glob forces a file past the LOCKFILE, MINIFIED, GENERATED
+and DATA defaults when it matches; it forces a file past VENDORED only when it also
+names the vendored folder (``node_modules/left-pad/**``, not ``**/*.js``), so scoping a walk to
+``*.py`` never drags a virtualenv in. Nothing forces a file past SECRET, BINARY, TOO_LARGE or
+SYMLINK_ESCAPE.
 """
 
 from __future__ import annotations
 
 import errno
 import fnmatch
+import hashlib
+import json
 import os
 import re
 import stat
@@ -102,6 +105,9 @@ _DATA_MIN_BYTES = 128 * 1024
 _DATA_MIN_SHARE = 0.95
 # Read without following a last-component symlink (it was checked) and without blocking on
 # a FIFO that replaced a regular file after the lstat.
+# Bump when a check changes beyond what ``WalkOptions``' fields say (a threshold, a sniff),
+# so indexes built under the old rules are rebuilt (``WalkOptions.fingerprint``).
+_RULES_VERSION = 1
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
@@ -175,6 +181,13 @@ class WalkOptions:
         for field in fields(self):
             if isinstance(getattr(self, field.name), str):
                 raise TypeError(f"WalkOptions.{field.name} must be a tuple of strings, not a str")
+
+    def fingerprint(self) -> str:
+        """A short digest of every setting and rule that decides which files are indexed:
+        an index built under another fingerprint may hold files these options skip, or
+        lack files they admit."""
+        settings = [_RULES_VERSION, *(getattr(self, f.name) for f in fields(self))]
+        return hashlib.sha256(json.dumps(settings).encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True, slots=True)

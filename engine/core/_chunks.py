@@ -44,8 +44,12 @@ def content_sha(data: bytes) -> str:
 
 
 def chunker_fingerprint(config: Config, counter: TokenCounter) -> str:
-    """What chunks depend on besides the bytes: the chunker, its settings, the encoding."""
-    return f"chunker {CHUNKER_VERSION}; {config.chunk_options()}; encoding {counter.name}"
+    """What an index's sections depend on besides the bytes: the chunker, its settings, the
+    encoding, and the rules choosing which files are indexed (a base indexed under other
+    rules may hold files now excluded: it is rebuilt, never patched)."""
+    files = config.walk_options().fingerprint()
+    chunker = f"chunker {CHUNKER_VERSION}; {config.chunk_options()}"
+    return f"{chunker}; encoding {counter.name}; files {files}"
 
 
 def page_text(chunks: Iterable[Chunk]) -> str:

@@ -474,6 +474,22 @@ def test_include_forces_lockfile_and_generated(repo: Path) -> None:
     assert reason_of(items, "gen.go") is None
 
 
+def test_fingerprint_follows_every_setting() -> None:
+    """Options that select other files have another fingerprint; equal options, the same."""
+    base = WalkOptions()
+    assert base.fingerprint() == WalkOptions().fingerprint()
+    others = [
+        WalkOptions(exclude=("docs/**",)),
+        WalkOptions(include=("*.py",)),
+        WalkOptions(max_file_bytes=1000),
+        WalkOptions(lockfiles=()),
+        WalkOptions(follow_symlinks=False),
+    ]
+    prints = {o.fingerprint() for o in others}
+    assert base.fingerprint() not in prints
+    assert len(prints) == len(others)
+
+
 def test_include_never_overrides_hard_skips(repo: Path) -> None:
     """Secrets, binaries, huge files and escaping links stay skipped whatever is included."""
     options = WalkOptions(include=(".env", "*.pem", "id_rsa", "*.png", "big.txt", "link_out.txt"))

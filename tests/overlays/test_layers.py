@@ -128,6 +128,34 @@ def test_stale_advice_or_refresh(tmp_path: Path) -> None:
         assert not ws.status(check_files=False).stale
 
 
+@pytest.mark.parametrize("git", [True, False])
+def test_changed_file_rules_reach_unchanged_committed_files(tmp_path: Path, git: bool) -> None:
+    """Excluding a folder (or admitting it again) changes what every answer shows, though
+    no file changed since the base: a base indexed under other rules is not reused."""
+    if git:
+        repo = make_repo(tmp_path / "repo")
+    else:
+        repo = tmp_path / "plain"
+        repo.mkdir()
+    (repo / "notes").mkdir()
+    (repo / "notes" / "private.md").write_text("# Plans\n\nThe zebra_marker rollout.\n")
+    (repo / "yarn.lock").write_text("zebra_marker@1.0.0:\n  version 1.0.0\n")
+    (repo / "keep.py").write_text("def zebra_marker_user():\n    return 1\n")
+    if git:
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", "notes")
+
+    def shown(config: Config) -> set[str]:
+        with Workspace.open(repo, config) as ws:
+            ws.index()
+            return {h.chunk.path for h in ws.search("zebra_marker", mode="bm25", k=20)}
+
+    assert shown(CONFIG) == {"notes/private.md", "keep.py"}  # the lock file: a default skip
+    assert shown(CONFIG.with_(exclude=("notes/**",))) == {"keep.py"}
+    assert shown(CONFIG.with_(include=("*.lock", "*.py"))) == {"yarn.lock", "keep.py"}
+    assert shown(CONFIG) == {"notes/private.md", "keep.py"}
+
+
 def test_folder_outside_git_diffs_by_content(tmp_path: Path) -> None:
     """Without git the base is the first index; later edits land in the overlay."""
     root = tmp_path / "plain"
