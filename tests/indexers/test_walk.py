@@ -85,6 +85,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(root, "server.pem", "-----BEGIN CERTIFICATE-----\n")
     write(root, "id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\n")
     write(root, "package-lock.json", '{"lockfileVersion": 3}\n')
+    write(root, "po/fr.po", 'msgid "alias of %s"\nmsgstr "alias de %s"\n')
+    write(root, "locale/de/LC_MESSAGES/app.js", 'Documentation.addTranslations({"x": "y"});\n')
+    write(root, "locale/app.pot", 'msgid "alias of %s"\nmsgstr ""\n')
     write(root, "app.min.js", "var a=1;\n")
     write(root, "bundle.js", "var a=1;" * 4000)  # 32,000 bytes on one line
     write(root, "gen.go", GO_HEADER)
@@ -156,6 +159,9 @@ def test_ignored_file_is_absent(items: dict[str, Item]) -> None:
         ("server.pem", SkipReason.SECRET),
         ("id_rsa", SkipReason.SECRET),
         ("package-lock.json", SkipReason.LOCKFILE),
+        ("po/fr.po", SkipReason.TRANSLATION),
+        ("locale/de/LC_MESSAGES/app.js", SkipReason.TRANSLATION),
+        ("locale/app.pot", None),
         ("app.min.js", SkipReason.MINIFIED),
         ("bundle.js", SkipReason.MINIFIED),
         ("gen.go", SkipReason.GENERATED),
@@ -474,6 +480,28 @@ def test_include_forces_lockfile_and_generated(repo: Path) -> None:
     assert reason_of(items, "gen.go") is None
 
 
+def test_include_forces_a_translation_catalog(repo: Path) -> None:
+    """A translation catalog an include names is indexed like any other file."""
+    items = by_path(list(walk(repo, WalkOptions(include=("**/*.po", "locale/**")))))
+    assert reason_of(items, "po/fr.po") is None
+    assert reason_of(items, "locale/de/LC_MESSAGES/app.js") is None
+
+
+def test_translation_rules_are_options(tmp_path: Path) -> None:
+    """The catalog patterns are case-insensitive and can be replaced; folder names match
+    whole path components only."""
+    write(tmp_path, "po/PT_BR.PO", 'msgid "a"\n')
+    write(tmp_path, "i18n/fr.xlf", "<xliff/>\n")
+    write(tmp_path, "docs/LC_MESSAGES_notes/a.txt", "not a catalog folder\n")
+    items = by_path(list(walk(tmp_path)))
+    assert reason_of(items, "po/PT_BR.PO") is SkipReason.TRANSLATION
+    assert reason_of(items, "i18n/fr.xlf") is None
+    assert reason_of(items, "docs/LC_MESSAGES_notes/a.txt") is None
+    items = by_path(list(walk(tmp_path, WalkOptions(translations=("*.xlf",)))))
+    assert reason_of(items, "po/PT_BR.PO") is None
+    assert reason_of(items, "i18n/fr.xlf") is SkipReason.TRANSLATION
+
+
 def test_fingerprint_follows_every_setting() -> None:
     """Options that select other files have another fingerprint; equal options, the same."""
     base = WalkOptions()
@@ -482,7 +510,7 @@ def test_fingerprint_follows_every_setting() -> None:
         WalkOptions(exclude=("docs/**",)),
         WalkOptions(include=("*.py",)),
         WalkOptions(max_file_bytes=1000),
-        WalkOptions(lockfiles=()),
+        WalkOptions(translations=()),
         WalkOptions(follow_symlinks=False),
     ]
     prints = {o.fingerprint() for o in others}

@@ -139,7 +139,8 @@ def test_changed_file_rules_reach_unchanged_committed_files(tmp_path: Path, git:
         repo.mkdir()
     (repo / "notes").mkdir()
     (repo / "notes" / "private.md").write_text("# Plans\n\nThe zebra_marker rollout.\n")
-    (repo / "yarn.lock").write_text("zebra_marker@1.0.0:\n  version 1.0.0\n")
+    (repo / "po").mkdir()
+    (repo / "po" / "fr.po").write_text('msgid "zebra_marker"\nmsgstr "marqueur"\n')
     (repo / "keep.py").write_text("def zebra_marker_user():\n    return 1\n")
     if git:
         _git(repo, "add", "-A")
@@ -150,9 +151,9 @@ def test_changed_file_rules_reach_unchanged_committed_files(tmp_path: Path, git:
             ws.index()
             return {h.chunk.path for h in ws.search("zebra_marker", mode="bm25", k=20)}
 
-    assert shown(CONFIG) == {"notes/private.md", "keep.py"}  # the lock file: a default skip
+    assert shown(CONFIG) == {"notes/private.md", "keep.py"}  # the catalog: a default skip
     assert shown(CONFIG.with_(exclude=("notes/**",))) == {"keep.py"}
-    assert shown(CONFIG.with_(include=("*.lock", "*.py"))) == {"yarn.lock", "keep.py"}
+    assert shown(CONFIG.with_(include=("**/*.po", "*.py"))) == {"po/fr.po", "keep.py"}
     assert shown(CONFIG) == {"notes/private.md", "keep.py"}
 
 
