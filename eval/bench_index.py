@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             start = time.perf_counter()
             report = ws.index()
             full_s = time.perf_counter() - start
-            dense_s = report.seconds.get("dense", 0.0)
+            # Stages are per layer ("base dense", "overlay dense"): embedding is all of them.
+            dense_s = sum(v for k, v in report.seconds.items() if k.split()[-1] == "dense")
             rate = report.embeddings_computed / dense_s if dense_s else 0.0
             print(f"full index:          {full_s:.1f} s  (stages {_stages(report.seconds)})")
             print(
