@@ -110,11 +110,11 @@ _DATA_MIN_BYTES = 128 * 1024
 # Lines of literals per line of code: 19 to 1 is a table (uts46data, pydoc's topics, a JSON
 # dump); a lexer's keyword lists or a tuning table beside its code (about 9 to 1) stays.
 _DATA_MIN_SHARE = 0.95
-# Read without following a last-component symlink (it was checked) and without blocking on
-# a FIFO that replaced a regular file after the lstat.
 # Bump when a check changes beyond what ``WalkOptions``' fields say (a threshold, a sniff),
 # so indexes built under the old rules are rebuilt (``WalkOptions.fingerprint``).
 _RULES_VERSION = 1
+# Read without following a last-component symlink (it was checked) and without blocking on
+# a FIFO that replaced a regular file after the lstat.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
@@ -273,6 +273,19 @@ def _names_regex(patterns: Iterable[str], *, ignore_case: bool) -> re.Pattern[st
     return re.compile("|".join(alternatives) if alternatives else "(?!)", flags)
 
 
+def _matching_parts(
+    folder: str, names: re.Pattern[str], cache: dict[str, tuple[str, ...]]
+) -> tuple[str, ...]:
+    """The components of ``folder`` that ``names`` matches, outermost first; ``cache``
+    (seeded with ``{"": ()}``) keeps each folder's answer for the files beside it."""
+    cached = cache.get(folder)
+    if cached is None:
+        parent, _, name = folder.rpartition("/")
+        own = (name,) if names.fullmatch(name) else ()
+        cached = cache[folder] = _matching_parts(parent, names, cache) + own
+    return cached
+
+
 def _names_folder(segment: str, folder: str) -> bool:
     """Whether an include segment names ``folder`` itself rather than any name at all."""
     return segment.strip("*?") != "" and fnmatch.fnmatchcase(folder, segment)
@@ -315,7 +328,7 @@ class _Walker:
         self.tracked: set[str] = set()
         self._vendored_cache: dict[str, tuple[str, ...]] = {"": ()}
         self._escape_cache: dict[str, str] = {"": ""}
-        self._catalog_cache: dict[str, bool] = {"": False}
+        self._catalog_cache: dict[str, tuple[str, ...]] = {"": ()}
 
     def emit(self, paths: Iterable[str]) -> Iterator[SourceFile | Skipped]:
         """Classify ``paths`` and the pruned folders, in path order, each once."""
@@ -333,12 +346,7 @@ class _Walker:
 
     def vendored_parts(self, folder: str) -> tuple[str, ...]:
         """The components of ``folder`` (a relative folder path) that are vendored."""
-        cached = self._vendored_cache.get(folder)
-        if cached is None:
-            parent, _, name = folder.rpartition("/")
-            own = (name,) if self.vendored.fullmatch(name) else ()
-            cached = self._vendored_cache[folder] = self.vendored_parts(parent) + own
-        return cached
+        return _matching_parts(folder, self.vendored, self._vendored_cache)
 
     def parent_escape(self, folder: str) -> str:
         """Where ``folder`` really lives when a symlink in it leads outside the root, else ''."""
@@ -354,14 +362,9 @@ class _Walker:
 
     def is_translation(self, folder: str, name: str) -> bool:
         """Whether ``name`` in ``folder`` is a translation catalog (``_TRANSLATIONS``)."""
-        if self.translation.fullmatch(name):
-            return True
-        inside = self._catalog_cache.get(folder)
-        if inside is None:
-            parent, _, last = folder.rpartition("/")
-            inside = bool(self.translation_dir.fullmatch(last)) or self.is_translation(parent, "")
-            self._catalog_cache[folder] = inside
-        return inside
+        return bool(self.translation.fullmatch(name)) or bool(
+            _matching_parts(folder, self.translation_dir, self._catalog_cache)
+        )
 
     def classify(self, rel: str) -> SourceFile | Skipped:
         """Check one listed path; the first reason that applies wins (see module docstring)."""
