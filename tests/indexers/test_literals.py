@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from indexers import _walk
+from indexers import _sniff, _walk
 from indexers._literals import literal_share
 from indexers._walk import Skipped, SkipReason, WalkOptions, walk
 
-BIG = _walk._DATA_MIN_BYTES  # every table below is made just past this
+BIG = _sniff._DATA_MIN_BYTES  # every table below is made just past this
 
 
 def _repeat(row: str, head: str = "", tail: str = "") -> str:
@@ -117,6 +117,6 @@ def test_no_ordinary_stdlib_module_is_data() -> None:
     data = [
         p.relative_to(root).as_posix()
         for p in _stdlib_big_modules()
-        if literal_share(p.read_bytes()) >= _walk._DATA_MIN_SHARE
+        if literal_share(p.read_bytes()) >= _sniff._DATA_MIN_SHARE
     ]
     assert set(data) <= {"pydoc_data/topics.py"}
