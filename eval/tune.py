@@ -15,29 +15,27 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from engine import Config, ContextSettings, Fusion, Workspace, rank_files
+from engine import Config, ContextSettings, Workspace, rank_files
 from eval import metrics
 from eval.metrics import Section
 from eval.swebench_data import load_instances
 
 
 def _apply(settings: ContextSettings, spec: str) -> ContextSettings:
+    """``settings`` with ``spec``'s ``field=value`` items (``part.field`` for a nested
+    one) applied; a value takes the type the field has (an enum's by its value)."""
     for item in filter(None, (p.strip() for p in spec.split(","))):
         key, _, raw = item.partition("=")
-        value: Any = Fusion(raw) if key.endswith("fusion") else float(raw)
-        if "." in key:
-            part, _, name = key.partition(".")
-            sub = getattr(settings, part)
-            current = getattr(sub, name)
-            value = type(current)(value) if not isinstance(current, Fusion) else value
-            settings = replace(settings, **{part: replace(sub, **{name: value})})
-        else:
-            current = getattr(settings, key)
-            value = value if isinstance(current, Fusion) else type(current)(value)
-            settings = replace(settings, **{key: value})
+        part, _, name = key.rpartition(".")
+        holder: Any = getattr(settings, part) if part else settings
+        current = getattr(holder, name)
+        value: Any = type(current)(raw) if isinstance(current, Enum) else type(current)(float(raw))
+        holder = replace(holder, **{name: value})
+        settings = replace(settings, **{part: holder}) if part else holder
     return settings
 
 
@@ -71,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pack = ws.build_context(title[:500], inst.problem_statement,
                                         budget_tokens=args.budget, explain=ranked,
                                         settings=settings, record=False)  # fmt: skip
-                files = rank_files(ranked)
+                files = rank_files(ranked, settings.file_ranking)
                 packed = [Section(s.source_uri.split("#")[0], s.symbol, 0, 0, 0)
                           for s in pack.citations]  # fmt: skip
                 row = scores[name]

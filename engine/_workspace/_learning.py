@@ -25,6 +25,7 @@ from engine.core import (
     ConfigError,
     ContextSettings,
     FeedbackResult,
+    FileRanking,
     IndexNotBuiltError,
     IndexStateError,
     Learned,
@@ -208,10 +209,13 @@ class Learning:
             return []
         try:
             ranked = self._ranker.ranked(text, goal, None, SearchMode.HYBRID, None, self.learned)
-            top = [f.path for f in file_hits(ranked, _OUTCOME_FILES)]
+            top = [f.path for f in file_hits(ranked, _OUTCOME_FILES, self._file_ranking())]
         except (IndexNotBuiltError, IndexStateError):
             top = []
         return index.rank(text, top, k, exclude=text)
+
+    def _file_ranking(self) -> FileRanking:
+        return FileRanking(self._state.config.file_ranking)
 
     def _outcome_index(self) -> OutcomeIndex | None:
         """The earlier attested intents, caught up with the ledger (None without one)."""
@@ -310,7 +314,7 @@ class Learning:
         index = self._outcome_index()
         past: list[PastOutcome] = []
         if index is not None:
-            top_files = [f.path for f in file_hits(scored, _OUTCOME_FILES)]
+            top_files = [f.path for f in file_hits(scored, _OUTCOME_FILES, self._file_ranking())]
             past = index.rank(ask, top_files, _BUNDLE_OUTCOMES, exclude=ask)
         top = max((p.score for p in past), default=1.0) or 1.0
         for p in sorted(past, key=lambda p: (p.time, p.turn_id), reverse=True):

@@ -37,6 +37,7 @@ from engine.core import (
     EmbeddingModelError,
     FeedbackResult,
     FileHit,
+    FileRanking,
     ForgetReport,
     GcReport,
     IndexReport,
@@ -252,11 +253,12 @@ class Workspace:
         k: int = 10,
     ) -> list[FileHit]:
         """The ``k`` best files for ``query`` in the same ranking, each with its best
-        sections (a file's score is the sum of its three best sections' scores)."""
+        sections (a file's score: see ``FileHit``; ``Config.file_ranking`` chooses how)."""
         mode = search_mode(mode, k)
         if mode is SearchMode.DENSE:
             raise ConfigError("files are ranked by hybrid or bm25 search, not dense alone")
-        return file_hits(self._ranked(query, goal, tool_signals, mode), k)
+        return file_hits(self._ranked(query, goal, tool_signals, mode), k,
+                         FileRanking(self._state.config.file_ranking))  # fmt: skip
 
     def _ranked(
         self, query: str, goal: str, tool_signals: Sequence[ToolSignal | str] | None,

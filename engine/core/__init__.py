@@ -105,6 +105,7 @@ from engine.core._reports import ForgetReport, GcReport, IndexReport, Replay, Re
 from engine.core._session import Checkpoint, Compaction, Step, StepRole, Stub
 from engine.core._settings import (
     ContextSettings,
+    FileRanking,
     Fusion,
     PackSettings,
     RecallSettings,
@@ -155,6 +156,7 @@ __all__ = [
     "EmbeddingModelError",
     "FeedbackResult",
     "FileHit",
+    "FileRanking",
     "ForgetReport",
     "Fusion",
     "GcReport",

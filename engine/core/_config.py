@@ -12,6 +12,7 @@ from engine.core._learning import DEFAULT_LEARN_BOUND, DEFAULT_LEARN_RATE, Learn
 from engine.core._settings import (
     DEFAULT_WORD_FORMS,
     ContextSettings,
+    FileRanking,
     Fusion,
     PackSettings,
     RecallSettings,
@@ -64,6 +65,9 @@ class Config:
     seed: int = DEFAULT_SEED
     budget_tokens: int = DEFAULT_BUDGET
     fusion: str = "rrf"  # how recall lists combine: "rrf" or "score"
+    # How files rank from their sections: "learned" (a model over per-file aggregates) or
+    # "sections" (the sum of each file's three best section scores).
+    file_ranking: str = "learned"
     # Other forms of a short request's words searched beside them, per word (0: off).
     word_forms: int = DEFAULT_WORD_FORMS
     mmr_lambda: float = 0.75  # evidence selection: relevance (1.0) vs novelty (0.0)
@@ -97,6 +101,9 @@ class Config:
             raise ConfigError(f"word_forms must be >= 0, got {self.word_forms}")
         if self.fusion not in ("rrf", "score"):
             raise ConfigError(f"fusion must be 'rrf' or 'score', got {self.fusion!r}")
+        if self.file_ranking not in tuple(FileRanking):
+            raise ConfigError(f"file_ranking must be 'learned' or 'sections', "
+                              f"got {self.file_ranking!r}")  # fmt: skip
         if not 0.0 <= self.mmr_lambda <= 1.0:
             raise ConfigError(f"mmr_lambda must be within [0, 1], got {self.mmr_lambda}")
         if not self.state_dir:
@@ -128,6 +135,7 @@ class Config:
         return ContextSettings(
             recall=RecallSettings(fusion=Fusion(self.fusion), word_forms=self.word_forms),
             pack=PackSettings(mmr_lambda=self.mmr_lambda),
+            file_ranking=FileRanking(self.file_ranking),
         )
 
     def learn_settings(self) -> LearnSettings:

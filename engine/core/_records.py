@@ -208,8 +208,10 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class FileHit:
-    """A file in the same ranking: its score (the sum of its best three sections' scores
-    above the request's weakest candidate) and those sections, best first."""
+    """A file in the same ranking: its score and its best three sections, best first. The
+    score is the file model's probability that the request is about this file (the
+    default, ``FileRanking.LEARNED``), or with ``FileRanking.SECTIONS`` the sum of those
+    sections' scores above the request's weakest candidate."""
 
     path: str
     score: float

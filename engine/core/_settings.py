@@ -38,6 +38,13 @@ class Fusion(StrEnum):
     SCORE = "score"
 
 
+class FileRanking(StrEnum):
+    """How files are ranked from their reranked sections (``search_files``)."""
+
+    LEARNED = "learned"  # a logistic regression over per-file aggregates (engine.retrieval)
+    SECTIONS = "sections"  # the sum of each file's three best section scores
+
+
 DEFAULT_WORD_FORMS = 3  # forms searched per word of a short request (see RecallSettings)
 
 
@@ -221,6 +228,7 @@ class ContextSettings:
     weights: RerankWeights = field(default_factory=RerankWeights)
     pack: PackSettings = field(default_factory=PackSettings)
     rerank_depth: int = 150  # candidates reranked (by fused recall); the pool packs from these
+    file_ranking: FileRanking = FileRanking.LEARNED
     recent_turns: int = 4  # the last N turns, verbatim
     goal_share: float = 0.3  # lane caps as shares of the budget; unused room goes to evidence
     recent_share: float = 0.2

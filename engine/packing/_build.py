@@ -24,6 +24,7 @@ from engine.core import (
     Clock,
     ContextPack,
     ContextSettings,
+    FileRanking,
     HistoryLane,
     Learned,
     PackSettings,
@@ -182,7 +183,7 @@ def retrieve(
     if cands and view.history is not None and settings.recall.cochange_from and (
         weights_of(settings.recall).get("cochange", 0.0) > 0
     ):  # the files that usually change with the best ones join, and all are ranked again
-        extra = cochange_candidates(view, request.ask, rank_files(scored),
+        extra = cochange_candidates(view, request.ask, rank_files(scored, FileRanking.SECTIONS),
                                     {c.chunk.path for c in cands}, settings.recall)  # fmt: skip
         if extra:
             vectors |= _candidate_vectors(extra, embedder, cache)

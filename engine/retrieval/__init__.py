@@ -2,7 +2,14 @@
 ``search``, files ranked from sections, and ``resolve``. Pure functions of a ``View`` and
 their inputs (query vectors are computed by the caller); imports only ``engine.core``."""
 
-from engine.retrieval._files import rank_files
+from engine.retrieval._files import (
+    FileModel,
+    default_file_model,
+    file_columns,
+    file_table,
+    learned_file_scores,
+    rank_files,
+)
 from engine.retrieval._fusion import FILE_TOP, Candidate, file_scores, fuse_lists
 from engine.retrieval._learned import (
     LEARNED_FEATURES,
@@ -45,17 +52,22 @@ __all__ = [
     "SALIENCE_WEIGHT",
     "URI",
     "Candidate",
+    "FileModel",
     "Intent",
     "Location",
     "Scored",
     "candidate_salience",
     "clean_query",
     "cochange_candidates",
+    "default_file_model",
     "dense_hits",
+    "file_columns",
     "file_hits",
     "file_scores",
+    "file_table",
     "fuse_lists",
     "is_question",
+    "learned_file_scores",
     "locations",
     "phrase_match",
     "query_identifiers",

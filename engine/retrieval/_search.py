@@ -2,8 +2,8 @@
 
 The reranked candidates of a request (``Scored``, best first) become ``SearchHit`` records
 (each with its rank and score in the BM25 and dense lists), or ``FileHit`` records: files
-by the sum of their three best section scores, each with those sections. ``dense_hits`` is
-the dense retriever alone, for diagnosis.
+as ``rank_files`` ranks them (``engine.retrieval._files``), each with its best sections.
+``dense_hits`` is the dense retriever alone, for diagnosis.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from engine.core import FileHit, SearchHit
+from engine.core import FileHit, FileRanking, SearchHit
+from engine.retrieval._files import file_totals
 from engine.retrieval._fusion import FILE_TOP
 from engine.retrieval._rerank import Scored
 from overlays import View
@@ -38,17 +39,15 @@ def ranked_hits(scored: Sequence[Scored], k: int) -> list[SearchHit]:
     return [_hit(s) for s in scored[:k]]
 
 
-def file_hits(scored: Sequence[Scored], k: int) -> list[FileHit]:
-    """The ``k`` best files of a reranked list, each with its best sections, ties by path.
-
-    A file's score sums its best sections' scores above the request's weakest candidate:
-    what every candidate shares (the source prior lifts all code alike) would otherwise
-    make a file of three weak sections outrank one with a single strong one."""
+def file_hits(
+    scored: Sequence[Scored], k: int, ranking: FileRanking = FileRanking.LEARNED
+) -> list[FileHit]:
+    """The ``k`` best files of a reranked list under ``ranking`` (``rank_files``' order),
+    each with its best sections, ties by path."""
     per: dict[str, list[Scored]] = {}
     for s in scored:  # best first, so each file's list is too
         per.setdefault(s.chunk.path, []).append(s)
-    floor = min((s.score for s in scored), default=0.0)
-    totals = {p: sum(s.score - floor for s in v[:FILE_TOP]) for p, v in per.items()}
+    totals = file_totals(scored, ranking)
     ranked = sorted(totals, key=lambda p: (-totals[p], p))[:k]
     return [FileHit(p, totals[p], tuple(_hit(s) for s in per[p][:FILE_TOP])) for p in ranked]
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from engine import (
     Config,
     ConfigError,
+    FileRanking,
     IndexBusyError,
     IndexNotBuiltError,
     IndexSchemaError,
@@ -24,7 +26,7 @@ from engine import (
 )
 from engine.embed import HashEmbedder
 from engine.index import WriterLock
-from engine.retrieval import Scored
+from engine.retrieval import Scored, learned_file_scores
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 CONFIG = Config(dense_model="hash")
@@ -94,9 +96,17 @@ def test_search_is_the_ranking_build_context_packs_from(repo: Path) -> None:
         assert [h.score for h in hits] == [s.score for s in explain]
         files = ws.search_files("value minus offset", goal="compute the offset", k=100)
         assert [f.path for f in files] == rank_files(explain)
-        floor = min(s.score for s in explain)
+        learned = learned_file_scores(explain)
         for f in files:
             assert f.sections and all(h.chunk.path == f.path for h in f.sections)
+            assert f.score == pytest.approx(learned[f.path]) and 0.0 < f.score < 1.0
+        # The summed ranking, when configured: each file's best three sections above the
+        # weakest candidate.
+        floor = min(s.score for s in explain)
+    with Workspace.open(repo, replace(CONFIG, file_ranking="sections")) as ws:
+        files = ws.search_files("value minus offset", goal="compute the offset", k=100)
+        assert [f.path for f in files] == rank_files(explain, FileRanking.SECTIONS)
+        for f in files:
             assert f.score == pytest.approx(sum(h.score - floor for h in f.sections))
         with pytest.raises(ConfigError, match="needs a query"):
             ws.search("   ")

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from engine import Config, ConfigError, CortexError
+from engine import Config, ConfigError, CortexError, FileRanking
 
 
 def test_defaults_and_options() -> None:
@@ -39,3 +39,13 @@ def test_bad_values_raise_config_error() -> None:
         Config(max_section_tokens=4)
     with pytest.raises(CortexError):
         Config().with_(no_such_field=1)
+
+
+def test_file_ranking_is_chosen_by_name_and_reaches_the_context_settings() -> None:
+    """CORTEX_FILE_RANKING picks how files rank (learned by default); another name is an
+    error that lists the two."""
+    assert Config().context_settings().file_ranking is FileRanking.LEARNED
+    config = Config.from_env({"CORTEX_FILE_RANKING": "sections"})
+    assert config.context_settings().file_ranking is FileRanking.SECTIONS
+    with pytest.raises(ConfigError, match=r"'learned' or 'sections'.*'best'"):
+        Config(file_ranking="best")
