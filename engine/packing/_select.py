@@ -338,13 +338,14 @@ def _narrow(
 def _best_window(
     chunk: Chunk, room: int, counter: TokenCounter, terms: Sequence[str]
 ) -> tuple[int, int] | None:
-    """The contiguous lines (indexes into the chunk's lines) with the most term hits per the
-    room available; never cuts a line. None when not even one line fits."""
+    """The contiguous lines (indexes into the chunk's lines) with the most term hits that
+    fit the room, the fullest of those (then the first): the lines around a hit come with
+    it as far as the room goes. Never cuts a line; None when not even one line fits."""
     lines = chunk.text.split("\n")
     costs = [c + 1 for c in counter.count_many(lines)]
     wanted = {t.lower() for t in terms}
     hits = [sum(1 for w in _WORD.findall(ln) if w.lower() in wanted) for ln in lines]
-    best: tuple[int, int, int] | None = None  # (hits, -start, end)
+    best: tuple[int, int, int, int] | None = None  # (hits, tokens, -start, end)
     lo, total, found = 0, 0, 0
     for hi in range(len(lines)):
         total += costs[hi]
@@ -353,11 +354,11 @@ def _best_window(
             total -= costs[lo]
             found -= hits[lo]
             lo += 1
-        if lo <= hi and (best is None or (found, -lo) > (best[0], best[1])):
-            best = (found, -lo, hi)
+        if lo <= hi and (best is None or (found, total, -lo) > best[:3]):
+            best = (found, total, -lo, hi)
     if best is None:
         return None
-    start, end = -best[1], best[2]
+    start, end = -best[2], best[3]
     while start < end and not lines[start].strip():
         start += 1
     while end > start and not lines[end].strip():

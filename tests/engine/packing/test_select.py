@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from engine.core import PackSettings
 from engine.packing import relevance, select_evidence
+from engine.packing._select import LABEL_TOKENS, Picked
 from engine.retrieval import Scored
 from indexers import Chunk, ChunkKind, WordCounter
 from tests.engine.records import chunk
@@ -57,6 +58,12 @@ def test_a_strong_section_that_does_not_fit_is_narrowed() -> None:
                           PackSettings())  # fmt: skip
     assert len(got.picked) == 1 and got.picked[0].narrowed
     assert "parse_header" in got.picked[0].text and got.picked[0].tokens + HEADER <= 120
+    # The lines around a hit come with it as far as the room goes, not the hit alone.
+    lines[30], lines[1] = lines[1], lines[30]
+    early = chunk("big.py", "def handle(data):\n" + "\n".join(lines), symbol="handle")
+    got = select_evidence([_scored(early, 5.0)], 120, _cost, COUNTER, ["parse_header"],
+                          PackSettings())  # fmt: skip
+    assert "parse_header" in got.picked[0].text and got.picked[0].text.count("\n") >= 12
 
 
 def test_a_fragment_comes_with_its_neighbours() -> None:
@@ -168,13 +175,15 @@ def test_the_best_evidence_goes_first(items: list[tuple[int, float]], budget: in
     got = select_evidence(
         scored, budget, _cost, COUNTER, [], replace(PackSettings(), mmr_lambda=lam)
     )
-    used = sum(_cost(p.scored.chunk, p.tokens) for p in got.picked)
+    def cost(p: Picked) -> int:  # a cut or widened snippet says so in its title
+        return _cost(p.scored.chunk, p.tokens + (LABEL_TOKENS if p.narrowed or p.widened else 0))
+
+    used = sum(cost(p) for p in got.picked)
     assert used <= budget
     assert len(got.picked) + len(got.pointers) == len(scored)
     for left in (p for p in got.pointers if p.reason == "budget"):
         # A pointer's score is rounded to 6 places: a tie can read as a hair stronger.
-        better = sum(_cost(p.scored.chunk, p.tokens) for p in got.picked
-                     if p.scored.score >= left.score - 1e-6)  # fmt: skip
+        better = sum(cost(p) for p in got.picked if p.scored.score >= left.score - 1e-6)
         weaker = [p for p in got.picked if p.scored.score < left.score - 1e-6]
         if weaker:  # it lost to weaker evidence only if it could not fit beside the better
             assert left.tokens + HEADER > budget - better
