@@ -216,7 +216,8 @@ def pack_settings_for(ask: str, settings: PackSettings) -> PackSettings:
     if not is_question(ask):
         return settings
     return replace(settings, turn_tokens=settings.question_turn_tokens,
-                   depth_penalty=settings.question_depth_penalty)  # fmt: skip
+                   depth_penalty=settings.question_depth_penalty,
+                   breadth_files=settings.question_breadth_files)  # fmt: skip
 
 
 def build_pack(

@@ -143,6 +143,39 @@ def test_a_strong_second_section_beats_a_weak_first_one_of_another_file() -> Non
     assert _order_of(strict) == [("a.py", 1), ("b.py", 1), ("c.py", 1), ("a.py", 20)]
 
 
+def test_with_breadth_files_more_files_come_each_as_its_best_lines() -> None:
+    """With ``breadth_files``, a file's first section (the lead file's aside) costs at most
+    the evidence room over that many files: cut to its lines holding the request's words,
+    so more files reach the context; the lead file keeps whole sections."""
+    lead = chunk("lead.py", "def run():\n" + _body(30, "lead"), symbol="run")
+    others = [chunk(f"m{i}.py", f"def f{i}():\n" + _body(30, f"m{i}") + "\n    parse_header(x)",
+                    symbol=f"f{i}") for i in range(6)]  # fmt: skip
+    floor = chunk("z.py", "def unrelated():\n" + _body(10, "u"), symbol="unrelated")
+    scored = [_scored(lead, 5.0), *(_scored(c, 4.0 - 0.1 * i) for i, c in enumerate(others)),
+              _scored(floor, 0.0)]  # fmt: skip
+    base = PackSettings(min_relevance=0.5)
+    whole = select_evidence(scored, 400, _cost, COUNTER, ["parse_header"], base)
+    wide = select_evidence(scored, 400, _cost, COUNTER, ["parse_header"],
+                           replace(base, breadth_files=8, narrow_min_tokens=20))  # fmt: skip
+    files = [p.scored.chunk.path for p in wide.picked]
+    assert len(files) == len(set(files)) == 7 > len(whole.picked)
+    for p in wide.picked:
+        if p.scored.chunk.path == "lead.py":
+            assert not p.narrowed and p.text == lead.text
+        else:
+            assert p.narrowed and "parse_header" in p.text
+            assert _cost(p.scored.chunk, p.tokens + LABEL_TOKENS) <= 400 // 8
+    # A look is never under ``narrow_min_tokens`` of text: at 60, fewer files, larger looks.
+    floor = select_evidence(scored, 400, _cost, COUNTER, ["parse_header"],
+                            replace(base, breadth_files=8, narrow_min_tokens=60))  # fmt: skip
+    looks = [p for p in floor.picked if p.scored.chunk.path != "lead.py"]
+    assert looks and all(_cost(p.scored.chunk, p.tokens + LABEL_TOKENS) > 400 // 8 for p in looks)
+    assert len(floor.picked) < 7
+    # Without room to spare the cap changes nothing: one file, whole.
+    alone = select_evidence(scored[:1], 400, _cost, COUNTER, [], replace(base, breadth_files=8))
+    assert [p.text for p in alone.picked] == [lead.text]
+
+
 def test_weak_candidates_are_not_filler() -> None:
     """Below the relevance floor nothing is packed: the pointers say "weak" and the
     selection says how much budget it left unused."""
@@ -190,15 +223,17 @@ def test_the_best_evidence_goes_first(items: list[tuple[int, float]], budget: in
 
 
 def test_a_short_question_counts_turns_its_own_way_a_long_report_does_not() -> None:
-    """Questions (at most ``MAX_INTENT_WORDS`` words) take ``question_turn_tokens`` and
-    ``question_depth_penalty``; a long report keeps whole sections, strict breadth first."""
+    """Questions (at most ``MAX_INTENT_WORDS`` words) take ``question_turn_tokens``,
+    ``question_depth_penalty`` and ``question_breadth_files``; a long report keeps whole
+    sections, strict breadth first, and its other files' first sections cut to their share."""
     from engine.packing import pack_settings_for
     from engine.retrieval import MAX_INTENT_WORDS
 
     settings = PackSettings(turn_tokens=None, depth_penalty=None, question_turn_tokens=300,
-                            question_depth_penalty=0.1)  # fmt: skip
+                            question_depth_penalty=0.1, breadth_files=16,
+                            question_breadth_files=None)  # fmt: skip
     question = "how does a request reach its handler through the middleware stack"
     asked = pack_settings_for(question, settings)
-    assert (asked.turn_tokens, asked.depth_penalty) == (300, 0.1)
+    assert (asked.turn_tokens, asked.depth_penalty, asked.breadth_files) == (300, 0.1, None)
     report = " ".join(["the handler is never called"] * MAX_INTENT_WORDS)
     assert pack_settings_for(report, settings) == settings
