@@ -3,7 +3,7 @@ the training split; never on dev.
 
     python -m eval.swebench --data ../shared/eval/swebench_train.jsonl --repos DIR \\
         --out TRAIN --budgets 4000 --no-baseline --dump
-    python -m eval.fit_files TRAIN/results.jsonl [--C 1.0] [--check DEV/results.jsonl ...] \\
+    python -m eval.fit_files TRAIN/results.jsonl [--C 10] [--check DEV/results.jsonl ...] \\
         [--write engine/retrieval/data/file_model.json]
 
 Each dumped candidate carries its rerank feature values; its score is the default weights'
@@ -92,7 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("results", type=Path,
                         help="results.jsonl of eval.swebench --dump (training)")  # fmt: skip
-    parser.add_argument("--C", type=float, default=1.0, help="inverse L2 strength (default 1.0)")
+    parser.add_argument("--C", type=float, default=10.0,
+                        help="inverse L2 strength (default 10: the shipped model's)")
     parser.add_argument("--check", type=Path, nargs="*", default=[],
                         help="other dumps to score with the fit (dev: to choose, never to fit)")
     parser.add_argument("--write", type=Path, help="save the fit on all rows here (JSON)")
