@@ -9,7 +9,10 @@ candidate with the best marginal relevance,
 
 and packs it if it fits; a strong one that does not fit is narrowed to its most relevant
 contiguous lines; a tiny fragment (an import, a one-line alias, a trivial accessor) is
-shown with its neighbours, never alone as filler. Breadth first: a file's sections past
+shown with its neighbours, never alone as filler. With ``breadth_files`` (a long report's),
+a file's first look, the lead file's aside, costs at most the room over that many files:
+a larger section is cut to its lines holding the request's words, so more files reach a
+small context. Breadth first: a file's sections past
 its cap (one; for the file of the best candidate, one per ``lead_file_tokens`` of room)
 wait until every other file has had its turn; with a ``depth_penalty`` (a short
 question's), they compete instead at that much less relevance for each section of the
