@@ -66,7 +66,7 @@ def fit(rows: Sequence[Row], c: float, note: str = "") -> FileModel:
 def learned_files(row: Row, model: FileModel) -> list[str]:
     """The row's files by the model, ties by path."""
     paths, table = _table(row, model.features)
-    logits = table @ np.asarray(model.coef) + model.intercept
+    logits = model.logits(table)
     return [paths[i] for i in sorted(range(len(paths)), key=lambda i: (-logits[i], paths[i]))]
 
 

@@ -6,9 +6,10 @@
 
 Each dumped candidate carries its feature values (each scaled to [0, 1] per request); its
 score under other weights is ``sum(weight * value)`` exactly as the rerank computes it, and
-files rank as ``search_files`` ranks them (the sum of a file's best three sections above
-the weakest candidate). Coordinate ascent over a multiplicative grid maximises the mean
-of file MRR and Acc@5 over the rows; the current defaults are the starting point and the
+files rank by the summed ranking (``FileRanking.SECTIONS``: the sum of a file's best three
+sections above the weakest candidate; ``eval.fit_files`` fits the learned one on top).
+Coordinate ascent over a multiplicative grid maximises the mean of file MRR and Acc@5 over
+the rows; the current defaults are the starting point and the
 baseline. With ``--folds 2`` the rows are split by instance (even / odd) and each half's
 fit is scored on the other half, so a fit that only memorises shows up before it is
 carried to the dev set. The defaults it prints are then to be chosen between on dev with
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import RerankWeights
-from engine.retrieval import FILE_TOP
+from engine.retrieval import section_totals
 from eval import metrics
 
 # Multipliers tried for each weight in turn (a weight may also be switched off), and the
@@ -52,13 +53,9 @@ def load(path: Path) -> list[Row]:
 
 
 def ranked_files(row: Row, weights: dict[str, float]) -> list[str]:
-    """The row's files under ``weights``, as ``search_files`` ranks them."""
-    scores = [sum(weights.get(f, 0.0) * v for f, v in feats.items()) for _, feats in row.cands]
-    floor = min(scores)
-    per: dict[str, list[float]] = {}
-    for (path, _), s in zip(row.cands, scores, strict=True):
-        per.setdefault(path, []).append(s - floor)
-    totals = {p: sum(sorted(v, reverse=True)[:FILE_TOP]) for p, v in per.items()}
+    """The row's files under ``weights`` by the summed ranking (``FileRanking.SECTIONS``)."""
+    totals = section_totals((path, sum(weights.get(f, 0.0) * v for f, v in feats.items()))
+                            for path, feats in row.cands)  # fmt: skip
     return sorted(totals, key=lambda p: (-totals[p], p))
 
 

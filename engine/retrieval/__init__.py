@@ -9,6 +9,7 @@ from engine.retrieval._files import (
     file_table,
     learned_file_scores,
     rank_files,
+    section_totals,
 )
 from engine.retrieval._fusion import FILE_TOP, Candidate, file_scores, fuse_lists
 from engine.retrieval._learned import (
@@ -78,6 +79,7 @@ __all__ = [
     "request_phrases",
     "rerank",
     "resolve_in",
+    "section_totals",
     "weights_of",
     "with_learned",
     "with_word_forms",

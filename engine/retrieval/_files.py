@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -44,6 +44,7 @@ __all__ = [
     "learned_file_scores",
     "rank_files",
     "section_file_scores",
+    "section_totals",
 ]
 
 FILE_MODEL = "file_model.json"  # in engine/retrieval/data; eval.fit_files writes it
@@ -89,6 +90,10 @@ class FileModel:
             raise ConfigError(f"{where} was fitted on other columns than this version reads")
         return model
 
+    def logits(self, table: np.ndarray) -> np.ndarray:
+        """Each row of ``file_table(…, self.features)``'s log-odds (higher: more likely)."""
+        return np.asarray(table @ np.asarray(self.coef) + self.intercept, dtype=float)
+
 
 @cache
 def default_file_model() -> FileModel:
@@ -121,12 +126,13 @@ def file_table(rows: Sequence[Row], features: Sequence[str]) -> tuple[list[str],
     per: dict[str, list[tuple[float, Mapping[str, float]]]] = {}
     for path, score, values in rows:
         per.setdefault(path, []).append((score - floor, values))
+    totals = section_totals((path, score) for path, score, _ in rows)
     paths = list(per)
     table = np.zeros((len(paths), len(file_columns(features))))
     for i, path in enumerate(paths):
         secs = sorted(per[path], key=lambda t: -t[0])
         best = secs[0][1]
-        table[i, :3] = (sum(s for s, _ in secs[:FILE_TOP]), secs[0][0], len(secs))
+        table[i, :3] = (totals[path], secs[0][0], len(secs))
         for j, f in enumerate(features):
             at = len(_AGGREGATES) + len(_PER_FEATURE) * j
             table[i, at] = max(v.get(f, 0.0) for _, v in secs)
@@ -153,20 +159,27 @@ def learned_file_scores(
     paths, table = file_table(_rows(scored), model.features)
     if not paths:
         return {}
-    logits = table @ np.asarray(model.coef) + model.intercept
-    probs = 1.0 / (1.0 + np.exp(-np.clip(logits, -60.0, 60.0)))
+    probs = 1.0 / (1.0 + np.exp(-np.clip(model.logits(table), -60.0, 60.0)))
     return {p: float(v) for p, v in zip(paths, probs, strict=True)}
+
+
+def section_totals(sections: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """Per path, its best ``FILE_TOP`` section scores above the weakest of ``sections``
+    (path, score) summed: what every candidate shares (the source prior lifts all code
+    alike) would otherwise make a file of three weak sections outrank one strong one."""
+    pairs = list(sections)
+    if not pairs:
+        return {}
+    floor = min(score for _, score in pairs)
+    per: dict[str, list[float]] = {}
+    for path, score in pairs:
+        per.setdefault(path, []).append(score - floor)
+    return {p: sum(sorted(v, reverse=True)[:FILE_TOP]) for p, v in per.items()}
 
 
 def section_file_scores(scored: Sequence[Scored]) -> dict[str, float]:
     """Each file's best ``FILE_TOP`` section scores above the weakest candidate, summed."""
-    if not scored:
-        return {}
-    floor = min(s.score for s in scored)
-    per: dict[str, list[float]] = {}
-    for s in scored:
-        per.setdefault(s.chunk.path, []).append(s.score - floor)
-    return {p: sum(sorted(v, reverse=True)[:FILE_TOP]) for p, v in per.items()}
+    return section_totals((s.chunk.path, s.score) for s in scored)
 
 
 def file_totals(scored: Sequence[Scored], ranking: FileRanking) -> dict[str, float]:
