@@ -167,9 +167,10 @@ def _ours(ws: Workspace, q: Question, budgets: Sequence[int]) -> dict[str, Any]:
 
 
 def _header(ws: Workspace, p: Pointer) -> int:
-    """What the snippet's header and fences would have cost (as the packer counts them)."""
-    lines = p.source_uri.rsplit("#L", 1)[-1].replace("L", "")
-    probe = f"[99] {p.title}\nSource: {p.source_uri}\nLines: {lines}\n"
+    """What the snippet's header and fences would have cost (as the packer counts them: its
+    label, the title past the path, and its source; the hash line and fences are the 24)."""
+    label = p.title.split(":", 1)[-1]
+    probe = f"[99] {label}\nSource: {p.source_uri}\n"
     return ws.counter.count(probe) + 24
 
 

@@ -156,9 +156,7 @@ def header_cost(chunk: Chunk, counter: TokenCounter, cache: dict[str, int]) -> i
     a narrowed or widened snippet's label costs ``LABEL_TOKENS`` of ``_select`` more)."""
     cost = cache.get(chunk.id)
     if cost is None:
-        span = chunk.span
-        lines = f"{span.start_line}-{span.end_line}"
-        probe = f"[99] {chunk.title}\nSource: {chunk.source_uri}\nLines: {lines}\n"
+        probe = _head(99, chunk, chunk.span, "")
         # + the hash line, fences and spacing, and a margin: text counted alone can take up to
         # ~7 tokens fewer than inside the prompt (tokens merge across its edges)
         cost = cache[chunk.id] = counter.count(probe) + 24
@@ -170,15 +168,27 @@ def _fence_for(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+def _label(chunk: Chunk) -> str:
+    """What a snippet's header calls it: its symbol (with the part when split), or for a
+    section without one its file's name; the path and lines follow on the ``Source`` line."""
+    if not chunk.symbol:
+        return chunk.path.rsplit("/", 1)[-1]
+    return chunk.symbol + (f" (part {chunk.part}/{chunk.parts})" if chunk.parts > 1 else "")
+
+
+def _head(n: int, chunk: Chunk, span: Span, label: str) -> str:
+    """A snippet's first two lines: its number and label, then where it is (``path#La-Lb``:
+    the path and the lines each said once)."""
+    where = f"{chunk.path}#L{span.start_line}-L{span.end_line}"
+    return f"[{n}] {_label(chunk)}{label}\nSource: {where}\n"
+
+
 def _snippet_text(n: int, p: Picked) -> str:
     chunk = p.scored.chunk
     fence = _fence_for(p.text)
-    title = chunk.title + (
-        " (narrowed)" if p.narrowed else " (with neighbours)" if p.widened else ""
-    )
-    uri = f"{chunk.path}#L{p.span.start_line}-L{p.span.end_line}"
+    label = " (narrowed)" if p.narrowed else " (with neighbours)" if p.widened else ""
     return (
-        f"[{n}] {title}\nSource: {uri}\nLines: {p.span.start_line}-{p.span.end_line}\n"
+        f"{_head(n, chunk, p.span, label)}"
         f"Hash: sha256:{p.sha256[:12]}\n{fence}{_FENCES.get(chunk.language, '')}\n{p.text}\n{fence}"
     )
 

@@ -82,15 +82,15 @@ def test_render_never_exceeds_budget(ws: Workspace, words: list[str], budget: in
     pack = ws.build_context("Fix: " + query, query, state=state, budget_tokens=budget)
     assert COUNTER.count(pack.render()) == pack.tokens_used <= budget
     # Nothing left out "for budget" would have fitted in the room the pack left unused: a
-    # snippet costs its text and a header naming it, its lines and hash (up to 8 tokens
+    # snippet costs its text and a header naming it, its place and hash (up to 8 tokens
     # more or less: a fragment's "(with neighbours)" label, tokens merging at the edges).
     left = budget - pack.tokens_used
     # The first snippet also opens the evidence section: its heading costs tokens too.
     heading = 0 if pack.citations else COUNTER.count("## Evidence\n")
     for p in pack.reachable:
         if p.reason == "budget":
-            lines = p.source_uri.rsplit("#L", 1)[1].replace("L", "")
-            header = (f"\n\n[1] {p.title}\nSource: {p.source_uri}\nLines: {lines}\n"
+            label = p.title.split(":", 1)[1]
+            header = (f"\n\n[1] {label}\nSource: {p.source_uri}\n"
                       f"Hash: sha256:{'0' * 12}\n```python\n\n```")  # fmt: skip
             # At the band's edge (estimate + 8 == left) the renderer's exact top-up decided.
             assert p.tokens + COUNTER.count(header) + heading + 8 >= left, p
@@ -114,8 +114,9 @@ def test_finds_the_definition_and_cites_it(ws: Workspace) -> None:
     first = pack.citations[0]
     assert first.symbol in ("HeaderParser.parse_strict", "HeaderParser.parse")
     assert any(s.symbol == "HeaderParser.parse_strict" for s in pack.citations)
-    assert f"[{first.id}] parser.py:" in pack.render()
-    assert f"Hash: sha256:{first.sha256[:12]}" in pack.render()
+    # Named once (the symbol), placed once (path and lines), with its hash.
+    assert (f"[{first.id}] {first.symbol}\nSource: parser.py#L{first.span.start_line}-"
+            f"L{first.span.end_line}\nHash: sha256:{first.sha256[:12]}\n") in pack.render()
 
 
 def test_lane_order_and_caps(ws: Workspace) -> None:
