@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -51,6 +52,7 @@ BASELINE_SUFFIXES = (
     ".py", ".go", ".rs", ".ts", ".tsx", ".js", ".jsx", ".java", ".c", ".h", ".cc", ".cpp",
     ".hpp", ".md", ".rst", ".txt",
 )  # fmt: skip
+_SPAN = re.compile(r"\d+-\d+")  # a title's part after the path when the section has no symbol
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +170,12 @@ def _ours(ws: Workspace, q: Question, budgets: Sequence[int]) -> dict[str, Any]:
 
 def _header(ws: Workspace, p: Pointer) -> int:
     """What the snippet's header and fences would have cost (as the packer counts them: its
-    label, the title past the path, and its source; the hash line and fences are the 24)."""
-    label = p.title.split(":", 1)[-1]
+    label, the title past the path or for a section without a symbol the file's name, and
+    its source; the hash line and fences are the 24)."""
+    path = p.source_uri.split("#", 1)[0]
+    label = p.title.removeprefix(f"{path}:")
+    if _SPAN.fullmatch(label):  # no symbol: the title is the path and the lines
+        label = path.rsplit("/", 1)[-1]
     probe = f"[99] {label}\nSource: {p.source_uri}\n"
     return ws.counter.count(probe) + 24
 

@@ -173,7 +173,7 @@ def _label(chunk: Chunk) -> str:
     section without one its file's name; the path and lines follow on the ``Source`` line."""
     if not chunk.symbol:
         return chunk.path.rsplit("/", 1)[-1]
-    return chunk.symbol + (f" (part {chunk.part}/{chunk.parts})" if chunk.parts > 1 else "")
+    return chunk.title.removeprefix(f"{chunk.path}:")  # the symbol and its part
 
 
 def _head(n: int, chunk: Chunk, span: Span, label: str) -> str:
