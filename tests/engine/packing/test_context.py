@@ -82,15 +82,17 @@ def test_render_never_exceeds_budget(ws: Workspace, words: list[str], budget: in
     pack = ws.build_context("Fix: " + query, query, state=state, budget_tokens=budget)
     assert COUNTER.count(pack.render()) == pack.tokens_used <= budget
     # Nothing left out "for budget" would have fitted in the room the pack left unused: a
-    # snippet costs its text and a header naming it, its place and hash (up to 8 tokens
-    # more or less: a fragment's "(with neighbours)" label, tokens merging at the edges).
+    # snippet costs its text and a header naming it, its place and hash, with the label a
+    # widened fragment carries (the pointer does not say whether it is one), up to 8 tokens
+    # more or less (its number's digits, tokens merging at the edges). Found by hypothesis:
+    # compute_26 with its neighbours, 30 tokens, left out with 74 to spare, cost 75.
     left = budget - pack.tokens_used
     # The first snippet also opens the evidence section: its heading costs tokens too.
     heading = 0 if pack.citations else COUNTER.count("## Evidence\n")
     for p in pack.reachable:
         if p.reason == "budget":
             label = p.title.split(":", 1)[1]
-            header = (f"\n\n[1] {label}\nSource: {p.source_uri}\n"
+            header = (f"\n\n[1] {label} (with neighbours)\nSource: {p.source_uri}\n"
                       f"Hash: sha256:{'0' * 12}\n```python\n\n```")  # fmt: skip
             # At the band's edge (estimate + 8 == left) the renderer's exact top-up decided.
             assert p.tokens + COUNTER.count(header) + heading + 8 >= left, p
