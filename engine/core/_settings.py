@@ -191,6 +191,19 @@ class PackSettings:
     # offline replay of 151 training instances' candidates.
     per_source_cap: int = 1
     lead_file_tokens: int = 2000
+    # A file's turn lifted by the file model's belief in it: while a file is under its cap
+    # (its first section; the lead file's first ones), its sections compete at this much
+    # times the file model's probability that the file is what the request is about
+    # (``search_files``' score) more relevance, so a file the model ranks high gets its turn
+    # before a slightly more relevant section of a file it does not. 0: off; so is
+    # ``CORTEX_FILE_RANKING=sections``, which has no probabilities. Chosen on the developer
+    # questions (primary answer in the 4k context, of 42: 33 at 0, 35 at 0.5 and 1.0, 36 at
+    # 1.5, 2.0 and 3.0); at 1.5 the multilingual dev split's gold-file hit at 4k went 79.4
+    # -> 80.4 (3 gained, 1 lost), and on the training split (117 django, 81 matplotlib and
+    # scikit-learn instances) and the Python dev set no hit or gold-function figure moved.
+    # Lifting only a file's first section (not the lead file's next ones) lost gold
+    # functions on the training split (4k: django 62.2 -> 61.3, the others 42.2 -> 40.3).
+    file_turn_bonus: float = 1.5
     # How a file's turn is counted, for a long report and (``question_*``) for a short
     # question, at most ``MAX_INTENT_WORDS`` words, which asks about one behaviour whose
     # code is often the next function of the same file.
@@ -222,11 +235,6 @@ class PackSettings:
     # 95.1 / 47.1 -> 96.3 / 58.2). Short questions keep whole sections: on the developer
     # questions 16 found one more primary answer at 4k but showed 48.0% -> 42.9% of the
     # answer lines.
-    # Not kept: a file's first look favoured by the file model's probability that it is
-    # the one (1.5 x p more relevance) put every gold file in the multilingual dev split's
-    # 4k context for 80.4% instead of 79.4%, but on the training split it gained no file
-    # and lost gold-function coverage at 4k (django 62.2 -> 61.3, matplotlib and
-    # scikit-learn 42.2 -> 40.3).
     breadth_files: int | None = 32
     question_breadth_files: int | None = None
     narrow_min_relevance: float = 0.5  # only strong sections are worth narrowing

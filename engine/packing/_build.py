@@ -54,6 +54,7 @@ from engine.retrieval import (
     clean_query,
     cochange_candidates,
     is_question,
+    learned_file_scores,
     locations,
     query_identifiers,
     rank_files,
@@ -209,6 +210,14 @@ def _unrepeated(memory: Sequence[Recalled], evidence: Sequence[str]) -> tuple[Re
     return tuple(out)
 
 
+def _file_belief(scored: Sequence[Scored], settings: ContextSettings) -> dict[str, float]:
+    """Each candidate file's probability under the file model, for lifting its turn in
+    selection; none when the lift is off or files are ranked by their sections."""
+    if not settings.pack.file_turn_bonus or settings.file_ranking is not FileRanking.LEARNED:
+        return {}
+    return learned_file_scores(scored)
+
+
 def pack_settings_for(ask: str, settings: PackSettings) -> PackSettings:
     """The selection settings for a request: a short question (at most
     ``MAX_INTENT_WORDS`` words) counts its files' turns its own way, a long report keeps
@@ -270,6 +279,7 @@ def build_pack(
         pack_settings_for(request.ask, settings.pack),
         lambda chunk: view.chunks_near(chunk.path, chunk.span.start_line - _NEAR_LINES,
                                        chunk.span.end_line + _NEAR_LINES),
+        _file_belief(scored, settings),
     )
     lanes.memory = _unrepeated(lanes.memory, [p.text for p in chosen.picked])
     clock.lap("pack")

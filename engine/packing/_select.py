@@ -14,7 +14,9 @@ a file's first look, the lead file's aside, costs at most the room over that man
 a larger section is cut to its lines holding the request's words, so more files reach a
 small context. Breadth first: a file's sections past
 its cap (one; for the file of the best candidate, one per ``lead_file_tokens`` of room)
-wait until every other file has had its turn; with a ``depth_penalty`` (a short
+wait until every other file has had its turn, and while a file has its turn, its sections
+compete at ``file_turn_bonus`` times the file model's probability for the file more
+relevance (the files ``search_files`` ranks high come first); with a ``depth_penalty`` (a short
 question's), they compete instead at that much less relevance for each section of the
 file already chosen past its first ``cap - 1``, so a strong second section of the right
 file still beats a weak first one of an unrelated file. With ``turn_tokens`` (a short
@@ -33,7 +35,7 @@ displaced (otherwise ``redundant``: it lost its place to more novel evidence).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -128,11 +130,14 @@ def select_evidence(
     terms: Sequence[str],
     settings: PackSettings,
     neighbours: Neighbours | None = None,
+    file_probs: Mapping[str, float] | None = None,
 ) -> Selection:
     """Choose evidence for ``budget`` tokens (see the module docstring). ``cost_of(chunk,
     text_tokens)`` is what a snippet costs rendered (header included); ``terms`` guide
     narrowing; ``neighbours(chunk)`` gives a file's sections in line order, for showing a
-    fragment with its neighbours (without it, fragments are shown alone)."""
+    fragment with its neighbours (without it, fragments are shown alone); ``file_probs``
+    (path -> the file model's probability) lifts each file's turn by
+    ``settings.file_turn_bonus`` times its file's."""
     # Without neighbours, a trivial section (a lone header, an import) has nothing to be
     # shown with; with them, it may be the answer (``TIMEOUT = 30``) and comes in context.
     alone = neighbours is None
@@ -177,11 +182,16 @@ def select_evidence(
     caps = {c.chunk.id: cap(c) for c in pool}  # a candidate's cap and order never change
     orders = {c.chunk.id: _order(c) for c in pool}
 
+    belief = file_probs or {}
+    bonus = settings.file_turn_bonus
+
     def rank(c: Scored, given: float) -> tuple[float, int]:
-        """Marginal relevance, less the depth penalty for what its file already gave."""
+        """Marginal relevance, less the depth penalty for what its file already gave, plus
+        the file model's belief in its file while the file has its turn."""
         past = given - caps[c.chunk.id] + 1
         waits = penalty * past if penalty is not None and past > 0 else 0.0
-        return _mmr(c, rel, redundancy, settings) - waits, -orders[c.chunk.id]
+        lift = bonus * belief.get(c.chunk.path, 0.0) if given < caps[c.chunk.id] else 0.0
+        return _mmr(c, rel, redundancy, settings) - waits + lift, -orders[c.chunk.id]
 
     while pool:
         given = [repeats(c) for c in pool]  # once per step: what each one's file gave

@@ -237,3 +237,39 @@ def test_a_short_question_counts_turns_its_own_way_a_long_report_does_not() -> N
     assert (asked.turn_tokens, asked.depth_penalty, asked.breadth_files) == (300, 0.1, None)
     report = " ".join(["the handler is never called"] * MAX_INTENT_WORDS)
     assert pack_settings_for(report, settings) == settings
+
+
+def test_the_file_models_belief_lifts_a_files_turn() -> None:
+    """While a file has its turn (under its cap), its sections compete at
+    ``file_turn_bonus`` times the file model's probability for the file more relevance: a
+    file the model believes in comes before a more relevant section of one it does not,
+    and the lead file's second section before other files; past its turn, a file's next
+    section gets nothing and waits. No probabilities, or a bonus of 0: as before."""
+    lead = chunk("lead.py", "def run():\n" + _body(10, "r"), symbol="run")
+    lead2 = chunk("lead.py", "def stop():\n" + _body(10, "s"), start=20, symbol="stop")
+    near = chunk("near.py", "def near():\n" + _body(10, "n"), symbol="near")
+    gold = chunk("gold.py", "def fix():\n" + _body(10, "g"), symbol="fix")
+    gold2 = chunk("gold.py", "def fix2():\n" + _body(10, "h"), start=20, symbol="fix2")
+    floor = chunk("z.py", "def unrelated():\n" + _body(10, "u"), symbol="unrelated")
+    scored = [_scored(lead, 5.0), _scored(near, 4.0), _scored(gold, 3.8), _scored(gold2, 3.7),
+              _scored(lead2, 3.5), _scored(floor, 0.0)]  # fmt: skip
+    # Relevance 1.0, 0.8, 0.76, 0.74, 0.7, 0; the lead file has one turn (its cap is 1).
+    base = PackSettings(min_relevance=0.0, lead_file_tokens=10**6, mmr_lambda=1.0,
+                        file_turn_bonus=1.0)  # fmt: skip
+    plain = [("lead.py", 1), ("near.py", 1), ("gold.py", 1), ("z.py", 1), ("gold.py", 20),
+             ("lead.py", 20)]  # fmt: skip
+    assert _order_of(select_evidence(scored, 1000, _cost, COUNTER, [], base)) == plain
+    belief = {"lead.py": 0.4, "near.py": 0.01, "gold.py": 0.3}
+    lifted = select_evidence(scored, 1000, _cost, COUNTER, [], base, file_probs=belief)
+    assert _order_of(lifted) == [("lead.py", 1), ("gold.py", 1), ("near.py", 1), ("z.py", 1),
+                                 ("gold.py", 20), ("lead.py", 20)]  # fmt: skip
+    off = select_evidence(scored, 1000, _cost, COUNTER, [], replace(base, file_turn_bonus=0.0),
+                          file_probs=belief)  # fmt: skip
+    assert _order_of(off) == plain
+    # With two turns for the lead file (one per 500 tokens of 1,000), its second section
+    # (0.7 + 0.4) comes before the other files; without the belief, after near.py's (0.8).
+    deep = replace(base, lead_file_tokens=500)
+    first = select_evidence(scored, 1000, _cost, COUNTER, [], deep, file_probs=belief)
+    assert _order_of(first)[:3] == [("lead.py", 1), ("lead.py", 20), ("gold.py", 1)]
+    assert _order_of(select_evidence(scored, 1000, _cost, COUNTER, [], deep))[:3] == [
+        ("lead.py", 1), ("near.py", 1), ("gold.py", 1)]
