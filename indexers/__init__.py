@@ -12,6 +12,7 @@ detect-secrets are loaded on first use, not on import.
 """
 
 from indexers._chunk import Chunk, ChunkKind, DocType, Page, Span, chunk_id, page_id
+from indexers._doctype import doc_type_for
 from indexers._draft import identifiers
 from indexers._languages import Family, Language, language_for_path, languages
 from indexers._license import NOASSERTION, license_from_text
@@ -65,6 +66,7 @@ __all__ = [
     "chunk_file",
     "chunk_id",
     "decode",
+    "doc_type_for",
     "identifiers",
     "language_for_path",
     "languages",
