@@ -34,17 +34,33 @@ def aggregate(rows: Sequence[dict[str, Any]], budgets: Sequence[int]) -> dict[st
 
 
 def _groups(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Per repository; per language, when there are several; per number of gold files
+    (acc@k needs every one of them in the top k, so a fix of three files is a harder
+    instance than a fix of one; SWE-bench Lite, where published rankers are measured, has
+    only fixes of one file); per split (``lite``, ``verified``) when the data says; per
+    Agentless label."""
     by: dict[str, dict[str, list[dict[str, Any]]]] = {"repo": {}}
     languages = {row.get("language", "python") for row in rows}
     if len(languages) > 1:
         by["language"] = {}
+    by["gold files"] = {}
+    if any(row.get("splits") for row in rows):
+        by["split"] = {}
     for row in rows:
         by["repo"].setdefault(row["repo"], []).append(row)
         if "language" in by:
             by["language"].setdefault(row.get("language", "python"), []).append(row)
+        count = len(row.get("gold_files") or ())
+        by["gold files"].setdefault(_gold_count(count), []).append(row)
+        for split in row.get("splits") or ():
+            by["split"].setdefault(str(split), []).append(row)
         for key, value in sorted((row.get("agentless_class") or {}).items()):
             by.setdefault(f"agentless: {key}", {}).setdefault(str(value), []).append(row)
     return by
+
+
+def _gold_count(count: int) -> str:
+    return {1: "1 file", 2: "2 files"}.get(count, "3+ files" if count > 2 else "none")
 
 
 def _fmt(value: float | None, metric: str) -> str:

@@ -185,6 +185,7 @@ def _new_row(inst: Instance) -> dict[str, Any]:
         "gold_files": list(inst.gold_files),
         "gold_functions": list(inst.gold_functions),
         "agentless_class": inst.agentless_class,
+        "splits": list(inst.splits),
     }
 
 

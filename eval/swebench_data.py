@@ -35,6 +35,7 @@ class Instance:
     gold_functions: tuple[str, ...]
     agentless_class: dict[str, str] | None
     language: str = "python"  # the repository's main language (the multilingual splits)
+    splits: tuple[str, ...] = ()  # the SWE-bench sets it is in (lite, verified), if known
 
 
 def load_instances(
@@ -63,6 +64,7 @@ def load_instances(
                 gold_functions=tuple(raw.get("gold_functions") or ()),
                 agentless_class=raw.get("agentless_class"),
                 language=str(raw.get("language") or "python"),
+                splits=tuple(str(s) for s in raw.get("splits") or ()),
             )
         )
     rows.sort(key=lambda r: (r.repo, r.instance_id))

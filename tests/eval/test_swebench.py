@@ -128,6 +128,9 @@ def test_end_to_end_metrics_resume_and_report(dataset: tuple[Path, Path], tmp_pa
     assert base["hit@60"] is False  # the whole file costs more than 60 tokens
     report = (out / "report.md").read_text()
     assert "| all | 1 | ours |" in report and "| all | 1 | baseline |" in report
+    # Grouped by how many files the fix edits, and by the SWE-bench set it comes from.
+    assert "### Localisation by gold files" in report and "| 1 file | 1 | ours |" in report
+    assert "### Localisation by split" in report and "| lite | 1 | ours |" in report
     assert (out / "summary.json").exists()
     # Resume: a second run computes nothing new and gives the same metrics.
     assert main(argv) == 0
@@ -303,3 +306,18 @@ def test_baseline_reads_every_source_language_and_skips_their_tests() -> None:
         assert is_test_path(test), test
     for source in ("src/lib.rs", "pkg/foo.go", "src/Foo.java", "lib/testing_utils_x.rb"):
         assert not is_test_path(source), source
+
+
+def test_report_groups_by_gold_files_and_split() -> None:
+    """An instance is grouped by how many files its fix edits and by each SWE-bench set it
+    is in; rows without sets get no split group."""
+    from eval.report import _groups
+
+    rows = [{"repo": "a/b", "gold_files": ["x.py"], "splits": ["lite", "verified"]},
+            {"repo": "a/b", "gold_files": ["x.py", "y.py"], "splits": ["verified"]},
+            {"repo": "a/b", "gold_files": ["x.py", "y.py", "z.py", "w.py"]}]  # fmt: skip
+    by = _groups(rows)
+    assert {k: len(v) for k, v in by["gold files"].items()} == {"1 file": 1, "2 files": 1,
+                                                                 "3+ files": 1}  # fmt: skip
+    assert {k: len(v) for k, v in by["split"].items()} == {"lite": 1, "verified": 2}
+    assert "split" not in _groups(rows[2:])
