@@ -3,7 +3,8 @@ the training split; never on dev.
 
     python -m eval.swebench --data ../shared/eval/swebench_train.jsonl --repos DIR \\
         --out TRAIN --budgets 4000 --no-baseline --dump
-    python -m eval.fit_files TRAIN/results.jsonl [--C 10] [--check DEV/results.jsonl ...] \\
+    python -m eval.fit_files TRAIN/results.jsonl [MORE/results.jsonl ...] [--C 10] \\
+        [--check DEV/results.jsonl ...] \\
         [--write engine/retrieval/data/file_model.json]
 
 Each dumped candidate carries its rerank feature values; its score is the default weights'
@@ -90,8 +91,9 @@ def _show(label: str, m: dict[str, float]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("results", type=Path,
-                        help="results.jsonl of eval.swebench --dump (training)")  # fmt: skip
+    parser.add_argument("results", type=Path, nargs="+",
+                        help="results.jsonl of eval.swebench --dump (training; several are "
+                             "read as one set)")  # fmt: skip
     parser.add_argument("--C", type=float, default=10.0,
                         help="inverse L2 strength (default 10: the shipped model's)")
     parser.add_argument("--check", type=Path, nargs="*", default=[],
@@ -99,9 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="save the fit on all rows here (JSON)")
     parser.add_argument("--note", default="", help="what the rows are, kept in the model")
     args = parser.parse_args(argv)
-    rows = load(args.results)
+    rows = [row for path in args.results for row in load(path)]
     if len(rows) < 2:
-        print(f"need dumped candidates of 2 or more instances in {args.results}: "
+        where = ", ".join(str(p) for p in args.results)
+        print(f"need dumped candidates of 2 or more instances in {where}: "
               "run eval.swebench with --dump", file=sys.stderr)  # fmt: skip
         return 2
     print(f"{len(rows)} instances with candidates; features: {', '.join(features())}")

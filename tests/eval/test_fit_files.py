@@ -33,18 +33,20 @@ def test_the_fit_learns_what_marks_the_gold_file() -> None:
 
 
 def test_main_writes_a_model_the_engine_loads(tmp_path: Path, capsys: object) -> None:
-    """--write saves the fit on all rows as the engine's model file; --check scores another
-    dump with it."""
-    dump = tmp_path / "results.jsonl"
-    dump.write_text("".join(json.dumps({"instance_id": r.id, "gold_files": r.gold,
-                                        "candidates": [{"path": p, "features": f}
-                                                       for p, f in r.cands]}) + "\n"
-                            for r in (_row(i) for i in range(6))), encoding="utf-8")  # fmt: skip
+    """--write saves the fit on all rows of the training dumps (two here, read as one set)
+    as the engine's model file; --check scores another dump with it."""
+    dumps = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for dump, ids in zip(dumps, (range(3), range(3, 6)), strict=True):
+        dump.write_text("".join(json.dumps({"instance_id": r.id, "gold_files": r.gold,
+                                            "candidates": [{"path": p, "features": f}
+                                                           for p, f in r.cands]}) + "\n"
+                                for r in (_row(i) for i in ids)), encoding="utf-8")  # fmt: skip
     out = tmp_path / "model" / "file_model.json"
-    assert main([str(dump), "--check", str(dump), "--write", str(out)]) == 0
+    assert main([*map(str, dumps), "--check", str(dumps[0]), "--write", str(out)]) == 0
     model = FileModel.from_json(out.read_text(encoding="utf-8"), str(out))
     assert model.features == features()
     printed = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert printed.startswith("6 instances with candidates")
     assert "fold 2: fitted here, other half" in printed and f"wrote {out}" in printed
 
 
