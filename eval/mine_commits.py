@@ -15,14 +15,15 @@ could have asked for:
   characters, names a fix or a behaviour (fix, crash, error, support, handle, ...), and its
   subject is not a merge, revert, release, version bump, chore, docs, CI or test change;
 - it edits (modifies, not adds) one to ``MAX_GOLD`` source files, which are code by
-  ``indexers``' own doc types (not tests, examples or docs), adds no source file and touches
-  at most ``MAX_FILES`` files in all;
+  ``indexers``' own doc types (not tests, examples or docs), adds or deletes no source file
+  and touches at most ``MAX_FILES`` files in all;
 - the message does not name a gold file (``parser.c`` in the message gives the answer away).
 
 A row's ``language`` is its gold files' (by extension), or the one given after ``=`` (a C++
 project's ``.h`` files read as C).
 
-Then ``--per-repo`` of them are drawn at random (``--seed``). A commit message is shorter
+Then ``--per-repo`` of them are drawn at random (``--seed``). A credential in a message is
+redacted (``indexers.redact``) before the row is written. A commit message is shorter
 and names the code more often than an issue does, so these rows check that a ranking
 carries to other repositories and languages; they do not replace the splits. Rows of
 repositories fetched for measuring are for measuring only: never commit them.
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.swebench_data import find_git_dir, git_dir_of
-from indexers import Family, doc_type_for, language_for_path
+from indexers import Family, doc_type_for, language_for_path, redact
 
 __all__ = ["Mined", "main", "mine"]
 
@@ -113,7 +114,7 @@ def _row(repo: str, git_dir: Path, sha: str, parent: str, message: str) -> Mined
            for p in gold):  # fmt: skip
         return None
     return Mined(instance_id=f"{repo.replace('/', '__')}-{sha[:10]}", repo=repo,
-                 base_commit=parent, problem_statement=message,
+                 base_commit=parent, problem_statement=redact(message).text,
                  gold_files=[paths[-1] for _, *paths in changes], gold_source_files=gold,
                  new_files=[], gold_functions=[], language=languages.most_common(1)[0][0],
                  commit=sha)  # fmt: skip

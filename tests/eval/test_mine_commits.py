@@ -12,8 +12,10 @@ from eval.mine_commits import main, mine
 from eval.swebench_data import load_instances
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"  # a GitHub token's shape
 FIX = ("Return an empty mapping for an empty header\n\nCalling it with an empty string raised "
-       "IndexError instead of an empty result; handle that case.\n\nSigned-off-by: A <a@x>")
+       f"IndexError instead of an empty result; handle that case. Seen with {TOKEN}.\n\n"
+       "Signed-off-by: A <a@x>")
 
 
 def _git(root: Path, *args: str) -> str:
@@ -58,7 +60,8 @@ def _history(tmp_path: Path) -> tuple[Path, str, str]:
 def test_only_the_fix_a_report_could_ask_for_is_kept(tmp_path: Path) -> None:
     """The fix is kept, with its parent and its source file (the test it also edits is in
     gold_files, not in the gold that judges); docs, a message naming the file, a commit
-    adding a source file and a tests-only commit are not; trailers are dropped."""
+    adding a source file and a tests-only commit are not; trailers are dropped and a
+    credential in the message is redacted."""
     repos, first, fix = _history(tmp_path)
     rows, kept = mine(repos, "acme/headers", per_repo=10, depth=100, seed=0)
     assert kept == 1 and len(rows) == 1
@@ -68,6 +71,7 @@ def test_only_the_fix_a_report_could_ask_for_is_kept(tmp_path: Path) -> None:
     assert sorted(row["gold_files"]) == ["src/headers.py", "tests/test_headers.py"]
     assert row["language"] == "python" and "Signed-off-by" not in row["problem_statement"]
     assert row["problem_statement"].startswith("Return an empty mapping")
+    assert TOKEN not in row["problem_statement"] and "[REDACTED" in row["problem_statement"]
 
 
 def test_main_writes_rows_the_harness_reads(tmp_path: Path) -> None:
