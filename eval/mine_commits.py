@@ -65,9 +65,9 @@ _TRAILER = re.compile(
 )
 
 
-class Mined(dict[str, Any]):
-    """One row in the splits' format (``instance_id``, ``repo``, ``base_commit``,
-    ``problem_statement``, ``gold_files``, ``gold_source_files``, ``language`` ...)."""
+# One row in the splits' format (instance_id, repo, base_commit, problem_statement,
+# gold_files, gold_source_files, language ...).
+Mined = dict[str, Any]
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -113,11 +113,11 @@ def _row(repo: str, git_dir: Path, sha: str, parent: str, message: str) -> Mined
     if any(len(_stem(p)) >= 4 and re.search(rf"\b{re.escape(_stem(p))}\b", lowered)
            for p in gold):  # fmt: skip
         return None
-    return Mined(instance_id=f"{repo.replace('/', '__')}-{sha[:10]}", repo=repo,
-                 base_commit=parent, problem_statement=redact(message).text,
-                 gold_files=[paths[-1] for _, *paths in changes], gold_source_files=gold,
-                 new_files=[], gold_functions=[], language=languages.most_common(1)[0][0],
-                 commit=sha)  # fmt: skip
+    return {"instance_id": f"{repo.replace('/', '__')}-{sha[:10]}", "repo": repo,
+            "base_commit": parent, "problem_statement": redact(message).text,
+            "gold_files": [paths[-1] for _, *paths in changes], "gold_source_files": gold,
+            "new_files": [], "gold_functions": [], "language": languages.most_common(1)[0][0],
+            "commit": sha}  # fmt: skip
 
 
 def mine(
@@ -134,7 +134,7 @@ def mine(
         if len(fields) != 3 or len(fields[1].split()) != 1:
             continue
         if (row := _row(repo, git_dir, fields[0], fields[1], fields[2])) is not None:
-            kept.append(row if language is None else Mined(row, language=language))
+            kept.append(row if language is None else {**row, "language": language})
     random.Random(f"{seed}:{repo}").shuffle(kept)
     return kept[:per_repo], len(kept)
 
