@@ -10,6 +10,7 @@ ranks; fusion is reciprocal-rank (RRF) or max-normalised scores.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Collection, Sequence
@@ -251,7 +252,34 @@ def _indexed(view: View, path: str, exact: bool) -> list[str]:
             candidates = view.paths_like("/".join(parts[cut:]))
             if candidates:
                 break
+        if not candidates:
+            for source in _built_sources(parts[_last_cut(parts) :]):
+                candidates = view.paths_like(source)
+                if candidates:
+                    break
     return candidates
+
+
+# A JavaScript package ships built files: a bundler writes ``src/plugin/utc/index.js`` as
+# ``plugin/utc.js``, tsc writes ``src/core/x.ts`` as ``dist/core/x.js``. A frame in one
+# names a file the repository does not have; these are the sources it may come from.
+_BUILT = frozenset({".js", ".mjs", ".cjs"})
+_BUILD_DIRS = frozenset({"dist", "build", "lib", "es", "esm", "cjs", "umd", "out"})
+_SOURCE_FORMS = (".ts", ".tsx", ".mts", ".jsx", "/index.js", "/index.ts", "/index.tsx")
+
+
+def _built_sources(own: Sequence[str]) -> list[str]:
+    """The source paths a built JavaScript file at ``own`` (a package's own path) may come
+    from: the same path as TypeScript or as a folder's ``index``, and without a leading
+    build folder. At least a folder and a file stay, so a third-party ``dist/index.js``
+    never matches any ``index.ts``."""
+    stem, ext = posixpath.splitext("/".join(own))
+    if ext not in _BUILT:
+        return []
+    stems = [stem]
+    if len(own) >= 3 and own[0] in _BUILD_DIRS:
+        stems.append(stem.split("/", 1)[1])
+    return [s + form for s in stems if "/" in s for form in _SOURCE_FORMS]
 
 
 # Where an installed package's files live, and where its own path starts there:

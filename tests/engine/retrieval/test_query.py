@@ -264,3 +264,31 @@ def test_cochange_candidates_come_from_the_partners_of_the_best_files() -> None:
     assert [c.chunk.path for c in cochange_candidates(
         view, "core", ["side.c"], have, settings)] == ["other.c", "other.c"]  # fmt: skip
     assert cochange_candidates(view, "core", ["weak.c"], have, settings) == []
+
+
+def test_a_built_javascript_frame_finds_the_source_it_was_built_from() -> None:
+    """A frame in a package's built file (``node_modules/dayjs/plugin/utc.js``, made from
+    ``src/plugin/utc/index.js``; ``dist/core/x.js`` from ``src/core/x.ts``) finds that
+    source when the built path itself is not here; a third-party ``dist/index.js`` is never
+    read as any ``index.ts``."""
+    from engine.retrieval._recall import _indexed
+
+    class Paths:
+        def __init__(self, *paths: str) -> None:
+            self.paths = paths
+
+        def paths_like(self, suffix: str, limit: int = 20) -> list[str]:
+            return [p for p in self.paths if p == suffix or p.endswith("/" + suffix)]
+
+    view = Paths("src/plugin/utc/index.js", "src/core/x.ts", "src/index.ts", "lib/utils.js")
+    frame = "home/ci/project/node_modules/dayjs/plugin/utc.js"
+    assert _indexed(view, frame, exact=False) == ["src/plugin/utc/index.js"]  # type: ignore[arg-type]
+    assert _indexed(view, "app/node_modules/pkg/dist/core/x.js", exact=False) == [  # type: ignore[arg-type]
+        "src/core/x.ts"
+    ]
+    assert _indexed(view, "app/node_modules/pkg/dist/index.js", exact=False) == []  # type: ignore[arg-type]
+    assert _indexed(view, "app/node_modules/axios/lib/utils.js", exact=False) == [  # type: ignore[arg-type]
+        "lib/utils.js"
+    ]
+    assert _indexed(view, "app/node_modules/pkg/plugin/utc.py", exact=False) == []  # type: ignore[arg-type]
+    assert _indexed(view, "node_modules/dayjs/plugin/utc.js", exact=True) == []  # type: ignore[arg-type]
