@@ -120,10 +120,14 @@ class Learning:
         inputs = Inputs.from_json(journal.text(turn.inputs_sha256))
         intent = (inputs.query or inputs.goal).strip()
         checked = check_attest(outcome, reason, intent, len(model_citations))
-        bucket = (journal.user, sha256_text(intent))
-        self._attests.check(bucket)
         refs = CitedRef.of_turn(turn)
         result = check_citations(replay_key, refs, model_citations, self._notes.still_matches)
+        if not result.valid:
+            raise ConfigError(f"an outcome needs at least one citation of the turn's "
+                              f"evidence [1..{len(refs)}]; none of {list(result.dropped)} "
+                              "is one")  # fmt: skip
+        # Taken, not checked: of concurrent attests only those with a token write anything.
+        self._attests.take((journal.user, sha256_text(intent)))
         state.record_feedback(turn, result, tool_results, checked.value)
         by_id = {r.local_id: r for r in refs}
         live = [by_id[n] for n in result.valid if n not in result.stale]
@@ -150,7 +154,6 @@ class Learning:
             journal.append_pair(turn.turn_id, attest, weights)
         except LedgerStateError as exc:
             raise LedgerStateError(f"feedback was recorded but not learned from: {exc}") from exc
-        self._attests.take(bucket)
         tables = SalienceTables(self._salience_path)
         # A cache of the journal: when it lags, reads fold the records it lacks.
         with suppress(MemoryStateError):

@@ -181,22 +181,17 @@ class TokenBucket:
         self._lock = threading.Lock()
         self._held: dict[tuple[str, str], tuple[float, float]] = {}  # key -> (tokens, at)
 
-    def check(self, key: tuple[str, str]) -> None:
-        """Raise ``RateLimitedError`` if ``key`` has no token now (spends nothing)."""
-        with self._lock:
-            tokens = self._tokens(key)
-        if tokens < 1.0:
-            wait = (1.0 - tokens) / self._rate
-            raise RateLimitedError(f"over {self._rate:g} attests a second (burst {self._burst}) "
-                                   f"for this intent; retry in {wait:.1f}s", wait)  # fmt: skip
-
     def take(self, key: tuple[str, str]) -> None:
-        """Spend one token of ``key`` (``check`` first)."""
+        """Spend one token of ``key``, or raise ``RateLimitedError`` spending nothing. One
+        step under the lock: of concurrent callers only as many as hold tokens pass."""
         with self._lock:
             tokens = self._tokens(key)
-            if tokens < 1.0:
-                raise RateLimitedError("over the attest rate for this intent", 1.0 / self._rate)
-            self._held[key] = (tokens - 1.0, self._clock())
+            if tokens >= 1.0:
+                self._held[key] = (tokens - 1.0, self._clock())
+                return
+        wait = (1.0 - tokens) / self._rate
+        raise RateLimitedError(f"over {self._rate:g} attests a second (burst {self._burst}) "
+                               f"for this intent; retry in {wait:.1f}s", wait)  # fmt: skip
 
     def _tokens(self, key: tuple[str, str]) -> float:
         tokens, at = self._held.get(key, (float(self._burst), self._clock()))

@@ -117,6 +117,8 @@ def test_errors_are_clear_and_leave_no_trace(ws: Workspace) -> None:
     head = ws.journal.head()
     with pytest.raises(ConfigError, match="at least one citation"):
         ws.feedback(key, [], outcome="success")
+    with pytest.raises(ConfigError, match=r"at least one citation .*none of \['x', '999'\]"):
+        ws.feedback(key, ["x", 999], outcome="success")  # none of them the turn's
     with pytest.raises(ConfigError, match="at most 256"):
         ws.feedback(key, [1] * 257, outcome="success")
     with pytest.raises(ConfigError, match="unknown outcome 'meh'"):
@@ -144,20 +146,53 @@ def test_rate_limit_per_actor_and_intent_rejects_without_side_effect(ws: Workspa
 
 
 def test_token_bucket_refills_at_its_rate() -> None:
-    """1 a second, burst 5: the sixth waits a second; a check spends nothing."""
+    """1 a second, burst 5: the sixth waits a second; a refused take spends nothing."""
     now = [0.0]
     bucket = TokenBucket(clock=lambda: now[0])
     for _ in range(5):
-        bucket.check(("u", "i"))
         bucket.take(("u", "i"))
-    with pytest.raises(RateLimitedError):
-        bucket.check(("u", "i"))
+    with pytest.raises(RateLimitedError) as err:
+        bucket.take(("u", "i"))
+    assert err.value.retry_after == pytest.approx(1.0)
     now[0] = 1.0
-    bucket.check(("u", "i"))
-    bucket.check(("u", "i"))
     bucket.take(("u", "i"))
     with pytest.raises(RateLimitedError):
         bucket.take(("u", "i"))
+    now[0] = 1.5
+    with pytest.raises(RateLimitedError) as err:
+        bucket.take(("u", "i"))
+    assert err.value.retry_after == pytest.approx(0.5)
+
+
+def test_concurrent_attests_past_the_burst_write_nothing(ws: Workspace) -> None:
+    """Forty attests of one intent at once: as many pass as the burst allows, and every
+    refused one left no feedback, attest or weights record behind."""
+    import threading
+
+    key, cited = _hooks_id(ws)
+    head = ws.journal.head()[0]
+    barrier = threading.Barrier(40)
+    passed: list[int] = []
+    refused: list[int] = []
+
+    def attest() -> None:
+        barrier.wait()
+        try:
+            ws.feedback(key, [cited], outcome="success")
+            passed.append(1)
+        except RateLimitedError:
+            refused.append(1)
+
+    threads = [threading.Thread(target=attest) for _ in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(passed) == 5 and len(refused) == 35  # burst 5, none refilled in the test
+    with Ledger.open(ws.ledger_path) as ledger:
+        kinds = [r.kind for r in ledger.records() if r.seq > head]
+    assert kinds.count(RecordKind.FEEDBACK) == 5 and kinds.count(RecordKind.SALIENCE) == 5
+    assert kinds.count(RecordKind.WEIGHTS) == 5
 
 
 def test_ema_moves_toward_the_cited_features_within_bounds() -> None:
