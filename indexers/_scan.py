@@ -35,7 +35,9 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 #    at the blank line after it (as CommonMark's one-blank-line rule says)
 # 10: Markdown heading titles read through images, links and HTML tags (`# <img alt="chi"
 #    src=... />` is "chi", not forty tokens of URL in every section's title)
-CHUNKER_VERSION = 10
+# 11: redaction finds a token passed to a call (``Github("ghp_...")``), SSH2 and PuTTY private
+#    keys and a URL's short password: an index made before may hold them in clear
+CHUNKER_VERSION = 11
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
 _LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block

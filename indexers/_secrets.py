@@ -46,9 +46,18 @@ _SKIPPED_PLUGINS = frozenset({"IPPublicDetector"})
 _ENTROPY_PLUGINS = frozenset({"Base64HighEntropyString", "HexHighEntropyString"})
 _ENTROPY_KINDS = frozenset({"base64-high-entropy-string", "hex-high-entropy-string"})
 # An assignment (or a key: value) of a long quoted token: what the entropy plugins judge.
-_QUOTED_TOKEN = re.compile(r"""[=:]\s*[rbuRBU]?["'][A-Za-z0-9+/=_\-.~]{20,}["']""")
-_BEGIN_KEY = re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY( BLOCK)?-----")
-_END_KEY = re.compile(r"-----END[A-Z ]*PRIVATE KEY( BLOCK)?-----")
+_QUOTED_TOKEN = re.compile(r"""(?:=>|[=:])\s*[rbufRBUF]{0,2}["'][A-Za-z0-9+/=_\-.~]{20,}["']""")
+# Private key blocks: PEM and OpenSSH (five dashes), SSH2/RFC 4716 (four dashes and spaces),
+# and PuTTY's .ppk (its header line through its Private-MAC line).
+_BEGIN_KEY = re.compile(r"-{4,5} ?BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)? ?-{4,5}"
+                        r"|PuTTY-User-Key-File-\d+:")
+_END_KEY = re.compile(r"-{4,5} ?END[A-Z0-9 ]*PRIVATE KEY( BLOCK)? ?-{4,5}|Private-MAC:.*")
+# detect-secrets drops every finding on a line shaped like ``name = call(...)``; that rule is
+# meant for its keyword plugin (``secret = get_secret()`` holds no secret), not for a
+# provider's token passed to a call (``Github("ghp_…")``), so it is applied to that one only.
+_INDIRECT = "detect_secrets.filters.heuristic.is_indirect_reference"
+_KEYWORD = "Secret Keyword"
+_URL_CREDENTIALS = "basic-auth-credentials"
 # A shorter literal ("AC", "gh", "cl") is in most lines of code: its patterns are tried
 # only where a long token stands (their secrets are all long).
 _MIN_ANCHOR = 3
@@ -228,6 +237,11 @@ class _Detector:
         mapping: dict[str, Any] = get_mapping_from_secret_type_to_class()
         plugins = [cls for cls in mapping.values() if cls.__name__ not in _SKIPPED_PLUGINS]
         configure_settings_from_baseline({"plugins_used": [{"name": c.__name__} for c in plugins]})
+        from detect_secrets.filters.heuristic import is_indirect_reference
+        from detect_secrets.settings import get_settings
+
+        get_settings().disable_filters(_INDIRECT)
+        self.indirect = is_indirect_reference
         self.gate = _Gate(plugins)
         self.kinds = sorted(_slug(t) for t, c in mapping.items()
                             if c.__name__ not in _SKIPPED_PLUGINS)  # fmt: skip
@@ -238,8 +252,10 @@ class _Detector:
         from detect_secrets.core.scan import _process_line_based_plugins
 
         with self.lock:  # its plugins and filters cache state between calls
-            found = _process_line_based_plugins([(number, line)], path or "text")
-            return [(_slug(s.type), s.secret_value or "") for s in found]
+            found = list(_process_line_based_plugins([(number, line)], path or "text"))
+        indirect = any(s.type == _KEYWORD for s in found) and self.indirect(line)
+        return [(_slug(s.type), s.secret_value or "") for s in found
+                if not (indirect and s.type == _KEYWORD)]  # fmt: skip
 
 
 _detector: _Detector | None = None
@@ -272,11 +288,19 @@ def _whole_token(line: str, value: str) -> str:
     if at < 0 or not value:
         return value
     start, end = at, at + len(value)
-    while start > 0 and line[start - 1] in _TOKEN_CHARS:
-        start -= 1
+    while start > 0 and line[start - 1] in _TOKEN_CHARS and line[start - 1] != "=":
+        start -= 1  # base64's '=' pads the end: one on the left is an assignment's
     while end < len(line) and line[end] in _TOKEN_CHARS:
         end += 1
     return line[start:end]
+
+
+def _replace_short(line: str, value: str, marker: str) -> str:
+    """``line`` with ``value`` replaced where it stands as a whole token (a short value is
+    often part of a word elsewhere on the line)."""
+    pattern = rf"(?<![{re.escape(''.join(sorted(_TOKEN_CHARS)))}]){re.escape(value)}" \
+              rf"(?![{re.escape(''.join(sorted(_TOKEN_CHARS - {'.', '='})))}])"
+    return re.sub(pattern, marker, line)
 
 
 def secret_kinds() -> list[str]:
@@ -293,12 +317,13 @@ def redact(text: str, path: str = "") -> Redacted:
     if not text:
         return Redacted(text, ())
     wanted = detector.gate.lines(text)
-    keyed = "PRIVATE KEY" in text or "PuTTY" in text
+    keyed = "PRIVATE KEY" in text or "PuTTY-User-Key-File" in text
     if not wanted and not keyed:
         return Redacted(text, ())
     lines = text.split("\n")
     redactions: list[Redaction] = []
-    values: dict[str, str] = {}
+    values: dict[str, str] = {}  # replaced wherever they occur
+    short: list[tuple[int, str, str]] = []  # (line, value, kind): replaced on their line only
     in_key = False
     for i, line in enumerate(lines):
         if in_key:  # inside a private key block: blank it through its END line
@@ -317,14 +342,23 @@ def redact(text: str, path: str = "") -> Redacted:
             continue
         if i not in wanted:
             continue
-        for kind, value in detector.scan(path, i + 1, line):
-            value = _whole_token(line, value)
-            if kind == "private-key" or len(value) < _MIN_VALUE:
+        for kind, found in detector.scan(path, i + 1, line):
+            value = _whole_token(line, found)
+            if kind == "private-key" or not found.strip():
                 continue
             if kind in _ENTROPY_KINDS and _is_alphabet(value):
                 continue  # an alphabet table (base32's, a charset), not a secret
-            values.setdefault(value, kind)
+            if len(value) < _MIN_VALUE:  # placeholders ("xxx"), but a URL's password is one
+                if kind != _URL_CREDENTIALS:
+                    continue
+                short.append((i, value, kind))  # on its line only, not file-wide
+            else:
+                values.setdefault(value, kind)
+                if len(found) >= _MIN_VALUE:  # as found too: another line may hold it alone
+                    values.setdefault(found, kind)
             redactions.append(Redaction(kind, i + 1))
+    for i, value, kind in short:
+        lines[i] = _replace_short(lines[i], value, f"[REDACTED:{kind}]")
     if values:
         # Longest first, so a value that contains another is replaced whole.
         for value in sorted(values, key=len, reverse=True):

@@ -21,6 +21,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import posixpath
 import re
 import stat
 from collections.abc import Collection, Iterable, Iterator
@@ -65,7 +66,7 @@ _SECRET_PATTERNS = (
     ".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
     "*.p12", "*.pfx", "*.jks", "*.keystore", ".netrc", ".pypirc", ".npmrc", ".htpasswd",
     "credentials", "credentials.json", "*.credentials", "secrets.yml", "secrets.yaml",
-    "secrets.json",
+    "secrets.json", "*.ppk", ".pgpass",
 )  # fmt: skip
 # Extensions (case-insensitive) of formats that are binary by definition: skipped unread.
 _BINARY_EXTENSIONS = (
@@ -163,6 +164,11 @@ class WalkOptions:
         for field in fields(self):
             if isinstance(getattr(self, field.name), str):
                 raise TypeError(f"WalkOptions.{field.name} must be a tuple of strings, not a str")
+
+    def is_secret_name(self, path: str) -> bool:
+        """Whether ``path``'s file name is one the walk skips unread as secret (``.env``)."""
+        return bool(_names_regex(self.secret_patterns, ignore_case=True).fullmatch(
+            posixpath.basename(path)))  # fmt: skip
 
     def fingerprint(self) -> str:
         """A short digest of every setting and rule that decides which files are indexed:

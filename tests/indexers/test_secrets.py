@@ -57,3 +57,38 @@ def test_ordinary_code_is_left_alone() -> None:
         'characters = "abcdefghijklmnopqrstuvwxyz0123456789_"\n'
     )
     assert redact(text, "auth.py").text == text
+
+
+def test_a_token_passed_to_a_call_is_redacted_everywhere_it_stands() -> None:
+    """detect-secrets drops findings on ``x = f(...)`` lines (meant for its keyword
+    plugin's ``secret = get_secret()``); a provider's token passed to a call is still
+    one, and a token found beside ``NAME=`` is replaced where it stands alone too."""
+    gh = "ghp_" + "Q8vR2mN5kL9pX3wT7yZ1aB4cD6eF0gH2jK5m"
+    aws = "AKIA" + "Z7QK3M2XW9PLR4TB"
+    calls = (f'g = Github("{gh}")\n'
+             f"s3 = boto3.client('s3', aws_access_key_id='{aws}')\n"
+             'engine = create_engine("postgresql://admin:s3cretPassw0rd@db/app")\n'
+             'url = "postgres://admin:pw123@db.example.com/app"\n')  # fmt: skip
+    got = redact(calls, "app.py").text
+    assert gh not in got and aws not in got and "s3cretPassw0rd" not in got
+    assert "pw123" not in got and "admin:[REDACTED:basic-auth-credentials]@" in got
+    assert got.startswith('g = Github("[REDACTED:github-token]")')
+    twice = redact(f"GITHUB_TOKEN={gh}\n\nclient = Client(\n    {gh!r})\n", "env.sh").text
+    assert gh not in twice and twice.startswith("GITHUB_TOKEN=[REDACTED:")  # the name stays
+    php = "$cfg = ['api_token' => 'Zq8vR2mN5kL9pX3wT7yZ1aB4cD6eF0g'];"
+    assert "Zq8vR2mN5kL9pX3wT7yZ1aB4cD6eF0g" not in redact(php, "cfg.php").text
+    for plain in ("secret = get_secret_key()\n", 'password = request.headers["x"]\n',
+                  "dist.password = 'xxx'\n"):  # fmt: skip
+        assert redact(plain, "a.py").text == plain
+
+
+def test_ssh2_and_putty_private_keys_are_blanked() -> None:
+    """RFC 4716 (SSH2) blocks and PuTTY's .ppk body are private keys as PEM's are."""
+    ssh2 = ("---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: \"k\"\nP2/56wAAAi4AAAA3\n"
+            "---- END SSH2 ENCRYPTED PRIVATE KEY ----\nafter = 1\n")  # fmt: skip
+    got = redact(ssh2, "k.txt").text
+    assert "P2/56w" not in got and got.endswith("after = 1\n") and got.count("\n") == 5
+    ppk = ("PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nPublic-Lines: 1\nAAAAB3Nza\n"
+           "Private-Lines: 1\nAAAAgQCsecretbody\nPrivate-MAC: 0123abcd\nafter = 1\n")  # fmt: skip
+    got = redact(ppk, "deploy.txt").text
+    assert "secretbody" not in got and "0123abcd" not in got and got.endswith("after = 1\n")

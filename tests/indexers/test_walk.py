@@ -84,6 +84,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(root, ".env", "TOKEN=abc\n")
     write(root, "server.pem", "-----BEGIN CERTIFICATE-----\n")
     write(root, "id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    write(root, "deploy.ppk", "PuTTY-User-Key-File-2: ssh-rsa\n")
+    write(root, ".pgpass", "db:5432:app:admin:hunter22\n")
     write(root, "package-lock.json", '{"lockfileVersion": 3}\n')
     write(root, "po/fr.po", 'msgid "alias of %s"\nmsgstr "alias de %s"\n')
     write(root, "locale/de/LC_MESSAGES/app.js", 'Documentation.addTranslations({"x": "y"});\n')
@@ -158,6 +160,8 @@ def test_ignored_file_is_absent(items: dict[str, Item]) -> None:
         (".env", SkipReason.SECRET),
         ("server.pem", SkipReason.SECRET),
         ("id_rsa", SkipReason.SECRET),
+        ("deploy.ppk", SkipReason.SECRET),
+        (".pgpass", SkipReason.SECRET),
         ("package-lock.json", SkipReason.LOCKFILE),
         ("po/fr.po", SkipReason.TRANSLATION),
         ("locale/de/LC_MESSAGES/app.js", SkipReason.TRANSLATION),
