@@ -26,7 +26,7 @@ from overlays._diff import (
     tree_token,
 )
 from overlays._embedded import Embedded
-from overlays._git import Hunk, git_tracks, head_commit, working_diff
+from overlays._git import Hunk, diff_sides, git_tracks, head_commit, working_diff
 from overlays._history import HISTORY_COMMITS, HISTORY_MAX_FILES, ChangeHistory, read_history
 from overlays._memory import OverlayMemory
 from overlays._part import Found, Part
@@ -56,6 +56,7 @@ __all__ = [
     "changed_paths",
     "checkout",
     "commit_time_ns",
+    "diff_sides",
     "git_state",
     "git_tracks",
     "head_commit",

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Hunk", "git_tracks", "head_commit", "working_diff"]
+__all__ = ["Hunk", "diff_sides", "git_tracks", "head_commit", "working_diff"]
 
 
 def git_tracks(root: Path) -> bool:
@@ -64,14 +64,19 @@ class Hunk:
 
 
 _HUNK_HEAD = re.compile(r"^@@ ")
-_FILE_HEAD = re.compile(r"^diff --git a/(.*) b/(.*)$")
+_FILE_HEAD = "diff --git "
+# git's C-style quoting of a path with a quote, a backslash or a control character in it
+# (non-ASCII is left as is: ``core.quotePath=false``).
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
 
 def working_diff(root: Path, *, max_bytes: int = 1 << 20) -> list[Hunk]:
     """Hunks of tracked changes (staged and unstaged) against HEAD; [] outside git.
 
     A diff larger than ``max_bytes`` is cut at a hunk boundary (the caller only shows the
-    most relevant hunks anyway).
+    most relevant hunks anyway). Paths are read whatever the user's git configuration says
+    about prefixes and quoting, with spaces, quotes or any script in them; a rename is a
+    deletion and an addition.
     """
     try:
         import git
@@ -82,7 +87,10 @@ def working_diff(root: Path, *, max_bytes: int = 1 << 20) -> list[Hunk]:
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return []
     try:
-        raw = repo.git.diff("HEAD", "--no-color", "--no-ext-diff", "-U3", "--", ".")
+        raw = repo.git.execute(["git", "-c", "core.quotePath=false", "-c", "diff.noprefix=false",
+                                "-c", "diff.mnemonicPrefix=false", "diff", "HEAD", "--no-color",
+                                "--no-ext-diff", "--no-renames", "--src-prefix=a/",
+                                "--dst-prefix=b/", "-U3", "--", "."])  # fmt: skip
     except git.GitCommandError:
         return []  # no HEAD yet
     finally:
@@ -90,17 +98,73 @@ def working_diff(root: Path, *, max_bytes: int = 1 << 20) -> list[Hunk]:
     hunks: list[Hunk] = []
     path = ""
     lines: list[str] = []
-    for line in raw[:max_bytes].split("\n"):
-        head = _FILE_HEAD.match(line)
+    for line in str(raw)[:max_bytes].split("\n"):
+        head = line.startswith(_FILE_HEAD)
         if head or _HUNK_HEAD.match(line):
             if lines:
                 hunks.append(Hunk(path, "\n".join(lines)))
             lines = []
             if head:
-                path = head.group(2)
+                path = _diff_path(line[len(_FILE_HEAD) :])
                 continue
         if lines or _HUNK_HEAD.match(line):
             lines.append(line)
     if lines:
         hunks.append(Hunk(path, "\n".join(lines)))
     return hunks
+
+
+def _diff_path(names: str) -> str:
+    """The path of a ``diff --git a/P b/P`` line's rest (both sides name one file: renames
+    are off), quoted by git or not."""
+    if names.startswith('"'):
+        return _unquote(names).removeprefix("a/")
+    half = (len(names) - 1) // 2  # "a/P b/P": the two names are equally long
+    return names[:half].removeprefix("a/")
+
+
+def _unquote(text: str) -> str:
+    """The first C-quoted string of ``text`` (``"a/x\\"y"``), unescaped as git wrote it
+    (octal escapes are UTF-8 bytes)."""
+    out = bytearray()
+    i = 1
+    while i < len(text) and text[i] != '"':
+        if text[i] == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt in "01234567" and i + 3 < len(text):
+                out.append(int(text[i + 1 : i + 4], 8))
+                i += 4
+                continue
+            out.append(_ESCAPES.get(nxt, ord(nxt)))
+            i += 2
+            continue
+        out.extend(text[i].encode("utf-8"))
+        i += 1
+    return out.decode("utf-8", errors="replace")
+
+
+def diff_sides(root: Path, path: str) -> tuple[bytes | None, bytes | None]:
+    """A ``working_diff`` path's bytes at HEAD and in the working tree (None where that
+    side has no such file, or there is no git)."""
+    try:
+        import git
+    except ImportError:
+        return None, None
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None, None
+    try:
+        top = Path(repo.working_tree_dir or root)
+        try:
+            old: bytes | None = repo.git.execute(["git", "show", f"HEAD:{path}"],
+                                                 stdout_as_string=False)  # fmt: skip
+        except git.GitCommandError:
+            old = None
+    finally:
+        repo.close()
+    try:
+        new: bytes | None = (top / path).read_bytes()
+    except OSError:
+        new = None
+    return old, new

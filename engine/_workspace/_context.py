@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
+from engine._workspace._diff import clean_diff
 from engine._workspace._index import Indexer
 from engine._workspace._learning import Learning
 from engine._workspace._notes import Notes
@@ -25,7 +26,7 @@ from engine.core import (
 from engine.memory import Inputs, RecentCitations
 from engine.packing import build_pack
 from engine.retrieval import Scored
-from indexers import redact, sha256_text
+from indexers import sha256_text
 from overlays import Hunk, View, git_tracks, working_diff
 
 
@@ -77,7 +78,7 @@ class Contexts:
         if self._git_tracked is None:
             self._git_tracked = git_tracks(shared.root)
         diff = working_diff(shared.root) if self._git_tracked else []
-        diff = [replace(h, text=redact(h.text, h.path).text) for h in diff]
+        diff = clean_diff(shared.root, diff, shared.config.walk_options())
         history = None
         if state.session:
             history = self._sessions.history(state, goal, query, diff, budget, upto=history_upto)

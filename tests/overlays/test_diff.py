@@ -113,3 +113,56 @@ def test_no_state_without_a_commit(tmp_path: Path) -> None:
     assert git_state(repo) is not None
     subprocess.run(["rm", "-rf", str(repo / ".git")], check=True)
     assert git_state(repo) is None
+
+
+def test_working_diff_reads_any_path_whatever_git_is_configured_to_print(
+    tmp_path: Path,
+) -> None:
+    """Spaces, another script, a quote in the name, and a user's ``diff.noprefix`` or
+    ``diff.mnemonicPrefix``: each hunk still names its file (a greedy ``a/(.*) b/(.*)``
+    cut ``a b/re try.py`` to ``re try.py``; git's quoted names were read as hunk lines)."""
+    from overlays import working_diff
+
+    repo = make_repo(tmp_path / "repo")
+    names = ["a b/re try.py", "a b/ré.py", 'q"uote.py', "hooks.py"]
+    for name in names:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("x = 1\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "names")
+    for name in names:
+        (repo / name).write_text("x = 2\n")
+    for config in ((), ("diff.noprefix", "true"), ("diff.mnemonicPrefix", "true")):
+        if config:
+            _git(repo, "config", *config)
+        hunks = working_diff(repo)
+        assert sorted(h.path for h in hunks) == sorted(names), config
+        assert all(h.text.startswith("@@ ") and "+x = 2" in h.text for h in hunks)
+
+
+def test_the_diff_lane_never_shows_a_secret_file_or_a_key_body(tmp_path: Path) -> None:
+    """A tracked ``.env`` is left out as the index leaves it out; an edit inside a private
+    key shows none of the key's lines, though the hunk holds no BEGIN line."""
+    from engine._workspace._diff import clean_diff
+    from indexers import WalkOptions
+    from overlays import working_diff
+
+    repo = make_repo(tmp_path / "repo")
+    body = [f"MIIE{i:02d}" + "Zk9q" * 15 for i in range(30)]
+    pem = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *body, "-----END RSA PRIVATE KEY-----"])
+    (repo / "certs.py").write_text(f'KEY = """\n{pem}\n"""\n\n\ndef load():\n    return KEY\n')
+    (repo / ".env").write_text("API_TOKEN=Ee5Wm3Rt6Yp1Kv9Lx2Nc5Bd7Qa4Pj\n")
+    _git(repo, "add", "-A", "-f")
+    _git(repo, "commit", "-qm", "key")
+    text = (repo / "certs.py").read_text()
+    (repo / "certs.py").write_text(text.replace(body[15], "MIIEchanged" + "Zk9q" * 14))
+    (repo / ".env").write_text("API_TOKEN=Ee5Wm3Rt6Yp1Kv9Lx2Nc5Bd7Qa4Pj\nMORE=1\n")
+    raw = working_diff(repo)
+    assert {h.path for h in raw} == {"certs.py", ".env"}
+    assert any(body[14] in h.text for h in raw)  # the key's lines are in git's hunk
+    clean = clean_diff(repo, raw, WalkOptions())
+    assert [h.path for h in clean] == ["certs.py"]
+    shown = "\n".join(h.text for h in clean)
+    assert not any(line in shown for line in body) and "MIIEchanged" not in shown
+    certs = next(h for h in raw if h.path == "certs.py")
+    assert shown.startswith("@@ ") and shown.count("\n") == certs.text.count("\n")
