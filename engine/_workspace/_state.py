@@ -130,7 +130,7 @@ class State:
         """Journal a turn's checked citations and tool results (credentials redacted)."""
         results = [r if isinstance(r, ToolResult) else ToolResult("tool", True, str(r))
                    for r in tool_results]  # fmt: skip
-        results = [replace(r, summary=scrub(r.summary)) for r in results]
+        results = [replace(r, name=scrub(r.name), summary=scrub(r.summary)) for r in results]
         try:
             self.journal.record_feedback(turn, result, results, outcome)
         except LedgerStateError as exc:

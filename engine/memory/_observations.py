@@ -293,7 +293,7 @@ class NoteStore:
             _scrub(clean_field(n, v, MAX_BODY_CHARS))
             for n, v in (("what", what), ("why", why), ("where", where), ("learned", learned))
         ]
-        key = clean_field("topic_key", topic_key, MAX_TOPIC_KEY_CHARS) or None
+        key = _scrub(clean_field("topic_key", topic_key, MAX_TOPIC_KEY_CHARS)) or None
         content = sha256_text(normalised(kind.value, title, *fields))
         body = body_text(*fields)
         entities, links = link_entities(f"{title}\n{body}", self.code)

@@ -65,6 +65,8 @@ def _check_id(session_id: str) -> str:
             f"session id must be 1-128 letters, digits or . _ : @ - (starting with a letter "
             f"or digit), not {session_id!r}"
         )
+    if _scrub(session_id) != session_id:  # it names the session in the ledger and the lane
+        raise ConfigError("a session id must not hold a credential: choose another name")
     return session_id
 
 
@@ -119,7 +121,8 @@ class Session:
             raise ConfigError(f"exit_status must be an integer, not {exit_status!r}")
         if tool is not None and not isinstance(tool, str):
             raise ConfigError(f"tool must be a name, not {tool!r}")
-        extra = {"tool": (tool or "")[:128], "is_error": is_error, "exit_status": exit_status}
+        extra = {"tool": _scrub(tool or "")[:128], "is_error": is_error,
+                 "exit_status": exit_status}  # fmt: skip
         return self._append(kind, clean_text(text), extra)
 
     def decide(self, text: str, rationale: str = "", evidence: Sequence[str | int] = ()) -> Step:
@@ -129,7 +132,7 @@ class Session:
             raise ConfigError("a decision needs its text")
         if isinstance(evidence, str | bytes) or len(evidence) > MAX_EVIDENCE:
             raise ConfigError(f"evidence must be a list of at most {MAX_EVIDENCE} ids")
-        refs = [str(e).strip()[:200] for e in evidence if str(e).strip()]
+        refs = [_scrub(str(e).strip())[:200] for e in evidence if str(e).strip()]
         return self._append(StepRole.DECISION, clean_text(text), {
             "rationale": _scrub(clean_text(rationale)), "evidence": refs})  # fmt: skip
 

@@ -3,7 +3,11 @@ not through search, a context, the ledger, or any file under the state dir."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
+import zipfile
+import zlib
+from contextlib import suppress
 from pathlib import Path
 
 from engine import Config, SessionState, ToolResult, Turn, Workspace
@@ -12,7 +16,36 @@ from tests.indexers.secrets_corpus import corpus
 
 
 def _all_state_bytes(state: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(state.rglob("*")) if p.is_file())
+    """Every byte under ``state``, and what its stores compress: each SQLite cell (zlib
+    inflated where it is zlib: chunk texts, ledger blobs) and each member of a zip (.npz)."""
+    out: list[bytes] = []
+    for path in sorted(p for p in state.rglob("*") if p.is_file()):
+        raw = path.read_bytes()
+        out.append(raw)
+        if raw.startswith(b"SQLite format 3"):
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master "
+                                                   "WHERE type = 'table'")]  # fmt: skip
+                for table in tables:
+                    with suppress(sqlite3.Error):
+                        for row in db.execute(f'SELECT * FROM "{table}"'):
+                            out.extend(_cell(v) for v in row)
+            finally:
+                db.close()
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as z:
+                out.extend(z.read(name) for name in z.namelist())
+    return b"\n".join(out)
+
+
+def _cell(value: object) -> bytes:
+    if isinstance(value, bytes):
+        try:
+            return zlib.decompress(value)
+        except zlib.error:
+            return value
+    return str(value).encode()
 
 
 def test_planted_secrets_reach_no_model_and_no_file(tmp_path: Path) -> None:
@@ -50,3 +83,45 @@ def test_planted_secrets_reach_no_model_and_no_file(tmp_path: Path) -> None:
     leaked += [f"{p.kind}: on disk" for p in planted if p.value.encode() in everything]
     assert not leaked, leaked
     assert "[REDACTED:" in pack.render()
+
+
+def test_what_a_caller_names_is_redacted_too(tmp_path: Path) -> None:
+    """Beside texts, the names and keys a caller sends are stored and shown: a feedback
+    reason and a tool result's name, a session step's tool, a decision's evidence, a
+    note's topic key; a session id holding a credential is refused. A token passed to a
+    call in the code, and a tracked ``.env`` in the working-tree diff, reach nothing."""
+    import pytest
+
+    from engine import ConfigError
+
+    gh = "ghp_" + "Ff6wR2mN5kL9pX3wT7yZ1aB4cD6eF0gH2jK5"
+    slack = "xoxb-" + "2145678901-2145678901234-AbCd"
+    root = tmp_path / "repo"
+    root.mkdir()
+    code = f'import github\n\n\ndef client():\n    return github.Github("{gh}")\n'
+    (root / "hooks.py").write_text(code)
+    (root / ".env").write_text(f"SLACK={slack}\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A", "-f"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=T", *args], cwd=root,
+                       check=True, capture_output=True, env=GIT_ENV)  # fmt: skip
+    (root / ".env").write_text(f"SLACK={slack}\nMORE=1\n")  # a tracked secret file, changed
+    state = tmp_path / "state"
+    with Workspace.open(root, Config(dense_model="hash", state_dir=str(state))) as ws:
+        ws.index()
+        session = ws.session("s1")
+        session.add("tool", "ran it", tool=f"deploy --token {gh}")
+        session.decide("use the client", rationale="it works", evidence=[f"token {gh}"])
+        ws.memory.save("github client", what="how we connect", topic_key=f"gh/{gh}")
+        pack = ws.build_context("Fix the github client", "github client",
+                                state=SessionState(session="s1"))  # fmt: skip
+        cited = pack.citations[0].id
+        ws.feedback(pack.replay_key, [cited], [ToolResult(f"deploy --token {gh}", True, "ok")],
+                    outcome="failure", reason=f"wrong token {gh}")  # fmt: skip
+        shown = [pack.render(), ws.replay(pack.replay_key).text,
+                 ws.bundle("Fix the github client").render()]  # fmt: skip
+        with pytest.raises(ConfigError, match="credential"):
+            ws.session(gh)
+    assert "github.Github(" in pack.render() and "ran it" in pack.render()
+    assert not [t for t in shown if gh in t or slack in t]
+    everything = _all_state_bytes(state)
+    assert gh.encode() not in everything and slack.encode() not in everything
