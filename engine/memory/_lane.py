@@ -10,7 +10,9 @@ newest items are shown verbatim (L0, at most ``recent_turns`` and ``recent_share
 room left, or all of it once every line the request matches is in); older tool outputs
 are masked to stubs (L1); when the stubs do not fit, the oldest of them are folded into a
 digest (L2), and when the digest does not fit either, the oldest part of it into goals and
-lessons (L3). Whatever is not shown whole is listed in ``HistoryLane.compacted`` with a
+lessons (L3); when even every older step's goals do not fit (a long session's user messages
+alone outgrow any room), the oldest steps are named by one line (L4). Whatever is not
+shown whole is listed in ``HistoryLane.compacted`` with a
 ``session:ID#N`` uri that resolves to it; if even the shortest form (one line naming every
 step) does not fit, ``build_lane`` raises ``BudgetUnreachableError`` rather than drop
 anything.
@@ -78,14 +80,24 @@ def lane_header(session: str, items: Sequence[Step]) -> str:
 @dataclass(slots=True)
 class _Plan:
     recent: int  # items shown whole (the newest)
-    goals: int  # oldest items in L3
+    goals: int  # oldest items in L3 (after the ``gone`` ones)
     digest: int  # items in L2 after them; the rest of the older ones are stubs
+    gone: int = 0  # the very oldest, named by one line (L4: when even goals do not fit)
+
+
+def _gone_lines(items: Sequence[Step]) -> list[str]:
+    """L4: the oldest items as one line (each still resolves in full)."""
+    if not items:
+        return []
+    asked = sum(1 for item in items if item.role is StepRole.USER)
+    return [f"Steps #{items[0].step}-#{items[-1].step} compacted to this line ({len(items)} "
+            f"steps, {asked} user messages); each resolves in full."]  # fmt: skip
 
 
 def _render(items: Sequence[Step], plan: _Plan, memo: Memo, session: str,
             recalled: Sequence[str]) -> list[str]:  # fmt: skip
-    older = items[: len(items) - plan.recent]
-    lines = [lane_header(session, items)]
+    gone, older = _split(items, plan)
+    lines = [lane_header(session, items), *_gone_lines(gone)]
     lines += memo.run("goals", older[: plan.goals])[0]
     lines += memo.run("digest", older[plan.goals : plan.goals + plan.digest])[0]
     for item in older[plan.goals + plan.digest :]:
@@ -99,6 +111,11 @@ def _render(items: Sequence[Step], plan: _Plan, memo: Memo, session: str,
     return lines
 
 
+def _split(items: Sequence[Step], plan: _Plan) -> tuple[Sequence[Step], Sequence[Step]]:
+    """(the items named by one line, the other older ones) of a plan."""
+    return items[: plan.gone], items[plan.gone : len(items) - plan.recent]
+
+
 def _recent_header(items: Sequence[Step], plan: _Plan) -> str:
     return f"Recent steps, verbatim (#{items[-plan.recent].step}-#{items[-1].step}):"
 
@@ -106,8 +123,8 @@ def _recent_header(items: Sequence[Step], plan: _Plan) -> str:
 def _cost(items: Sequence[Step], plan: _Plan, memo: Memo, session: str) -> int:
     """What ``_render`` of the plan (without recalled lines) costs, summed line by line
     from the memoised blocks."""
-    older = items[: len(items) - plan.recent]
-    total = memo.cost([lane_header(session, items)])
+    gone, older = _split(items, plan)
+    total = memo.cost([lane_header(session, items), *_gone_lines(gone)])
     total += memo.run("goals", older[: plan.goals])[1]
     total += memo.run("digest", older[plan.goals : plan.goals + plan.digest])[1]
     total += sum(memo.block("stub", item)[1] for item in older[plan.goals + plan.digest :])
@@ -157,13 +174,32 @@ def _plan(items: Sequence[Step], room: int, memo: Memo, session: str,
             break
         recent, used = recent + 1, used + cost
     # Fewer whole steps before any step falls below the digest (which keeps the names
-    # and failures of every step it covers); goals and lessons only when nothing else fits.
+    # and failures of every step it covers); goals and lessons only when nothing else fits,
+    # and the oldest steps as one line only when not even every older step's goals do (a
+    # long session's user messages alone outgrow any room).
     for deepest in (False, True):
         for whole in range(recent, -1, -1):
             plan = _fold(items, whole, room, memo, session, goals=deepest, stubs=stubs)
             if plan is not None:
                 return plan
+    for whole in range(recent, -1, -1):
+        plan = _gone(items, whole, room, memo, session)
+        if plan is not None:
+            return plan
     return None
+
+
+def _gone(items: Sequence[Step], recent: int, room: int, memo: Memo,
+          session: str) -> _Plan | None:  # fmt: skip
+    """With ``recent`` items whole and the other older ones in goals: the fewest oldest
+    items named by one line for the rest to fit ``room``; None when nothing does."""
+    older = len(items) - recent
+
+    def cost(gone: int) -> int:
+        return _cost(items, _Plan(recent, older - gone, 0, gone), memo, session)
+
+    gone = _smallest(1, older, lambda g: cost(g) <= room) if older else None
+    return None if gone is None else _Plan(recent, older - gone, 0, gone)
 
 
 def _fold(items: Sequence[Step], recent: int, room: int, memo: Memo, session: str, *,
@@ -247,7 +283,8 @@ def _rank(items: Sequence[Step], plan: _Plan, memo: Memo, query: str,
     draft's line, divided by how far back it is (ties: newer steps, then earlier lines)."""
     asked = set(words(query))
     older = items[: len(items) - plan.recent]
-    shown = {ln for i in older[plan.goals + plan.digest :] for ln in memo.block("stub", i)[0]}
+    stubs = older[plan.gone + plan.goals + plan.digest :]
+    shown = {ln for i in stubs for ln in memo.block("stub", i)[0]}
     # A line the newest steps show whole (a file viewed again) is not recalled twice.
     shown.update("  " + ln.rstrip() for i in items[len(older) :]
                  for ln in memo.block("verbatim", i)[0])  # fmt: skip
@@ -303,7 +340,7 @@ def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: 
         return _plan(items, room, memo, session, settings, reserve, stubs=False)
 
     plan = first(reserve) if reserve else None
-    while reserve and (plan is None or plan.goals):
+    while reserve and (plan is None or plan.goals or plan.gone):
         # Recalled lines never push a step below the digest (which keeps its names).
         reserve //= 2
         plan = first(reserve) if reserve else None
@@ -389,9 +426,9 @@ def _compacted(items: Sequence[Step], plan: _Plan | None, session: str,
     older = list(items) if plan is None else list(items[: len(items) - plan.recent])
     out = []
     for i, item in enumerate(older):
-        if plan is None or i < plan.goals:
+        if plan is None or i < plan.gone + plan.goals:
             reason = "goals"
-        elif i < plan.goals + plan.digest:
+        elif i < plan.gone + plan.goals + plan.digest:
             reason = "digest"
         else:
             reason = "masked"

@@ -50,6 +50,24 @@ def test_lane_is_deterministic() -> None:
     assert a == b
 
 
+def test_a_long_sessions_lane_keeps_its_newest_steps_when_goals_outgrow_it() -> None:
+    """Four hundred user messages: their goal lines alone outgrow a 1,500-token room. The
+    oldest steps go to one line that names them, and the lane keeps the newest steps
+    verbatim and the latest goals, in its room (it fell to that one line for every step,
+    55 tokens of 1,500, with nothing of the last turns)."""
+    items: list[Step] = []
+    for i in range(400):
+        ask = f"please also handle case {i} in parse_strict where the value has odd spacing"
+        items += [Step(len(items) + 1, StepRole.USER, ask),
+                  Step(len(items) + 2, StepRole.ASSISTANT, f"ok, looking at case {i}")]  # fmt: skip
+    lane = build_lane(items, 1500, Memo(COUNTER), session="s", query="parse_strict spacing")
+    assert lane.tokens == COUNTER.count(lane.text) <= 1500 and lane.tokens > 1000
+    assert "Recent steps, verbatim" in lane.text and "looking at case 399" in lane.text
+    assert "case 390 in parse_strict" in lane.text and "- goal [#" in lane.text
+    assert "Steps #1-#" in lane.text and "case 3 in parse_strict" not in lane.text
+    assert {p.source_uri for p in lane.compacted} >= {"session:s#1", "session:s#700"}
+
+
 def test_lane_refuses_rather_than_truncates() -> None:
     """A room below the one-line form raises BudgetUnreachableError."""
     with pytest.raises(BudgetUnreachableError):
