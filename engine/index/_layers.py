@@ -29,6 +29,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -477,9 +478,12 @@ class Layers:
 
     def gc(self, *, dry_run: bool = False) -> GcReport:
         """Remove overlays of working trees or branches that no longer exist, then bases
-        no overlay uses. Call under the writer lock."""
+        no overlay and not this working tree's branch uses. Call under the writer lock."""
         removed: list[str] = []
         keep_bases: set[str] = set()
+        with suppress(ConfigError):  # the base this working tree's branch reads now, though
+            branch, _ = self.token()  # it has no overlay yet (a branch renamed or merged)
+            keep_bases.add(self._choose_base(self.info(branch)))
         freed = 0
         for marker in sorted((self.state_dir / "overlays").glob(f"*/*/*/{_INFO}")):
             try:

@@ -200,6 +200,21 @@ def test_gc_removes_overlays_of_gone_branches_and_trees(tmp_path: Path) -> None:
         assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
 
 
+def test_gc_keeps_the_base_the_current_branch_reads(tmp_path: Path) -> None:
+    """A branch renamed, or merged and deleted, leaves the overlay it was indexed under dead
+    while the checkout still reads that base: gc removes the overlay, never the base (it
+    did, and the next call said there was no index)."""
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, CONFIG.with_(state_dir=str(tmp_path / "state"))) as ws:
+        ws.index()
+        _git(repo, "branch", "-m", "main", "trunk")
+        report = ws.gc()
+        assert len(report.overlays) == 1 and report.bases == []
+        assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
+        pack = ws.build_context("compute_2", budget_tokens=2000, record=False)
+        assert "compute_2" in pack.render()
+
+
 @pytest.mark.parametrize("bad", [{"path": "hooks.py", "sha256": "0" * 64}, {"path": "x.py"}])
 def test_resolve_needs_a_matching_proof(tmp_path: Path, bad: dict[str, str]) -> None:
     """The lines' or the file's sha256 as indexed unlocks the text; anything else does not."""
