@@ -27,6 +27,9 @@ from ledger._sqlite import has_table
 __all__ = ["chain_head", "verify_chain"]
 
 _KINDS = frozenset(k.value for k in RecordKind)
+# The records whose payload names stored texts (``blobs``), checked with ``blobs=True``.
+_NAMING_TEXTS = frozenset(k.value.encode() for k in (
+    RecordKind.TURN, RecordKind.FEEDBACK, RecordKind.SESSION, RecordKind.CHECKPOINT))  # fmt: skip
 _FETCH = 512  # rows per fetch: bounded memory on a large ledger, few round trips
 
 # Text columns are read as their raw bytes: a byte edited into invalid UTF-8 is then a
@@ -112,7 +115,7 @@ def _walk(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
                         f"{expected - 1} is seq {seq}",
                     )  # fmt: skip
                 turn_id, rec_hash = _check_record(row, prev)
-                if blobs and row[1] in (b"turn", b"feedback"):
+                if blobs and row[1] in _NAMING_TEXTS:
                     assert purges is not None
                     _check_blobs(conn, seq, turn_id, row[4], sound_blobs, purges)
                 if seq == head_count + 1:
@@ -198,16 +201,21 @@ def _check_blobs(
     sound: set[str],
     purges: _Purges,
 ) -> None:
-    """Every text a turn (prompt, inputs, snippet texts) or a feedback (tool-result
-    summaries) names is there and hashes right, or was replaced by a recorded purge."""
+    """Every text a turn (prompt, inputs, snippet texts), a feedback (tool-result
+    summaries), a session step (its text) or a checkpoint (its encoding) names is there and
+    hashes right, or was replaced by a recorded purge."""
     assert isinstance(payload, bytes)
     try:
         value = json.loads(payload)
-        if "render_sha256" in value:  # a turn: its prompt, inputs and snippet texts
+        if not isinstance(value, dict):  # a journal entry's payload may be any JSON
+            shas = []
+        elif "render_sha256" in value:  # a turn: its prompt, inputs and snippet texts
             shas = [value["render_sha256"], value["inputs_sha256"]]
             shas += [s["sha256"] for s in value["snippets"]]
-        else:  # feedback: tool-result summaries stored as texts (inline in older records)
+        elif "tool_results" in value:  # feedback: summaries (inline in older records)
             shas = [t["summary_sha256"] for t in value["tool_results"] if "summary_sha256" in t]
+        else:  # a session step's text, a checkpoint's encoding
+            shas = [value[k] for k in ("text_sha256", "checkpoint_sha256") if k in value]
     except (ValueError, TypeError, KeyError) as exc:
         raise _BadRecordError(seq, turn_id, f"the payload does not decode: {exc!r}") from None
     for sha in shas:

@@ -311,3 +311,34 @@ def test_a_cut_and_reheaded_tail_is_caught_only_with_an_anchor(
         assert not report.ok and report.first_bad_seq == 10 and "cut" in report.reason
         assert ledger.verify(anchor=(7, "0" * 64)).ok is False  # a rewritten record
         assert ledger.verify(anchor=ledger.head()).ok
+
+
+@pytest.mark.parametrize("how", ["replace", "delete"])
+def test_a_session_steps_or_checkpoints_text_edited_is_caught(tmp_path: Path, how: str) -> None:
+    """A session step's text and a checkpoint's encoding are stored texts like a prompt:
+    one replaced or deleted fails verify(blobs=True) at its record (it said intact)."""
+    from ledger import RecordKind
+
+    path = tmp_path / "l.db"
+    with Ledger.open(path) as ledger:
+        add_turn(ledger, "t1")
+        for kind, field, text in ((RecordKind.SESSION, "text_sha256", "use staging only"),
+                                  (RecordKind.CHECKPOINT, "checkpoint_sha256", "{}")):  # fmt: skip
+            sha = ledger.put_text(text)
+            ledger.append(kind, "s1", {"session": "s1", field: sha})
+    assert _verify(path, blobs=True).ok
+    for seq, target in ((2, hashlib.sha256(b"use staging only").hexdigest()),
+                        (3, hashlib.sha256(b"{}").hexdigest())):  # fmt: skip
+        with raw(path) as conn:
+            saved = conn.execute("SELECT sha256, size, data FROM blobs WHERE sha256 = ?",
+                                 (target,)).fetchone()  # fmt: skip
+            if how == "replace":
+                conn.execute("UPDATE blobs SET data = ? WHERE sha256 = ?",
+                             (zlib.compress(b"use prod"), target))  # fmt: skip
+            else:
+                conn.execute("DELETE FROM blobs WHERE sha256 = ?", (target,))
+        report = _verify(path, blobs=True)
+        assert (report.ok, report.first_bad_seq) == (False, seq) and target in report.reason
+        with raw(path) as conn:
+            conn.execute("INSERT OR REPLACE INTO blobs (sha256, size, data) VALUES (?, ?, ?)",
+                         saved)  # fmt: skip
