@@ -81,7 +81,8 @@ class Contexts:
         diff = clean_diff(shared.root, diff, shared.config.walk_options())
         history = None
         if state.session:
-            history = self._sessions.history(state, goal, query, diff, budget, upto=history_upto)
+            history = self._sessions.history(state, goal, query, diff, budget, upto=history_upto,
+                                             record=record)  # fmt: skip
         inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0)
         recalled = self._notes.recalled(query or goal, budget)
         scored: list[Scored] = explain if explain is not None else []

@@ -15,7 +15,7 @@ from engine.core import (
     Scope,
     SessionState,
 )
-from engine.memory import LaneSettings, Session, end_session
+from engine.memory import LaneSettings, Session, changes_text, end_session
 from overlays import Hunk
 
 # The history lane's share of a session turn's budget (the goal's cost comes off first):
@@ -60,15 +60,12 @@ class Sessions:
         return end_session(self._notes.memory, session, self._state.counter, scope)
 
     def history(self, state: SessionState, goal: str, query: str, diff: Sequence[Hunk],
-                budget: int, upto: int | None) -> HistoryLane:  # fmt: skip
+                budget: int, upto: int | None, *, record: bool = True) -> HistoryLane:  # fmt: skip
         """The session's history lane for this call, in its share of what the goal leaves;
-        first journals the files the working tree changed since the session last saw it."""
+        first journals the files the working tree changed since the session last saw it
+        (when the call is recorded and has room: a refused or side-effect-free call
+        journals nothing)."""
         session = self.get(state.session)
-        if upto is None and self._state.config.ledger:
-            paths = " ".join(sorted({h.path for h in diff}))
-            last = next((i for i in reversed(session.items()) if i.role.value == "changes"), None)
-            if paths and (last is None or last.text != paths):
-                session.add("changes", paths)
         counter = self._state.counter
         goal_cost = counter.count(f"{goal}\n{chr(10).join(state.constraints)}\n"
                                   f"{chr(10).join(state.subgoals)}")  # fmt: skip
@@ -79,4 +76,9 @@ class Sessions:
                 f"history after the goal ({goal_cost} tokens); raise the budget",
                 goal_cost + INSTRUCTION_TOKENS, budget,
             )  # fmt: skip
+        if upto is None and record and self._state.config.ledger:
+            paths = changes_text(h.path for h in diff)
+            last = next((i for i in reversed(session.items()) if i.role.value == "changes"), None)
+            if paths and (last is None or last.text != paths):
+                session.add("changes", paths)
         return session.lane(room, query=query or goal, upto=upto, settings=LaneSettings())

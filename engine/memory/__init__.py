@@ -30,6 +30,7 @@ from engine.memory._feedback import (
 from engine.memory._history import (
     VERBATIM_CHARS,
     Memo,
+    changes_text,
     digest_lines,
     goal_lines,
     short_form,
@@ -82,6 +83,7 @@ __all__ = [
     "SessionSummary",
     "TokenBucket",
     "build_lane",
+    "changes_text",
     "check_attest",
     "check_citations",
     "citation_number",

@@ -17,6 +17,7 @@ Every level but L0 names each step it covers by ``[#N]``, which resolves to the 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +28,8 @@ from indexers import TokenCounter
 __all__ = [
     "VERBATIM_CHARS",
     "Memo",
+    "changed_paths",
+    "changes_text",
     "digest_lines",
     "goal_lines",
     "short_form",
@@ -339,7 +342,7 @@ def digest_lines(items: Sequence[Step], memo: Memo) -> list[str]:
     for item in items:
         obs = memo.observe(item)
         if item.role in (StepRole.ASSISTANT, StepRole.CHANGES):
-            wrote = obs.writes if item.role is StepRole.ASSISTANT else tuple(item.text.split())
+            wrote = obs.writes if item.role is StepRole.ASSISTANT else changed_paths(item.text)
             for path in wrote:
                 changed.setdefault(path, []).append(item.step)
         for t in obs.failed_tests:
@@ -370,6 +373,21 @@ def digest_lines(items: Sequence[Step], memo: Memo) -> list[str]:
         if seen:
             out.append(f"- {label}: {', '.join(seen)}")
     return out
+
+
+def changes_text(paths: Iterable[str]) -> str:
+    """A ``changes`` step's text: the paths, sorted, shell-quoted where they need it (a
+    space in a path would split it)."""
+    return shlex.join(sorted(set(paths)))
+
+
+def changed_paths(text: str) -> tuple[str, ...]:
+    """The paths of a ``changes`` step's text (``changes_text``; older steps joined plain
+    paths with spaces, which read the same)."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError:  # an unbalanced quote in an older step's path
+        return tuple(text.split())
 
 
 def goal_lines(items: Sequence[Step], memo: Memo) -> list[str]:

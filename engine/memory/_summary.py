@@ -28,7 +28,7 @@ from engine.core import (
     Step,
     StepRole,
 )
-from engine.memory._history import Memo, _chains, _decision
+from engine.memory._history import Memo, _chains, _decision, changed_paths
 from engine.memory._memory import Memory
 from engine.memory._session import Session
 from indexers import TokenCounter
@@ -120,7 +120,7 @@ def session_summary(session_id: str, items: Sequence[Step], memo: Memo) -> Sessi
         if item.role is StepRole.ASSISTANT:
             wrote: Sequence[str] = obs.writes
         elif item.role is StepRole.CHANGES:
-            wrote = item.text.split()
+            wrote = changed_paths(item.text)
         else:
             continue
         for path in wrote:

@@ -99,3 +99,37 @@ def test_history_that_cannot_fit_refuses(tmp_path: Path) -> None:
         with pytest.raises(BudgetUnreachableError):
             ws.build_context("word " * 400, "q", state=SessionState(session="s"),
                              budget_tokens=300)  # fmt: skip
+
+
+def test_changed_files_are_journaled_only_by_a_recorded_call_that_has_room(
+    tmp_path: Path,
+) -> None:
+    """The files the working tree changed join the session as a ``changes`` step when a
+    recorded call builds its lane, with a space in a path kept whole; a call with
+    ``record=False`` or one refused for its budget journals nothing."""
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, _config(tmp_path)) as ws:
+        ws.index()
+        s = ws.session("s")
+        s.add("user", "make register_hook reject empty events")
+        (repo / "hooks.py").write_text((repo / "hooks.py").read_text() + "\n# edited\n")
+        (repo / "my notes.md").write_text("# notes\n")
+        import subprocess
+
+        from tests.engine.test_workspace import GIT_ENV
+
+        subprocess.run(["git", "add", "my notes.md"], cwd=repo, check=True, env=GIT_ENV)
+        state = SessionState(session="s")
+        ws.build_context("reject empty events", "register_hook", state=state,
+                         budget_tokens=3000, record=False)  # fmt: skip
+        with pytest.raises(BudgetUnreachableError):
+            ws.build_context("word " * 400, "q", state=state, budget_tokens=300)
+        assert [i.role for i in s.items()] == [StepRole.USER]
+        ws.build_context("reject empty events", "register_hook", state=state,
+                         budget_tokens=3000)  # fmt: skip
+        changes = [i for i in s.items() if i.role is StepRole.CHANGES]
+        assert len(changes) == 1 and changes[0].text == "hooks.py 'my notes.md'"
+    from engine.memory._history import changed_paths
+
+    assert changed_paths(changes[0].text) == ("hooks.py", "my notes.md")
+    assert changed_paths("app.py tests/test_app.py") == ("app.py", "tests/test_app.py")  # older
