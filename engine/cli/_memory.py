@@ -204,9 +204,10 @@ def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                     out.write(f"  memory:{e.src} {e.kind.value} memory:{e.dst}\n")
         elif args.action == "forget":
             done = m.forget(args.id, hard=args.hard)
-            body = {"id": str(args.id), "forgotten": done, "hard": args.hard}
+            number = str(args.id).removeprefix("memory:")  # as HTTP and MCP answer it
+            body = {"id": number, "forgotten": done, "hard": args.hard}
             _dump(body, out) if args.json else out.write(
-                f"memory:{args.id} {'forgotten' if done else 'was already forgotten'}"
+                f"memory:{number} {'forgotten' if done else 'was already forgotten'}"
                 f"{' (removed from the file)' if args.hard and done else ''}\n"
             )
         else:

@@ -207,16 +207,24 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import CallToolResult, TextContent, ToolAnnotations
-    from pydantic import ConfigDict, Field, with_config
+    from pydantic import ConfigDict, Field, Strict, with_config
     from typing_extensions import TypedDict
 
     # Unknown keys inside an object argument are refused too (pydantic would drop them).
     strict = with_config(ConfigDict(extra="forbid"))
+    # Scalars as their JSON types, as HTTP and the library take them: pydantic's lax mode
+    # would read "2000" as a budget, true as citation 1 and as an exit status, 1.0 as 1.
+    # (Type names, local so that importing this module loads no pydantic.)
+    Int = Annotated[int, Strict()]  # noqa: N806
+    Bool = Annotated[bool, Strict()]  # noqa: N806
+    Seconds = Annotated[float, Strict()]  # noqa: N806  (an int is a number of seconds too)
+    Str = Annotated[str, Strict()]  # noqa: N806
+    NoteId = Int | Str  # noqa: N806  (12, or a "memory:12" citation)
 
     @strict
     class ToolResultIn(TypedDict):
         name: str
-        ok: bool
+        ok: Bool
         summary: str
 
     @strict
@@ -272,7 +280,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         tool_signals: Annotated[
             list[str], Field(description="fresh tool output: tracebacks, failing tests")
         ] = [],  # noqa: B006  (pydantic copies defaults; the schema shows [])
-        budget_tokens: Annotated[int | None, Field(description="token budget")] = None,
+        budget_tokens: Annotated[Int | None, Field(description="token budget")] = None,
         state: Annotated[
             StateIn | None, Field(description="recent turns, constraints and sub-goals")
         ] = None,
@@ -292,7 +300,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=FEEDBACK, annotations=writes)
     async def feedback(
         replay_key: str,
-        model_citations: Annotated[list[int | str], Field(description="the [n] you cited")],
+        model_citations: Annotated[list[Int | Str], Field(description="the [n] you cited")],
         tool_results: list[str | ToolResultIn] = [],  # noqa: B006
         outcome: str | None = None,
         reason: str | None = None,
@@ -309,7 +317,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     async def bundle(
         goal: str,
         objects: Annotated[list[str], Field(description="paths or symbols")] = [],  # noqa: B006
-        budget: int = DEFAULT_BUNDLE_BUDGET,
+        budget: Int = DEFAULT_BUNDLE_BUDGET,
     ) -> CallToolResult:
         found = await run(service.bundle, goal, objects, budget)
         left = f"\n{len(found.overflow)} left out: " + ", ".join(found.overflow[:8]) \
@@ -321,8 +329,8 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     async def search(
         query: str,
         mode: Literal["bm25", "dense", "hybrid"] = "hybrid",
-        k: int = 10,
-        files: Annotated[bool, Field(description="rank files, with their best sections")] = False,
+        k: Int = 10,
+        files: Annotated[Bool, Field(description="rank files, with their best sections")] = False,
         goal: Annotated[str, Field(description="the task's goal, steers the ranking")] = "",
     ) -> CallToolResult:
         if files:
@@ -357,8 +365,8 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         role: Literal["user", "assistant", "tool", "changes", "request"],
         text: str,
         tool: Annotated[str | None, Field(description="the tool's name")] = None,
-        is_error: bool | None = None,
-        exit_status: int | None = None,
+        is_error: Bool | None = None,
+        exit_status: Int | None = None,
     ) -> CallToolResult:
         step = await run(service.session_add, session, role, text, tool, is_error, exit_status)
         return result(to_json(step), f"session {session}: step {step.step} ({step.role.value})")
@@ -369,7 +377,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         text: Annotated[str, Field(description="what was decided")],
         rationale: Annotated[str, Field(description="why")] = "",
         evidence: Annotated[
-            list[int | str], Field(description="citation numbers or session:ID#N refs")
+            list[Int | Str], Field(description="citation numbers or session:ID#N refs")
         ] = [],  # noqa: B006
     ) -> CallToolResult:
         cited = evidence_of  # decoded on the pool, so a bad one is a tool error
@@ -378,7 +386,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         return result(to_json(step), f"session {session}: decision at step {step.step}")
 
     @server.tool(description=SESSION_SHOW, annotations=reads)
-    async def session_show(session: str, step: int | None = None) -> CallToolResult:
+    async def session_show(session: str, step: Int | None = None) -> CallToolResult:
         body = await run(service.session_show, session, step)
         text = body.get("text")
         return result(body, *((text,) if isinstance(text, str) else ()))
@@ -386,11 +394,11 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=SESSION_COMPACT, annotations=writes)
     async def session_compact(
         session: str,
-        load_bearing: Annotated[list[int], Field(description="kept whole")] = [],  # noqa: B006
-        budget_tokens: int = 4000,
-        step: int | None = None,
+        load_bearing: Annotated[list[Int], Field(description="kept whole")] = [],  # noqa: B006
+        budget_tokens: Int = 4000,
+        step: Int | None = None,
         in_context: Annotated[
-            list[int] | None, Field(description="the steps your context holds (default: all)")
+            list[Int] | None, Field(description="the steps your context holds (default: all)")
         ] = None,
     ) -> CallToolResult:
         steps = steps_of
@@ -401,7 +409,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
 
     @server.tool(description=SESSION_CHECKPOINT, annotations=writes)
     async def session_checkpoint(
-        session: str, step: int, load: bool = False, budget_tokens: int = 4000
+        session: str, step: Int, load: Bool = False, budget_tokens: Int = 4000
     ) -> CallToolResult:
         done = await run(
             lambda: service.session_checkpoint(
@@ -419,7 +427,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
 
     @server.tool(description=INDEX, annotations=writes)
     async def index(
-        wait: Annotated[bool, Field(description="block until the refresh is done")] = False,
+        wait: Annotated[Bool, Field(description="block until the refresh is done")] = False,
     ) -> CallToolResult:
         return result(await run(service.refresh, wait=wait))
 
@@ -443,7 +451,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         learned: str = "",
         topic_key: Annotated[str | None, Field(description="same key: update in place")] = None,
         scope: Literal["project", "personal"] = "project",
-        created: Annotated[float | None, Field(description="when it happened, seconds since "
+        created: Annotated[Seconds | None, Field(description="when it happened, seconds since "
                            "the epoch, for importing a dated history (default: now)")] = None,
     ) -> CallToolResult:
         saved = await run(service.memory_save, title, type, what, why, where, learned,
@@ -454,38 +462,38 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=MEMORY_SEARCH, annotations=reads)
     async def memory_search(
         query: str,
-        k: int = 10,
+        k: Int = 10,
         types: list[NoteKind] = [],  # noqa: B006
-        include_superseded: bool = False,
+        include_superseded: Bool = False,
     ) -> CallToolResult:
         body = notes_json(await run(service.memory_search, query, k, types, include_superseded))
         return result(body, listing(body))
 
     @server.tool(description=MEMORY_GET, annotations=reads)
-    async def memory_get(id: int) -> CallToolResult:
+    async def memory_get(id: NoteId) -> CallToolResult:
         note = await run(service.memory_get, id)
         stale = "".join(f"\nSTALE: {u}" for u in note.stale)
         return result(to_json(note), f"memory:{note.id} [{note.type.value}] {note.title}\n"
                       f"{note.text}{stale}")  # fmt: skip
 
     @server.tool(description=MEMORY_TIMELINE, annotations=reads)
-    async def memory_timeline(id: int, before: int = 5, after: int = 5) -> CallToolResult:
+    async def memory_timeline(id: NoteId, before: Int = 5, after: Int = 5) -> CallToolResult:
         body = notes_json(await run(service.memory_timeline, id, before, after))
         return result(body, listing(body))
 
     @server.tool(description=MEMORY_RELATE, annotations=writes)
-    async def memory_relate(src: int, dst: int, kind: EdgeName) -> CallToolResult:
+    async def memory_relate(src: NoteId, dst: NoteId, kind: EdgeName) -> CallToolResult:
         edge = await run(service.memory_relate, src, dst, kind)
         return result(to_json(edge), f"memory:{edge.src} {edge.kind.value} memory:{edge.dst}")
 
     @server.tool(description=MEMORY_GRAPH, annotations=reads)
     async def memory_graph(
-        id: int, depth: int = 1, kinds: list[EdgeName] = []  # noqa: B006
+        id: NoteId, depth: Int = 1, kinds: list[EdgeName] = []  # noqa: B006
     ) -> CallToolResult:
         return result(to_json(await run(service.memory_graph, id, depth, kinds)))
 
     @server.tool(description=MEMORY_DELETE, annotations=writes)
-    async def memory_delete(id: int, hard: bool = False) -> CallToolResult:
+    async def memory_delete(id: NoteId, hard: Bool = False) -> CallToolResult:
         return result(await run(service.memory_forget, id, hard))
 
     @server.tool(description=MEMORY_STATS, annotations=reads)
@@ -493,7 +501,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         return result(to_json(await run(service.memory_stats)))
 
     @server.tool(description=MEMORY_ARCHIVE, annotations=writes)
-    async def memory_archive(id: int, archived: bool = True) -> CallToolResult:
+    async def memory_archive(id: NoteId, archived: Bool = True) -> CallToolResult:
         return result(to_json(await run(service.memory_archive, id, archived)))
 
     for name in PROFILES["admin"]:

@@ -306,6 +306,18 @@ BAD_MCP_INPUTS = [
     ("memory_graph", {"id": 1, "depth": 11}, "depth"),
     ("memory_relate", {"src": 3, "dst": 3, "kind": "supersedes"}, "itself"),
     ("memory_search", {"query": "x", "k": 0}, "k"),
+    # JSON types as HTTP takes them: no string for a number, no true for a citation or a
+    # status, no 1.0 for 1 (pydantic's lax mode read each of these as the other type).
+    ("build_context", {"goal": "x", "budget_tokens": "2000"}, "budget_tokens"),
+    ("search", {"query": "x", "k": "3"}, "k"),
+    ("feedback", {"replay_key": "k", "model_citations": [True]}, "model_citations"),
+    ("feedback", {"replay_key": "k", "model_citations": [1.0]}, "model_citations"),
+    ("session_add", {"session": "s", "role": "tool", "text": "t", "exit_status": True},
+     "exit_status"),
+    ("session_add", {"session": "s", "role": "tool", "text": "t", "is_error": "yes"},
+     "is_error"),
+    ("session_compact", {"session": "s", "load_bearing": ["1"]}, "load_bearing"),
+    ("memory_save", {"title": "t", "created": True}, "created"),
 ]
 
 

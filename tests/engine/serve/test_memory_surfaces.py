@@ -78,6 +78,10 @@ def test_memory_tools_over_mcp_answer_as_http(server: Server) -> None:  # noqa: 
             note = {"title": "MCP saved note", "what": "a fact", "type": "config"}
             saved = await c.call_tool("memory_save", note)
             got = await c.call_tool("memory_get", {"id": saved.structured_content["id"]})
+            cited = await c.call_tool("memory_get",
+                                      {"id": f"memory:{saved.structured_content['id']}"})
+            assert not cited.is_error
+            assert cited.structured_content["id"] == got.structured_content["id"]
             bad = await c.call_tool("memory_search", {"query": "fact", "colour": "red"})
             return names, saved.structured_content, got.structured_content, bad
 
@@ -133,7 +137,8 @@ def test_cli_memory_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert len(json.loads(text)["nodes"]) == 2
     code, text = _cli("memory", "timeline", *at, "2", "--json")
     assert [n["id"] for n in json.loads(text)["notes"]] == [first["id"], 2]
-    assert _cli("memory", "forget", *at, "2")[0] == 0
+    code, text = _cli("memory", "forget", *at, "memory:2", "--json")
+    assert code == 0 and json.loads(text)["id"] == "2"  # as HTTP and MCP answer it
     code, text = _cli("memory", "stats", *at, "--json")
     assert json.loads(text)["notes"] == 1 and json.loads(text)["deleted"] == 1
     assert _cli("memory", "get", *at, "2")[0] == 1
