@@ -61,6 +61,8 @@ class Contexts:
         """The context for the planner's next step (see ``Workspace.build_context``)."""
         shared = self._state
         budget = shared.config.budget_tokens if budget_tokens is None else budget_tokens
+        if type(budget) is not int:  # 1000.5 or True is no number of tokens
+            raise ConfigError(f"budget_tokens must be a whole number of tokens, got {budget!r}")
         if not MIN_BUDGET_TOKENS <= budget <= MAX_BUDGET_TOKENS:
             raise ConfigError(f"budget_tokens must be between {MIN_BUDGET_TOKENS} and "
                               f"{MAX_BUDGET_TOKENS:,}, got {budget}")  # fmt: skip

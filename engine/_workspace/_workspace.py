@@ -238,6 +238,8 @@ class Workspace:
         retriever alone, by cosine: for diagnosis)."""
         mode = search_mode(mode, k)
         if mode is SearchMode.DENSE:
+            if not query.strip():  # as the other modes answer (every cosine would be 0)
+                raise ConfigError("search needs a query")
             view, _ = self.view()
             embedder = self._ranker.dense_embedder(view)
             return dense_hits(view, embedder.embed_query(query), embedder.model_id, k)
@@ -393,6 +395,9 @@ class Workspace:
         ``engine.memory``); one (user, intent) may attest once a second, five at once
         (``RateLimitedError`` past that, with nothing recorded).
         """
+        if isinstance(model_citations, str | bytes):  # "12" would read as citations 1 and 2
+            raise ConfigError("model_citations must be a list of numbers or \"[n]\" markers, "
+                              "not one string")  # fmt: skip
         if len(model_citations) > MAX_ATTEST_CITATIONS:
             raise ConfigError(f"{len(model_citations)} citations: at most "
                               f"{MAX_ATTEST_CITATIONS} per feedback")  # fmt: skip

@@ -21,7 +21,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.core import Compaction, ConfigError, HistoryLane, NotFoundError, Step, StepRole
+from engine.core import (
+    MAX_BUDGET_TOKENS,
+    MIN_BUDGET_TOKENS,
+    Compaction,
+    ConfigError,
+    HistoryLane,
+    NotFoundError,
+    Step,
+    StepRole,
+)
 from engine.memory._compact import compact
 from engine.memory._history import Memo
 from engine.memory._journal import Journal
@@ -220,7 +229,11 @@ class Session:
         """Compact the steps up to ``step`` (default: the last) into ``budget`` tokens, and
         journal the checkpoint. ``in_context``: the steps the planner's context holds now
         (default: all; the session's goal is pinned either way). Raises
-        ``BudgetUnreachableError`` rather than truncate."""
+        ``BudgetUnreachableError`` rather than truncate; a budget outside the range every
+        surface takes is a ``ConfigError``."""
+        if type(budget) is not int or not MIN_BUDGET_TOKENS <= budget <= MAX_BUDGET_TOKENS:
+            raise ConfigError(f"budget_tokens must be within {MIN_BUDGET_TOKENS}.."
+                              f"{MAX_BUDGET_TOKENS}, got {budget!r}")  # fmt: skip
         items = self.items()
         if not items:
             raise NotFoundError(f"no session {self.id!r} here (for this user) to compact")

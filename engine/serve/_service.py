@@ -338,9 +338,6 @@ class Service:
         _check_items("load_bearing", load_bearing)
         if in_context is not None:
             _check_items("in_context", in_context)
-        low, high = MIN_BUDGET_TOKENS, MAX_BUDGET_TOKENS
-        if not low <= budget_tokens <= high:
-            raise ConfigError(f"budget_tokens must be within {low}..{high}")
         return self.ws.session(session).compact(load_bearing, budget_tokens, step, in_context)
 
     def session_checkpoint(self, session: str, step: int, *, load: bool = False,

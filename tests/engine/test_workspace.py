@@ -179,6 +179,23 @@ def test_search_before_index_is_a_clear_error(repo: Path) -> None:
         assert ws.status().indexed is False
 
 
+def test_bad_library_input_is_a_clear_error(repo: Path) -> None:
+    """What HTTP and MCP refuse, the library refuses too: an empty query in every search
+    mode (dense answered it, every score 0), one string as the citations ("12" read as 1
+    and 2), a budget that is no whole number of tokens."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        for mode in ("hybrid", "bm25", "dense"):
+            with pytest.raises(ConfigError, match="needs a query"):
+                ws.search("  ", mode=mode)
+        pack = ws.build_context("register_hook", budget_tokens=2000)
+        with pytest.raises(ConfigError, match="not one string"):
+            ws.feedback(pack.replay_key, "12")  # type: ignore[arg-type]
+        for budget in (1000.5, True):
+            with pytest.raises(ConfigError, match="whole number"):
+                ws.build_context("register_hook", budget_tokens=budget)  # type: ignore[arg-type]
+
+
 def test_foreign_layout_is_refused(repo: Path) -> None:
     """An index written with another layout version names the rebuild command."""
     (repo / ".cortex").mkdir()

@@ -92,7 +92,10 @@ def test_checkpoints_reload_as_written(tmp_path: Path) -> None:
     assert set(part.kept) | {int(x.ref.rsplit("#", 1)[1]) for x in part.stubs} == {3, 4, 5}
     assert s.checkpoint(4).step == 4 and s.load_checkpoint(4).step == 4
     with pytest.raises(BudgetUnreachableError):
-        s.compact([2, 3, 4], budget=30)
+        s.compact([2, 3, 4], budget=64)
+    for budget in (30, 10**20, 1500.0):  # the range and type every surface takes
+        with pytest.raises(ConfigError, match="budget_tokens"):
+            s.compact([2], budget=budget)  # type: ignore[arg-type]
     with pytest.raises(NotFoundError):
         s.load_checkpoint(5)
     assert journal.verify().ok
