@@ -190,7 +190,7 @@ def test_bad_library_input_is_a_clear_error(repo: Path) -> None:
                 ws.search("  ", mode=mode)
         pack = ws.build_context("register_hook", budget_tokens=2000)
         with pytest.raises(ConfigError, match="not one string"):
-            ws.feedback(pack.replay_key, "12")  # type: ignore[arg-type]
+            ws.feedback(pack.replay_key, "12")
         for budget in (1000.5, True):
             with pytest.raises(ConfigError, match="whole number"):
                 ws.build_context("register_hook", budget_tokens=budget)  # type: ignore[arg-type]
