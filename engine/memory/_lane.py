@@ -281,6 +281,8 @@ def _rank(items: Sequence[Step], plan: _Plan, memo: Memo, query: str,
     request, plus a share of its neighbours' (agents copy blocks), of a definition it sits
     in that the request names (agents rewrite what they name) and ``draft_weight`` for a
     draft's line, divided by how far back it is (ties: newer steps, then earlier lines)."""
+    if not items:  # a session's first call, before its first step
+        return _Ranked([], {}, set())
     asked = set(words(query))
     older = items[: len(items) - plan.recent]
     stubs = older[plan.gone + plan.goals + plan.digest :]

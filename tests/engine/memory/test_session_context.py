@@ -133,3 +133,17 @@ def test_changed_files_are_journaled_only_by_a_recorded_call_that_has_room(
 
     assert changed_paths(changes[0].text) == ("hooks.py", "my notes.md")
     assert changed_paths("app.py tests/test_app.py") == ("app.py", "tests/test_app.py")  # older
+
+
+def test_a_new_sessions_first_call_on_a_clean_tree_has_an_empty_lane(tmp_path: Path) -> None:
+    """A session id with no step yet, nothing changed in the tree, a request with words:
+    the lane says there is no step yet (it raised IndexError from the recall ranking)."""
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, _config(tmp_path)) as ws:
+        ws.index()
+        state = SessionState(session="brand-new")
+        pack = ws.build_context("register hook events", "register_hook", state=state,
+                                budget_tokens=1500)  # fmt: skip
+        history = next(b.text for b in pack.prompt_blocks if b.lane is Lane.HISTORY)
+        assert "steps none yet" in history and pack.tokens_used <= 1500
+        assert ws.session("brand-new").items()[-1].role is StepRole.REQUEST
