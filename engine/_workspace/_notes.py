@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 
 from engine._workspace._index import Indexer
@@ -13,6 +14,7 @@ from engine.core import (
     CodeLink,
     IndexNotBuiltError,
     IndexStateError,
+    LedgerStateError,
     NotFoundError,
     Recalled,
 )
@@ -101,7 +103,13 @@ class Notes:
         """Whether a cited source still shows what it showed: a file's lines, or a note's
         text as the memory lane would show it now."""
         if not ref.source_uri.startswith("memory:"):
-            return still_matches(self._state.root, ref)
+            if still_matches(self._state.root, ref):
+                return True
+            shown = None  # the snippet as packed (the ledger keeps it): see still_matches
+            if self._state.config.ledger and self._state.has_journal():
+                with suppress(LookupError, ValueError, LedgerStateError):
+                    shown = self._state.journal.text(ref.sha256)
+            return shown is not None and still_matches(self._state.root, ref, shown)
         try:
             item = self.memory.item(ref.source_uri.removeprefix("memory:"))
         except NotFoundError:

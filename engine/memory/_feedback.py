@@ -79,8 +79,12 @@ def check_citations(
     return FeedbackResult(replay_key, tuple(valid), tuple(dropped), tuple(stale))
 
 
-def still_matches(root: Path, ref: CitedRef) -> bool:
-    """Whether the file under ``root`` still holds, at the ref's lines, the text it had."""
+def still_matches(root: Path, ref: CitedRef, shown: str | None = None) -> bool:
+    """Whether the file under ``root`` still holds, at the ref's lines, the text it had.
+
+    ``shown``: the snippet's text as packed, when known. The index keeps no line between
+    sections that holds no word, so a snippet across such a line shows it empty: a line of
+    only spaces or tabs there still matches its empty line."""
     path = (root / ref.source_uri.split("#", 1)[0]).resolve()
     if not path.is_relative_to(root):
         return False
@@ -91,7 +95,15 @@ def still_matches(root: Path, ref: CitedRef) -> bool:
     # Compared as indexed: with its secrets redacted (a snippet never holds one).
     clean = redact(decode(data), ref.source_uri.split("#", 1)[0]).text
     text = span_text(clean.encode("utf-8"), ref.start_line, ref.end_line)
-    return text is not None and sha256_text(text) == ref.sha256
+    if text is None:
+        return False
+    if sha256_text(text) == ref.sha256:
+        return True
+    if shown is None or sha256_text(shown) != ref.sha256:
+        return False
+    now, then = text.split("\n"), shown.split("\n")
+    return len(now) == len(then) and all(
+        a == b or (not b and not a.strip()) for a, b in zip(now, then, strict=True))
 
 
 class RecentCitations:

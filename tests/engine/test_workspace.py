@@ -408,3 +408,39 @@ def test_short_requests_also_search_other_forms_of_their_words(tmp_path: Path) -
         assert {"minify_text", "minify_tokens"} <= found
     with Workspace.open(repo, CONFIG.with_(word_forms=0)) as ws:
         assert not ws.search("what happens to whitespace when minifying", mode="bm25", k=3)
+
+
+def test_a_citation_across_a_line_of_only_whitespace_is_not_stale(tmp_path: Path) -> None:
+    """A snippet shown across a line between sections that holds only a tab (the index
+    keeps it empty) still matches the file; an edit to its lines makes it stale."""
+    from engine.memory import CitedRef, still_matches
+    from indexers import sha256_text
+
+    (tmp_path / "m.py").write_text("def a():\n    return 1\n\t\ndef b():\n    return 2\n")
+    shown = "def a():\n    return 1\n\ndef b():\n    return 2"
+    ref = CitedRef(1, "m.py#L1-L5", 1, 5, sha256_text(shown))
+    assert not still_matches(tmp_path, ref)  # the hash alone differs: the tab
+    assert still_matches(tmp_path, ref, shown)
+    assert not still_matches(tmp_path, ref, "something else")  # not the cited text
+    (tmp_path / "m.py").write_text("def a():\n    return 7\n\t\ndef b():\n    return 2\n")
+    assert not still_matches(tmp_path, ref, shown)
+
+
+def test_feedback_does_not_flag_an_unchanged_snippet_stale(tmp_path: Path) -> None:
+    """Through the workspace: tiny functions shown with their neighbours across lines that
+    hold only a tab; feedback on the untouched file flags nothing stale (it flagged it)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    helpers = "\n".join(f'def helper_{i}(x):\n    """Helper {i} doubles then adds."""\n'
+                        f"    y = x * 2\n    return y + {i}\n\t" for i in range(20))  # fmt: skip
+    (root / "lib.py").write_text("import os\n\t\ndef tiny_a():\n    return 1\n\t\n"
+                                 f"def tiny_b():\n    return 2\n\t\n{helpers}\n")  # fmt: skip
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=T", *args], cwd=root,
+                       check=True, env=GIT_ENV)  # fmt: skip
+    with Workspace.open(root, CONFIG.with_(state_dir=str(tmp_path / "state"))) as ws:
+        ws.index()
+        pack = ws.build_context("tiny_a returns one", budget_tokens=2000)
+        assert any("\n\n" in c.text for c in pack.citations)  # across an emptied line
+        result = ws.feedback(pack.replay_key, [c.id for c in pack.citations])
+        assert result.valid and result.stale == ()
