@@ -21,6 +21,7 @@ import numpy as np
 from engine.core import Clock, RecallSettings
 from engine.retrieval._fusion import Candidate, fuse_lists
 from engine.retrieval._query import Location, is_question, word_forms
+from engine.retrieval._resolve import relative_path
 from indexers import Chunk
 from overlays import View
 
@@ -216,7 +217,7 @@ def _signal_hits(view: View, places: Sequence[Location]) -> list[tuple[str, floa
     error, and a traceback's innermost frames), so a pasted log of thousands of frames
     costs a bounded number of lookups."""
     out: list[tuple[str, float]] = []
-    placed = [(place.path.replace("\\", "/").lstrip("./"), place) for place in places]
+    placed = [(relative_path(place.path), place) for place in places]
     paths = list(dict.fromkeys(path for path, _ in placed))
     if len(paths) > MAX_PLACE_PATHS:
         half = MAX_PLACE_PATHS // 2

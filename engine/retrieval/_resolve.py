@@ -10,9 +10,28 @@ from engine.core import ConfigError, Resolved, page_text
 from indexers import TokenCounter, sha256_text
 from overlays import View
 
-__all__ = ["URI", "resolve_in"]
+__all__ = ["URI", "relative_path", "resolve_in"]
 
 URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$")
+_SHOWN_HASH = 12  # hex digits of a snippet's sha256 the prompt shows (``Hash: sha256:…``)
+
+
+def relative_path(path: str) -> str:
+    """``path`` as the index names it: forward slashes, no leading ``./`` or ``/``; a
+    leading dot of a name stays (``.github/ci.yml``, ``.eslintrc.js``)."""
+    path = path.strip().replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return path.lstrip("/")
+
+
+def _proves(given: object, *shas: str) -> bool:
+    """Whether ``given`` is one of ``shas``: whole, or as the prompt shows it (at least
+    the first 12 hex digits, with or without ``sha256:``)."""
+    value = str(given).strip().lower().removeprefix("sha256:")
+    if len(value) < _SHOWN_HASH or not all(c in "0123456789abcdef" for c in value):
+        return False
+    return any(sha.startswith(value) for sha in shas)
 
 
 def resolve_in(
@@ -41,9 +60,9 @@ def resolve_in(
     meta = Resolved(uri, path, start, end, sha, counter.count(text), record.license)
     if proof is None:
         return replace(meta, reason="metadata only: no proof of possession given")
-    if proof.get("path", "").strip().lstrip("./") != path:
+    if relative_path(str(proof.get("path", ""))) != path:
         return replace(meta, reason=f"metadata only: the proof is for {proof.get('path')!r}")
-    if str(proof.get("sha256", "")).lower() not in (sha, record.content_sha256):
+    if not _proves(proof.get("sha256", ""), sha, record.content_sha256):
         return replace(meta, reason="metadata only: the proof does not match the indexed "
                        "content (changed since, or another version)")  # fmt: skip
     return replace(meta, text=text, reason="proof matches the indexed content")

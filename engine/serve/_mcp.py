@@ -76,7 +76,8 @@ you need citable evidence for a step."""
 RESOLVE = """\
 Read the exact lines behind a uri: a citation's or a left-out pointer's source (path#L10-L20,
 path#L10 or a whole path, relative to the workspace). Pass proof {path, sha256} from a
-citation to check that the file still says what was cited. Text comes back only for an
+citation (the Hash line a snippet shows is enough) to check that the file still says what
+was cited. Text comes back only for an
 indexed file inside the workspace whose lines exist and, with a proof, whose sha256 still
 matches; otherwise only metadata with the reason (stale: call build_context again)."""
 

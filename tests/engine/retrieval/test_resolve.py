@@ -55,3 +55,22 @@ def test_unknown_paths_lines_past_the_end_and_bad_uris() -> None:
         _resolve("m.py#L3-L1")
     with pytest.raises(ConfigError):
         _resolve("#L3")
+
+
+def test_a_dotfile_and_the_hash_the_prompt_shows_are_proofs() -> None:
+    """A proof for ``.github/ci.yml`` is for that path (it was read as ``github/ci.yml``);
+    the hash as the prompt shows it (``sha256:`` and its first 12 hex digits) proves the
+    lines, a shorter or another prefix does not."""
+    text = "on: push\njobs: {}"
+    view = DictView([chunk(".github/ci.yml", text)], files={".github/ci.yml": text.encode()})
+    sha = sha256_text(text)
+
+    def resolve(proof: dict[str, str]):  # type: ignore[no-untyped-def]
+        return resolve_in(view, ".github/ci.yml#L1-L2", proof, COUNTER)  # type: ignore[arg-type]
+
+    for path in (".github/ci.yml", "./.github/ci.yml", "/.github/ci.yml"):
+        assert resolve({"path": path, "sha256": sha}).text == text, path
+    assert resolve({"path": ".github/ci.yml", "sha256": f"sha256:{sha[:12]}"}).text == text
+    assert resolve({"path": ".github/ci.yml", "sha256": sha[:12].upper()}).text == text
+    for weak in (sha[:11], "0" * 12, f"sha256:{sha[:8]}", ""):
+        assert resolve({"path": ".github/ci.yml", "sha256": weak}).text is None, weak
