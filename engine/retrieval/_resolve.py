@@ -17,12 +17,12 @@ _SHOWN_HASH = 12  # hex digits of a snippet's sha256 the prompt shows (``Hash: s
 
 
 def relative_path(path: str) -> str:
-    """``path`` as the index names it: forward slashes, no leading ``./`` or ``/``; a
-    leading dot of a name stays (``.github/ci.yml``, ``.eslintrc.js``)."""
-    path = path.strip().replace("\\", "/")
-    while path.startswith("./"):
-        path = path[2:]
-    return path.lstrip("/")
+    """``path`` as the index names it: forward slashes, no leading ``./``, ``../`` or
+    ``/``; a leading dot of a name stays (``.github/ci.yml``, ``.eslintrc.js``)."""
+    path = path.strip().replace("\\", "/").lstrip("/")
+    while path.startswith(("./", "../")):
+        path = path.split("/", 1)[1].lstrip("/")
+    return path
 
 
 def _proves(given: object, *shas: str) -> bool:
