@@ -123,8 +123,11 @@ class Contexts:
         if not shared.config.ledger:
             self.recent.remember(pack.replay_key, pack.citations)
         if state.session and record:
-            cited = "".join(f"\n[{s.id}] {s.source_uri}" for s in pack.citations)
-            self._sessions.get(state.session).add("request", f"{query}{cited}")
+            # By source, not by number: a later prompt's history lane shows this step, and
+            # its own evidence numbers [n] mean other snippets.
+            shown = "".join(f"\n- {s.source_uri}" for s in pack.citations)
+            head = "\nevidence shown:" if shown else ""
+            self._sessions.get(state.session).add("request", f"{query}{head}{shown}")
         return pack
 
     def _view_id(self, view: View, diff: Sequence[Hunk]) -> str:

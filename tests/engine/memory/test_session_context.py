@@ -147,3 +147,24 @@ def test_a_new_sessions_first_call_on_a_clean_tree_has_an_empty_lane(tmp_path: P
         history = next(b.text for b in pack.prompt_blocks if b.lane is Lane.HISTORY)
         assert "steps none yet" in history and pack.tokens_used <= 1500
         assert ws.session("brand-new").items()[-1].role is StepRole.REQUEST
+
+
+def test_a_later_prompt_never_shows_an_earlier_turns_evidence_numbers(tmp_path: Path) -> None:
+    """The journaled request names the evidence it was shown by source: the next prompt's
+    history lane holds it, and a bare ``[3]`` there would clash with its own [3]."""
+    import re
+
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, _config(tmp_path)) as ws:
+        ws.index()
+        state = SessionState(session="s")
+        first = ws.build_context("reject empty events", "register_hook", state=state,
+                                 budget_tokens=2000)  # fmt: skip
+        request = ws.session("s").items()[-1]
+        assert request.role is StepRole.REQUEST
+        assert f"- {first.citations[0].source_uri}" in request.text
+        second = ws.build_context("reject empty events", "register_hook", state=state,
+                                  budget_tokens=3000)  # fmt: skip
+        history = next(b.text for b in second.prompt_blocks if b.lane is Lane.HISTORY)
+        assert first.citations[0].source_uri in history
+        assert not re.search(r"^\[\d+\] ", history, re.MULTILINE)
