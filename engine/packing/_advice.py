@@ -11,6 +11,8 @@ from overlays import View
 
 __all__ = ["advise"]
 
+_MENTION_DEPTH = 25  # BM25 hits read for a name no section defines (it read 3)
+
 
 def advise(
     view: View,
@@ -25,11 +27,15 @@ def advise(
     unused because what remained was weak."""
     notes: list[str] = []
     weak = [p for p in selection.pointers if p.reason == "weak"] if selection else []
-    if selection is not None and selection.floor_tokens and weak:
+    big = [p for p in selection.pointers if p.reason == "budget"] if selection else []
+    if selection is not None and selection.floor_tokens and weak and not big:
         notes.append(
             f"stopped at the relevance floor: ~{selection.floor_tokens:,} tokens of budget "
             f"left unused; {len(weak)} weaker sections found are listed as pointers"
         )
+    if big and not shown:  # (not the floor: the budget left no room for any of them)
+        notes.append(f"no evidence fits this budget: the {len(big)} sections found are "
+                     "listed as pointers; raise the budget or resolve one")  # fmt: skip
     if len(scored) < settings.min_candidates:
         notes.append(f"insufficient evidence: only {len(scored)} candidate sections found")
     asked = list(idents[:20])
@@ -50,6 +56,8 @@ def advise(
 
 
 def _mentioned(view: View, name: str) -> bool:
-    """Whether any section's text uses ``name`` (a BM25 hit on the exact term)."""
-    chunks = view.chunks([h.id for h in view.search_sections(name, 3)])
+    """Whether any section's text uses ``name``, among its best BM25 hits (deep enough that
+    sections matching only its parts, ``RetryPolicy`` for ``retry_backoff``, do not hide
+    the one using it whole)."""
+    chunks = view.chunks([h.id for h in view.search_sections(name, _MENTION_DEPTH)])
     return any(name in c.references or name in c.text for c in chunks.values())

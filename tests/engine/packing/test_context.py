@@ -339,3 +339,31 @@ def test_feedback_without_a_ledger_uses_recent_turns(tmp_path: Path) -> None:
         assert result.valid == (1,) and result.dropped == (str(len(pack.citations) + 3),)
         with pytest.raises(UnknownReplayKeyError, match="not built in this process"):
             local.feedback("0" * 32, [1])
+
+
+def test_advisory_says_what_is_true_of_a_name_used_and_of_a_tiny_budget(
+    tmp_path: Path,
+) -> None:
+    """A name no section defines but one uses is not "not found", though sections matching
+    its parts outrank that one; a budget no evidence fits says so, not that selection
+    stopped at the relevance floor."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for i in range(6):
+        (root / f"policy{i}.py").write_text(
+            f"class RetryPolicy{i}:\n    '''Retry retry retry with backoff backoff.'''\n"
+            f"    retry = 3\n    backoff = 2.0\n\n\nclass BackoffOptions{i}:\n"
+            "    '''Backoff backoff options for retry.'''\n    backoff = 1.5\n"
+        )  # fmt: skip
+    (root / "dispatch.py").write_text(
+        "def send(job):\n    delay = settings.retry_backoff * job.attempts\n    return delay\n"
+    )
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True, env=GIT_ENV)
+    with Workspace.open(root, Config(dense_model="hash", ledger=False)) as ws:
+        ws.index()
+        pack = ws.build_context("retry_backoff handler", budget_tokens=3000)
+        assert not any("not found in the index" in note for note in pack.advisory)
+        tiny = ws.build_context("RetryPolicy0 retry backoff", budget_tokens=90)
+        assert not tiny.citations and tiny.reachable
+        assert any("no evidence fits this budget" in note for note in tiny.advisory)
+        assert not any("relevance floor" in note for note in tiny.advisory)
