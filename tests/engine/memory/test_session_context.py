@@ -135,23 +135,13 @@ def test_changed_files_are_journaled_only_by_a_recorded_call_that_has_room(
     assert changed_paths("app.py tests/test_app.py") == ("app.py", "tests/test_app.py")  # older
 
 
-def test_a_new_sessions_first_call_on_a_clean_tree_has_an_empty_lane(tmp_path: Path) -> None:
-    """A session id with no step yet, nothing changed in the tree, a request with words:
-    the lane says there is no step yet (it raised IndexError from the recall ranking)."""
-    repo = make_repo(tmp_path / "repo")
-    with Workspace.open(repo, _config(tmp_path)) as ws:
-        ws.index()
-        state = SessionState(session="brand-new")
-        pack = ws.build_context("register hook events", "register_hook", state=state,
-                                budget_tokens=1500)  # fmt: skip
-        history = next(b.text for b in pack.prompt_blocks if b.lane is Lane.HISTORY)
-        assert "steps none yet" in history and pack.tokens_used <= 1500
-        assert ws.session("brand-new").items()[-1].role is StepRole.REQUEST
-
-
-def test_a_later_prompt_never_shows_an_earlier_turns_evidence_numbers(tmp_path: Path) -> None:
-    """The journaled request names the evidence it was shown by source: the next prompt's
-    history lane holds it, and a bare ``[3]`` there would clash with its own [3]."""
+def test_a_new_sessions_first_calls_show_no_step_and_then_no_old_numbers(
+    tmp_path: Path,
+) -> None:
+    """A session id with no step yet on a clean tree: the first call's lane says there is
+    no step (it raised IndexError from the recall ranking). The request it journals names
+    the evidence by source: the next prompt's lane holds it, and a bare ``[3]`` there
+    would clash with that prompt's own [3]."""
     import re
 
     repo = make_repo(tmp_path / "repo")
@@ -160,6 +150,8 @@ def test_a_later_prompt_never_shows_an_earlier_turns_evidence_numbers(tmp_path: 
         state = SessionState(session="s")
         first = ws.build_context("reject empty events", "register_hook", state=state,
                                  budget_tokens=2000)  # fmt: skip
+        history = next(b.text for b in first.prompt_blocks if b.lane is Lane.HISTORY)
+        assert "steps none yet" in history and first.tokens_used <= 2000
         request = ws.session("s").items()[-1]
         assert request.role is StepRole.REQUEST
         assert f"- {first.citations[0].source_uri}" in request.text
