@@ -71,6 +71,7 @@ __all__ = ["Layers", "OverlayInfo"]
 
 _NO_GIT = "tree"  # the base of a folder outside git: its content at the first index
 _INFO = "overlay.json"
+_BUILDING, _RETIRED = ".building", ".retired"  # a base made beside the one in use; the old one
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,12 +326,14 @@ class Layers:
         cache: EmbeddingCache | None,
         progress: Progress | None,
     ) -> IndexReport:
+        # Built beside the base in use (one made under other chunker or file rules keeps
+        # answering, in this process and others, until the new one is complete), then
+        # swapped in; an interrupted build starts over.
         directory = self.base_dir(base)
-        old = self._segments.pop(directory, None)
-        if old is not None:
-            old.close()
-        shutil.rmtree(directory, ignore_errors=True)  # an interrupted build starts over
-        segment = self.segment(directory, create=True)
+        building = directory.with_name(directory.name + _BUILDING)
+        self._close(building)
+        shutil.rmtree(building, ignore_errors=True)
+        segment = self.segment(building, create=True)
 
         def build(tree: Path) -> IndexReport:
             return update_segment(segment, tree, self.config, counter=counter,
@@ -345,8 +348,24 @@ class Layers:
         if when is not None:  # the base's files are as old as its commit, wherever built
             segment.meta.set_mtimes(when)
         segment.meta.set_info("commit", "" if base == _NO_GIT else base)
-        (directory / "complete").write_text(base + "\n", "utf-8")
+        (building / "complete").write_text(base + "\n", "utf-8")
+        self._close(building)
+        self._close(directory)
+        retired = directory.with_name(directory.name + _RETIRED)
+        shutil.rmtree(retired, ignore_errors=True)
+        if directory.exists():
+            directory.rename(retired)  # open readers keep their files until they close
+        building.rename(directory)
+        shutil.rmtree(retired, ignore_errors=True)
         return report
+
+    def _close(self, directory: Path) -> None:
+        """Close this process's segment at ``directory`` (and forget its View sides)."""
+        segment = self._segments.pop(directory, None)
+        if segment is not None:
+            segment.close()
+        self._memories.forget(directory)
+        self._view = None
 
     def _build_overlay(
         self,

@@ -327,3 +327,34 @@ def test_a_new_process_starts_from_the_overlays_saved_memory(tmp_path: Path) -> 
         assert saved.exists()
         ws.forget(text="def feature_3(value)")
         assert not saved.exists()
+
+
+def test_a_base_built_again_keeps_the_one_in_use_until_it_is_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other chunker settings (as a new version's chunker) mean the base is built again:
+    killed mid-way, the base in use still answers (it was deleted first, and every call
+    said there was no index); finished, it replaces it and leaves nothing beside it."""
+    import engine.index._layers as layers
+
+    repo = make_repo(tmp_path / "repo")
+    state = str(tmp_path / "state")
+    with Workspace.open(repo, CONFIG.with_(state_dir=state)) as ws:
+        ws.index()
+    other = CONFIG.with_(state_dir=state, max_section_tokens=64)
+    real = layers.update_segment
+
+    def killed(*args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(layers, "update_segment", killed)
+    with Workspace.open(repo, other) as ws, pytest.raises(KeyboardInterrupt):
+        ws.index()
+    with Workspace.open(repo, other) as ws:  # the new settings: the old base answers
+        assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
+    monkeypatch.setattr(layers, "update_segment", real)
+    with Workspace.open(repo, other) as ws:
+        ws.index()
+        assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
+    bases = [p.name for p in (Path(state) / "bases").iterdir()]
+    assert len(bases) == 1 and "." not in bases[0]  # no .building or .retired left
