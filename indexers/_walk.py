@@ -243,6 +243,16 @@ def _read_file(path: str, limit: int) -> bytes:
         return handle.read(limit)
 
 
+def _is_text(name: str) -> bool:
+    """Whether ``name`` (decoded with ``os.fsdecode``) is valid UTF-8: undecodable bytes
+    come back as lone surrogates, which SQLite, tantivy and JSON refuse."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _names_regex(patterns: Iterable[str], *, ignore_case: bool) -> re.Pattern[str]:
     """One regex that fullmatches a single name against any of ``patterns`` (fnmatch)."""
     alternatives = [fnmatch.translate(p) for p in patterns]
@@ -337,6 +347,9 @@ class _Walker:
 
     def classify(self, rel: str) -> SourceFile | Skipped:
         """Check one listed path; the first reason that applies wins (see module docstring)."""
+        if not _is_text(rel):  # bytes in its name that no UTF-8 reads: no store takes it
+            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return Skipped(shown, SkipReason.UNREADABLE, "its name is not valid UTF-8")
         folder, _, name = rel.rpartition("/")
         pattern = self.excluded_by(rel)
         if pattern is not None:

@@ -95,10 +95,13 @@ def working_diff(root: Path, *, max_bytes: int = 1 << 20) -> list[Hunk]:
         return []  # no HEAD yet
     finally:
         repo.close()
+    # Bytes no UTF-8 reads (a Latin-1 file, a name from another system) as U+FFFD, as the
+    # indexers read them: kept as surrogates they would fail every later encode.
+    text = str(raw).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     hunks: list[Hunk] = []
     path = ""
     lines: list[str] = []
-    for line in str(raw)[:max_bytes].split("\n"):
+    for line in text[:max_bytes].split("\n"):
         head = line.startswith(_FILE_HEAD)
         if head or _HUNK_HEAD.match(line):
             if lines:

@@ -153,6 +153,16 @@ def read_history(
     text = run.stdout.decode("utf-8", errors="surrogateescape")
     if run.returncode != 0 and not text.strip():
         return None
-    sets = ([name for name in block.lstrip("\n").split("\0") if name]
+    # A name git history holds in bytes no UTF-8 reads (an old Latin-1 one) is no file
+    # the index can hold: left out (its surrogates would reach tantivy and fail a query).
+    sets = ([name for name in block.lstrip("\n").split("\0") if name and _is_text(name)]
             for block in text.split("\x01"))  # fmt: skip
     return ChangeHistory.of(sets, commit, max_files)
+
+
+def _is_text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -166,3 +166,30 @@ def test_the_diff_lane_never_shows_a_secret_file_or_a_key_body(tmp_path: Path) -
     assert not any(line in shown for line in body) and "MIIEchanged" not in shown
     certs = next(h for h in raw if h.path == "certs.py")
     assert shown.startswith("@@ ") and shown.count("\n") == certs.text.count("\n")
+
+
+def test_a_name_no_utf8_reads_is_skipped_and_never_fails_a_call(tmp_path: Path) -> None:
+    """A file named in Latin-1 bytes, tracked, then changed, then removed while git history
+    keeps it: indexing skips it with the reason, and search, history and a context with
+    it in the working-tree diff all answer (each raised on its lone surrogates)."""
+    from engine import Config, Workspace
+    from indexers import Skipped, SkipReason, walk
+
+    repo = make_repo(tmp_path / "repo")
+    bad = os.fsdecode(b"old\xe9.py")
+    (repo / bad).write_bytes(b"x = '\xe9'\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "latin-1 name")
+    skipped = [s for s in walk(repo) if isinstance(s, Skipped) and "UTF-8" in s.detail]
+    assert [(s.path, s.reason) for s in skipped] == [("old\\xe9.py", SkipReason.UNREADABLE)]
+    with Workspace.open(repo, Config(dense_model="hash")) as ws:
+        ws.index()
+        (repo / bad).write_bytes(b"x = '\xe9\xe9'\n")
+        pack = ws.build_context("compute_2", budget_tokens=2000)
+        assert "compute_2" in pack.render() and "old\ufffd.py" in pack.render()
+        _git(repo, "rm", "-q", "--cached", bad)
+        (repo / bad).unlink()
+        _git(repo, "commit", "-qm", "gone")
+        ws.index()
+        assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
+        assert ws.build_context("compute_2", budget_tokens=2000).citations
