@@ -285,7 +285,11 @@ def checkout(root: Path, commit: str, scratch: Path) -> Iterator[Path]:
     scratch.mkdir(parents=True)
     tree = scratch / "tree"
     try:
-        repo.git.worktree("add", "--detach", "--quiet", str(tree), commit)
+        # The user's hooks (post-checkout) never run for it, and no filter fetches over
+        # the network (Git LFS's smudge): the checkout is ours, and offline.
+        repo.git.execute(["git", "-c", f"core.hooksPath={os.devnull}", "worktree", "add",
+                          "--detach", "--quiet", str(tree), commit],
+                         env={**os.environ, "GIT_LFS_SKIP_SMUDGE": "1"})  # fmt: skip
         yield tree / rel
     finally:
         with contextlib.suppress(Exception):

@@ -193,3 +193,22 @@ def test_a_name_no_utf8_reads_is_skipped_and_never_fails_a_call(tmp_path: Path) 
         ws.index()
         assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
         assert ws.build_context("compute_2", budget_tokens=2000).citations
+
+
+def test_the_base_checkout_runs_none_of_the_users_hooks(tmp_path: Path) -> None:
+    """Indexing a dirty tree checks the base out in a worktree of its own: the user's
+    post-checkout hook does not run there (it did, inside cortex's state folder)."""
+    from engine import Config, Workspace
+
+    repo = make_repo(tmp_path / "repo")
+    marker = tmp_path / "hook-ran"
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    (repo / "hooks.py").write_text((repo / "hooks.py").read_text() + "\n# edited\n")
+    with Workspace.open(repo, Config(dense_model="hash")) as ws:
+        ws.index()
+        assert ws.search("compute_2", mode="bm25")
+    assert not marker.exists()
+    _git(repo, "checkout", "-q", "-b", "other")  # the hook itself works for the user
+    assert marker.exists()
