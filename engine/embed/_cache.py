@@ -92,6 +92,12 @@ class EmbeddingCache:
             # sidecar file makes one create it while the other waits and then reads it.
             with _creation_lock(self.path):
                 self._prepare(db)
+        except sqlite3.OperationalError as exc:  # read-only, no space: the file may be fine
+            db.close()
+            raise CacheError(
+                f"cannot write embedding cache {self.path} ({exc}): check that its folder is "
+                "writable and its disk has room"
+            ) from exc
         except sqlite3.DatabaseError as exc:
             db.close()
             raise CacheError(

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from engine.core import IndexBusyError
+from engine.core import IndexBusyError, IndexStateError
 
 __all__ = ["WriterLock"]
 
@@ -31,8 +31,14 @@ class WriterLock:
 
     def acquire(self) -> None:
         """Take the lock or raise ``IndexBusyError`` naming the holder."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise IndexStateError(
+                f"cannot write the state folder {self.path.parent} ({exc.strerror or exc}): "
+                "make it writable or set CORTEX_STATE_DIR to a folder that is"
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.core import IndexSchemaError
+from engine.core import IndexSchemaError, IndexStateError
 from engine.segment._dense import int_id
 from indexers import Chunk, ChunkKind, DocType, Skipped, Span
 
@@ -93,6 +93,11 @@ class MetaStore:
             self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoint
             self._db.execute(f"PRAGMA journal_size_limit={_JOURNAL_LIMIT}")
             self._db.executescript(_SCHEMA)
+        except sqlite3.OperationalError as exc:  # read-only, no space, no such folder
+            raise IndexStateError(
+                f"{path} cannot be opened for writing ({exc}): check that the state folder "
+                "is writable and its disk has room"
+            ) from exc
         except sqlite3.DatabaseError as exc:
             raise IndexSchemaError(
                 f"{path} is not a cortex index ({exc}); rebuild it with `cortex index --rebuild`"
@@ -152,13 +157,21 @@ class MetaStore:
     def transaction(self) -> Iterator[None]:
         """All writes inside commit together, or not at all."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                except BaseException:
+                    if self._db.in_transaction:  # SQLite may have rolled back already
+                        self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:  # disk full, I/O error, read-only
+                raise IndexStateError(
+                    f"writing {self.path} failed ({exc}); nothing of this run was kept, and "
+                    "the index as it was before still answers: free disk space or make the "
+                    "state folder writable, then index again"
+                ) from exc
 
     def bump_generation(self) -> int:
         """Increment the generation (call inside the update's transaction)."""

@@ -69,3 +69,34 @@ def test_garbage_file_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"not a database at all" * 100)
     with pytest.raises(IndexSchemaError):
         MetaStore(path)
+
+
+def test_a_failed_write_says_what_failed_and_keeps_what_was_there(tmp_path: Path) -> None:
+    """A disk or I/O error inside the update's transaction (SQLite may have rolled it back
+    itself) is an IndexStateError saying so, not "cannot rollback"; the data before stays."""
+    from engine.core import IndexStateError
+
+    meta = MetaStore(tmp_path / "meta.sqlite")
+    meta.set_info("kept", "yes")
+    with pytest.raises(IndexStateError, match=r"disk I/O error.*still answers"), meta.transaction():
+        meta.set_info("kept", "no")
+        raise sqlite3.OperationalError("disk I/O error")
+    assert meta.get_info("kept") == "yes"
+
+
+def test_an_unwritable_state_folder_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state folder the lock cannot be written in is an IndexStateError naming it and
+    CORTEX_STATE_DIR (it was a PermissionError traceback)."""
+    import os
+
+    from engine.core import IndexStateError
+    from engine.index import WriterLock
+
+    def refused(*args: object, **kwargs: object) -> int:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "open", refused)
+    with pytest.raises(IndexStateError, match=r"cannot write the state folder.*CORTEX_STATE_DIR"):
+        WriterLock(tmp_path / "state" / "lock").acquire()
