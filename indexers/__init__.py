@@ -26,7 +26,14 @@ from indexers._scan import (
     chunk_file,
     scan,
 )
-from indexers._secrets import Redacted, Redaction, redact, secret_kinds
+from indexers._secrets import (
+    Redacted,
+    Redaction,
+    redact,
+    redacted_path,
+    secret_kinds,
+    secret_paths,
+)
 from indexers._text import decode, sha256_text, span_text
 from indexers._tokens import (
     DEFAULT_ENCODING,
@@ -73,8 +80,10 @@ __all__ = [
     "license_from_text",
     "page_id",
     "redact",
+    "redacted_path",
     "scan",
     "secret_kinds",
+    "secret_paths",
     "sha256_text",
     "span_text",
     "walk",

@@ -28,7 +28,7 @@ import re
 import string
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     _sre_parse = importlib.import_module("sre_parse")
     _sre_constants = importlib.import_module("sre_constants")
 
-__all__ = ["Redacted", "Redaction", "redact", "secret_kinds"]
+__all__ = ["Redacted", "Redaction", "redact", "redacted_path", "secret_kinds", "secret_paths"]
 
 # Public IP addresses are not credentials (and docs are full of them).
 _SKIPPED_PLUGINS = frozenset({"IPPublicDetector"})
@@ -365,3 +365,23 @@ def redact(text: str, path: str = "") -> Redacted:
             marker = f"[REDACTED:{values[value]}]"
             lines = [ln.replace(value, marker) if value in ln else ln for ln in lines]
     return Redacted("\n".join(lines), tuple(redactions))
+
+
+# A credential in a path is a token of 16 or more characters (provider keys are 20-40+);
+# only paths holding one are scanned, all at once (a walk lists tens of thousands).
+_PATH_TOKEN = re.compile(r"[A-Za-z0-9_\-+=]{16,}")
+
+
+def secret_paths(paths: Iterable[str]) -> set[str]:
+    """The paths among ``paths`` whose names hold a credential (a folder or file named
+    after a token): no store or answer may carry them."""
+    scanned = [p for p in dict.fromkeys(paths) if "\n" not in p and _PATH_TOKEN.search(p)]
+    if not scanned:
+        return set()
+    found = redact("\n".join(scanned))
+    return {scanned[r.line - 1] for r in found.redactions}
+
+
+def redacted_path(path: str) -> str:
+    """``path`` with the credentials in it replaced (how a skipped one is named)."""
+    return redact(path).text

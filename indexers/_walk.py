@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from indexers._globs import glob_to_regex
+from indexers._secrets import redacted_path, secret_paths
 from indexers._sniff import size_text, sniff
 
 if TYPE_CHECKING:
@@ -310,10 +311,16 @@ class _Walker:
         self._catalog_cache: dict[str, tuple[str, ...]] = {"": ()}
 
     def emit(self, paths: Iterable[str]) -> Iterator[SourceFile | Skipped]:
-        """Classify ``paths`` and the pruned folders, in path order, each once."""
-        for rel in sorted(set(paths) | self.pre.keys()):
+        """Classify ``paths`` and the pruned folders, in path order, each once. A path whose
+        names hold a credential is skipped under its redacted name: no store takes it."""
+        listed = sorted(set(paths) | self.pre.keys())
+        named = secret_paths(p for p in listed if _is_text(p))
+        for rel in listed:
             pre = self.pre.get(rel)
-            yield pre if pre is not None else self.classify(rel)
+            if rel in named:
+                yield Skipped(redacted_path(rel), SkipReason.SECRET, "a credential in its name")
+            else:
+                yield pre if pre is not None else self.classify(rel)
 
     def prune(self, folder: str, reason: SkipReason, detail: str) -> None:
         """Record one verdict for a whole folder that the listing does not enter."""

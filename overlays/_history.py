@@ -23,7 +23,7 @@ import os
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -128,7 +128,8 @@ class ChangeHistory:
 
 
 def read_history(
-    root: Path, commit: str, *, limit: int = HISTORY_COMMITS, max_files: int = HISTORY_MAX_FILES
+    root: Path, commit: str, *, limit: int = HISTORY_COMMITS, max_files: int = HISTORY_MAX_FILES,
+    hidden: Callable[[list[str]], Collection[str]] | None = None,
 ) -> ChangeHistory | None:
     """The co-change counts of the newest ``limit`` non-merge commits up to ``commit``,
     paths relative to ``root`` (files outside it are not counted); None outside git or for
@@ -137,7 +138,8 @@ def read_history(
     Offline and the same on every machine: no rename detection (it reads file contents, and
     a partial clone would fetch them), no lazy fetch of missing objects, and the user's
     log settings overridden; names NUL-separated, so any path reads back. A clone missing
-    objects that a file list needs (a broken one) gives the commits listed before it."""
+    objects that a file list needs (a broken one) gives the commits listed before it.
+    ``hidden``: given every name read, the ones to leave out (names holding a credential)."""
     if not root.is_dir() or shutil.which("git") is None:
         return None
     env = {**os.environ, "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0"}
@@ -155,8 +157,12 @@ def read_history(
         return None
     # A name git history holds in bytes no UTF-8 reads (an old Latin-1 one) is no file
     # the index can hold: left out (its surrogates would reach tantivy and fail a query).
-    sets = ([name for name in block.lstrip("\n").split("\0") if name and _is_text(name)]
-            for block in text.split("\x01"))  # fmt: skip
+    sets = [[name for name in block.lstrip("\n").split("\0") if name and _is_text(name)]
+            for block in text.split("\x01")]  # fmt: skip
+    if hidden is not None:
+        gone = set(hidden(sorted({name for names in sets for name in names})))
+        if gone:
+            sets = [[name for name in names if name not in gone] for names in sets]
     return ChangeHistory.of(sets, commit, max_files)
 
 

@@ -13,6 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from indexers import secret_paths
 from overlays import ChangeHistory, head_commit, read_history
 
 __all__ = ["HISTORY_FILE", "Histories"]
@@ -41,7 +42,7 @@ class Histories:
         cached = self._read.get(path)
         if cached is None or cached[0] is not None:
             head = head_commit(self.root)
-            found = read_history(self.root, head) if head else None
+            found = read_history(self.root, head, hidden=secret_paths) if head else None
             cached = self._read[path] = (None, found)
         return cached[1]
 
@@ -56,7 +57,7 @@ class Histories:
         held = self._stored(path)
         if held is not None and held.commit == head:
             return
-        history = read_history(self.root, head) or ChangeHistory(commit=head)
+        history = read_history(self.root, head, hidden=secret_paths) or ChangeHistory(commit=head)
         fd, tmp = tempfile.mkstemp(prefix=HISTORY_FILE, suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -125,3 +125,27 @@ def test_what_a_caller_names_is_redacted_too(tmp_path: Path) -> None:
     assert not [t for t in shown if gh in t or slack in t]
     everything = _all_state_bytes(state)
     assert gh.encode() not in everything and slack.encode() not in everything
+
+
+def test_a_credential_in_a_file_or_folder_name_reaches_nothing(tmp_path: Path) -> None:
+    """A folder named after an AWS key and a file after a GitHub token, committed: both are
+    skipped under their redacted names, and neither token reaches an answer, the co-change
+    history or any byte under the state dir."""
+    aws, gh = "AKIA" + "Z7QK3M2XW9PLR4TB", "ghp_" + "Q8vR2mN5kL9pX3wT7yZ1aB4cD6eF0gH2jK5m"
+    root = tmp_path / "repo"
+    (root / "src" / aws).mkdir(parents=True)
+    (root / "src" / aws / "loader.py").write_text("def load_config():\n    return {}\n")
+    (root / "src" / f"{gh}.py").write_text("def token_helper():\n    return 1\n")
+    (root / "src" / "app.py").write_text("def main():\n    return load_config()\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=T", *args], cwd=root,
+                       check=True, capture_output=True, env=GIT_ENV)  # fmt: skip
+    state = tmp_path / "state"
+    with Workspace.open(root, Config(dense_model="hash", state_dir=str(state))) as ws:
+        report = ws.index()
+        assert report.skipped.get("secret") == 2
+        shown = [ws.build_context("load_config main", budget_tokens=2000).render(),
+                 *(h.chunk.source_uri for h in ws.search("load_config token_helper", k=20))]
+    assert not [t for t in shown if aws in t or gh in t]
+    everything = _all_state_bytes(state)
+    assert aws.encode() not in everything and gh.encode() not in everything
