@@ -331,19 +331,26 @@ class Layers:
         # swapped in; an interrupted build starts over.
         directory = self.base_dir(base)
         building = directory.with_name(directory.name + _BUILDING)
-        self._close(building)
-        shutil.rmtree(building, ignore_errors=True)
-        segment = self.segment(building, create=True)
 
         def build(tree: Path) -> IndexReport:
-            return update_segment(segment, tree, self.config, counter=counter,
-                                  embedder=embedder, cache=cache, progress=progress)  # fmt: skip
+            self._close(building)
+            shutil.rmtree(building, ignore_errors=True)
+            return update_segment(self.segment(building, create=True), tree, self.config,
+                                  counter=counter, embedder=embedder, cache=cache,
+                                  progress=progress)  # fmt: skip
 
+        report: IndexReport | None = None
         if base == _NO_GIT or not changed_paths(self.root, base, self.inside):
+            started = time.time_ns()
             report = build(self.root)  # the folder is exactly the base: no checkout needed
-        else:
+            if base != _NO_GIT and self._written_since(building, started):
+                # A file written while the tree was read (an edit, then its revert) may
+                # hold neither the commit's text nor the tree's: the commit's files instead.
+                report = None
+        if report is None:
             with checkout(self.root, base, self.state_dir / "checkout") as tree:
                 report = build(tree)
+        segment = self.segment(building)
         when = None if base == _NO_GIT else commit_time_ns(self.root, base)
         if when is not None:  # the base's files are as old as its commit, wherever built
             segment.meta.set_mtimes(when)
@@ -358,6 +365,17 @@ class Layers:
         building.rename(directory)
         shutil.rmtree(retired, ignore_errors=True)
         return report
+
+    def _written_since(self, directory: Path, since_ns: int) -> bool:
+        """Whether a file the segment at ``directory`` read was written at or after
+        ``since_ns`` (or is gone)."""
+        for path in self.segment(directory).files():
+            try:
+                if (self.root / path).stat().st_mtime_ns >= since_ns:
+                    return True
+            except OSError:
+                return True
+        return False
 
     def _close(self, directory: Path) -> None:
         """Close this process's segment at ``directory`` (and forget its View sides)."""
@@ -404,6 +422,13 @@ class Layers:
         report = update_segment(segment, self.root, self.config, counter=counter,
                                 embedder=embedder, cache=cache, progress=progress,
                                 listing=differ, lexical=False)  # fmt: skip
+        if candidates is not None and differ:
+            # A file edited while this ran and put back before it ended leaves the tree's
+            # token as it was, but the overlay holds the edit: the record then says stale,
+            # so the next call reads the file again (it served content found nowhere).
+            after = changed_paths(self.root, base, self.inside)
+            if after is None or not changed <= after:
+                token = ""
         record = OverlayInfo(
             base=base,
             root=str(self.root),

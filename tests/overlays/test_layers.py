@@ -335,26 +335,89 @@ def test_a_base_built_again_keeps_the_one_in_use_until_it_is_complete(
     """Other chunker settings (as a new version's chunker) mean the base is built again:
     killed mid-way, the base in use still answers (it was deleted first, and every call
     said there was no index); finished, it replaces it and leaves nothing beside it."""
-    import engine.index._layers as layers
+    from engine.index._update import update_segment as real
 
     repo = make_repo(tmp_path / "repo")
     state = str(tmp_path / "state")
     with Workspace.open(repo, CONFIG.with_(state_dir=state)) as ws:
         ws.index()
     other = CONFIG.with_(state_dir=state, max_section_tokens=64)
-    real = layers.update_segment
 
     def killed(*args: object, **kwargs: object) -> object:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(layers, "update_segment", killed)
+    monkeypatch.setattr("engine.index._layers.update_segment", killed)
     with Workspace.open(repo, other) as ws, pytest.raises(KeyboardInterrupt):
         ws.index()
     with Workspace.open(repo, other) as ws:  # the new settings: the old base answers
         assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
-    monkeypatch.setattr(layers, "update_segment", real)
+    monkeypatch.setattr("engine.index._layers.update_segment", real)
     with Workspace.open(repo, other) as ws:
         ws.index()
         assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
     bases = [p.name for p in (Path(state) / "bases").iterdir()]
     assert len(bases) == 1 and "." not in bases[0]  # no .building or .retired left
+
+
+def test_an_edit_put_back_while_the_base_is_read_is_not_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent applies a patch while the first index reads the clean tree, and reverts
+    it before the index ends: the tree is clean at both ends, so the base was taken from
+    the tree and kept the patch (search kept returning code found nowhere). A file written
+    while the tree was read now means the base is taken from the commit instead."""
+    from engine.index._update import update_segment as real
+
+    repo = make_repo(tmp_path / "repo")
+    original = (repo / "hooks.py").read_text()
+    calls: list[Path] = []
+
+    def patched_then_reverted(segment: object, tree: Path, *args: object, **kw: object) -> object:
+        calls.append(tree)
+        if len(calls) == 1:
+            (repo / "hooks.py").write_text(original + "\n\ndef patched_in_marker():\n    pass\n")
+        report = real(segment, tree, *args, **kw)  # type: ignore[arg-type]
+        if len(calls) == 1:
+            (repo / "hooks.py").write_text(original)  # the agent puts it back
+        return report
+
+    monkeypatch.setattr("engine.index._layers.update_segment", patched_then_reverted)
+    with Workspace.open(repo, CONFIG.with_(state_dir=str(tmp_path / "state"))) as ws:
+        ws.index()
+        assert not ws.search("patched_in_marker", mode="bm25")
+        assert ws.search("register_hook", mode="bm25")
+        assert calls[0] == repo and calls[1] != repo  # read again from the commit
+
+
+def test_an_edit_put_back_while_an_overlay_is_read_leaves_it_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same race on a refresh: the tree's token read clean, the patch applied before
+    the changed files are listed and reverted after they are read. The overlay holds the
+    patch with the clean token, so it is recorded stale and the next call reads again."""
+    from engine.index._update import update_segment as real_update
+    from overlays import changed_paths as real_changed
+
+    repo = make_repo(tmp_path / "repo")
+    original = (repo / "hooks.py").read_text()
+    with Workspace.open(repo, CONFIG.with_(state_dir=str(tmp_path / "state"))) as ws:
+        ws.index()
+        steps: list[str] = []
+
+        def listed(*args: object, **kw: object) -> object:
+            if not steps:
+                steps.append("patched")
+                (repo / "hooks.py").write_text(original + "\ndef patched_in_marker():\n    pass\n")
+            return real_changed(*args, **kw)  # type: ignore[arg-type]
+
+        def read(*args: object, **kw: object) -> object:
+            report = real_update(*args, **kw)  # type: ignore[arg-type]
+            (repo / "hooks.py").write_text(original)  # the agent puts it back
+            return report
+
+        monkeypatch.setattr("engine.index._layers.changed_paths", listed)
+        monkeypatch.setattr("engine.index._layers.update_segment", read)
+        ws.index()
+        monkeypatch.undo()
+        assert ws.status(check_files=False).stale
+        assert not ws.search("patched_in_marker", mode="bm25")
