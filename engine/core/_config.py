@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from pathlib import PurePosixPath
 from typing import Any
 
 from engine.core._errors import ConfigError
@@ -143,10 +144,16 @@ class Config:
         return LearnSettings(rate=self.learn_rate, bound=self.learn_bound)
 
     def walk_options(self) -> WalkOptions:
-        """The indexers' file-selection options."""
-        return WalkOptions(
-            max_file_bytes=self.max_file_bytes, include=self.include, exclude=self.exclude
-        )
+        """The indexers' file-selection options. A state folder inside the workspace under
+        another name than ``.cortex`` (always skipped) is excluded: cortex never indexes
+        its own state (outside git nothing else leaves it out)."""
+        exclude = self.exclude
+        own = PurePosixPath(self.state_dir.replace("\\", "/"))
+        inside = own.parts and own.parts[0] not in (".", "..", DEFAULT_STATE_DIR)
+        if inside and not own.is_absolute():
+            exclude = (*exclude, f"{own.as_posix()}/")
+        return WalkOptions(max_file_bytes=self.max_file_bytes, include=self.include,
+                           exclude=exclude)  # fmt: skip
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: Any) -> Config:

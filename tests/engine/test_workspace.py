@@ -444,3 +444,19 @@ def test_feedback_does_not_flag_an_unchanged_snippet_stale(tmp_path: Path) -> No
         assert any("\n\n" in c.text for c in pack.citations)  # across an emptied line
         result = ws.feedback(pack.replay_key, [c.id for c in pack.citations])
         assert result.valid and result.stale == ()
+
+
+def test_a_state_folder_of_another_name_inside_a_plain_folder_is_never_indexed(
+    tmp_path: Path,
+) -> None:
+    """Outside git, a relative state folder other than .cortex was walked like any folder:
+    each run indexed cortex's own lock, manifest and tantivy files, one more each time."""
+    (tmp_path / "a.py").write_text("def a():\n    return 1\n")
+    with Workspace.open(tmp_path, Config(dense_model="hash", state_dir="st")) as ws:
+        ws.index()
+        again = ws.index()
+        assert again.files == 1 and again.added == 0
+        assert {h.chunk.path for h in ws.search("pid since", mode="bm25", k=5)} <= {"a.py"}
+    assert Config(state_dir="st").walk_options().exclude == ("st/",)
+    assert Config().walk_options().exclude == ()
+    assert Config(state_dir="/abs/st").walk_options().exclude == ()
