@@ -82,7 +82,7 @@ class Indexer:
                 cache=state.cache if embedder is not None else None,
                 progress=progress,
             )
-            skipped = state.layers.segment(state.layers.base_dir(info.base)).meta.skipped_counts()
+            skipped = info.skipped_counts(state.layers.segment(state.layers.base_dir(info.base)))
             return combined_report(base, overlay, before, state.layers.view(info).files(), skipped)
 
     def _rebuild_beside(self, progress: Progress | None) -> IndexReport:
@@ -122,7 +122,7 @@ class Indexer:
         state.manifest.write()
         remove_tree(replaced)
         remove_tree(staging)
-        skipped = state.layers.segment(state.layers.base_dir(info.base)).meta.skipped_counts()
+        skipped = info.skipped_counts(state.layers.segment(state.layers.base_dir(info.base)))
         return combined_report(base, overlay, before, state.layers.view(info).files(), skipped)
 
     def finish_swap(self) -> None:

@@ -28,6 +28,7 @@ import json
 import re
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field, replace
@@ -86,6 +87,13 @@ class OverlayInfo:
     paths: list[str] = field(default_factory=list)
     tombstones: list[str] = field(default_factory=list)
     built: str = ""
+    # Files the walk skipped, by reason, in the working tree as this overlay saw it (the
+    # base's skips less the paths it looked at again, and its own); None in older records.
+    skipped: dict[str, int] | None = None
+
+    def skipped_counts(self, base: Segment) -> dict[str, int]:
+        """Skipped files by reason: this record's, else (an older record) the base's."""
+        return dict(self.skipped) if self.skipped is not None else base.meta.skipped_counts()
 
 
 def _slug(text: str) -> str:
@@ -407,12 +415,19 @@ class Layers:
         differ: list[SourceFile] = []
         present: set[str] = set()
         opts = self.config.walk_options()
+        skipped: Counter[str] = Counter()
         for item in walk(self.root, opts, only=candidates):
             if isinstance(item, SourceFile):
                 present.add(item.path)
                 known = base_files.get(item.path)
                 if known is None or known.content_sha256 != content_sha(item.data):
                     differ.append(item)
+            else:
+                skipped[item.reason.value] += 1
+        if candidates is not None:  # the base's skips of the paths not looked at again
+            skipped.update(reason for path, reason in
+                           self.segment(self.base_dir(base)).meta.skipped_reasons()
+                           if path not in candidates)  # fmt: skip
         # Every base path the overlay replaces or drops: changed, renamed away, deleted, or
         # no longer indexable (now ignored, too large...).
         looked = set(base_files) if candidates is None else candidates & set(base_files)
@@ -438,6 +453,7 @@ class Layers:
             paths=sorted(s.path for s in differ),
             tombstones=tombstones,
             built=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            skipped=dict(sorted(skipped.items())),
         )
         tmp = directory / (_INFO + ".tmp")
         tmp.write_text(json.dumps(asdict(record), indent=1) + "\n", "utf-8")

@@ -46,7 +46,7 @@ def status_of(layers: Layers, config: Config, *, check_files: bool) -> Status:
         files=len(files),
         chunks=base_chunks - sum(f.chunks for f in hidden) + over_chunks,
         tokens=base_tokens - sum(f.tokens for f in hidden) + over_tokens,
-        skipped=meta.skipped_counts(),
+        skipped=info.skipped_counts(base),
         encoding=meta.get_info("encoding"),
         dense_model=model,
         dense_vectors=dense.ntotal if dense is not None else 0,

@@ -263,6 +263,12 @@ class MetaStore:
             row = self._db.execute("SELECT * FROM files WHERE path = ?", (path,)).fetchone()
         return FileRecord(*row) if row else None
 
+    def skipped_reasons(self) -> list[tuple[str, str]]:
+        """(path, reason) of every file the last index run skipped."""
+        with self._lock:
+            rows = self._db.execute("SELECT path, reason FROM skipped").fetchall()
+        return [(str(p), str(r)) for p, r in rows]
+
     def skipped_counts(self) -> dict[str, int]:
         """Skipped files by reason, from the last index run."""
         with self._lock:

@@ -460,3 +460,21 @@ def test_a_state_folder_of_another_name_inside_a_plain_folder_is_never_indexed(
     assert Config(state_dir="st").walk_options().exclude == ("st/",)
     assert Config().walk_options().exclude == ()
     assert Config(state_dir="/abs/st").walk_options().exclude == ()
+
+
+def test_skipped_counts_follow_the_working_tree(repo: Path) -> None:
+    """Files added since the base and skipped (a .env, an empty file) are counted by the
+    index report and status, and leave the count when they go (both read only the base's
+    skips: "skipped: 0" beside a .env that `cortex chunks` listed)."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        before = ws.status(check_files=False).skipped
+        (repo / ".env").write_text("TOKEN=x\n")
+        (repo / "empty.py").write_text("")
+        report = ws.index()
+        want = {**before, "secret": before.get("secret", 0) + 1,
+                "empty": before.get("empty", 0) + 1}  # fmt: skip
+        assert report.skipped == want == ws.status(check_files=False).skipped
+        (repo / ".env").unlink()
+        after = ws.index().skipped
+        assert after.get("secret", 0) == want["secret"] - 1 and after["empty"] == want["empty"]
