@@ -203,7 +203,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     """The MCP server: the tools of ``tools`` (a profile or tool names, see ``tool_names``)
     over ``service``, each describing when to call it."""
     enabled = tool_names(tools)
-    from typing import Annotated
+    from typing import Annotated, NotRequired
 
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -226,7 +226,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     class ToolResultIn(TypedDict):
         name: str
         ok: Bool
-        summary: str
+        summary: NotRequired[str]  # as HTTP takes it: "" when absent
 
     @strict
     class ProofIn(TypedDict):

@@ -100,8 +100,9 @@ def test_build_context_feedback_replay_round_trip(mcp_call: tuple[Call, Any]) ->
     key = body["replay_key"]
 
     last = len(body["citations"])  # cited as "[n]", the way a model writes it
-    fb = call("feedback", {"replay_key": key, "model_citations": [1, f"[{last}]", 99, "x"]})
-    assert not fb.is_error
+    fb = call("feedback", {"replay_key": key, "model_citations": [1, f"[{last}]", 99, "x"],
+                           "tool_results": [{"name": "pytest", "ok": True}]})  # as HTTP: no summary
+    assert not fb.is_error, fb.content[0].text
     assert fb.structured_content["valid"] == sorted({1, last})
     assert fb.structured_content["dropped"] == ["99", "x"]
 
