@@ -15,7 +15,7 @@ from indexers._chunk import Chunk, ChunkKind, DocType, Page, Span, chunk_id, pag
 from indexers._doctype import doc_type_for
 from indexers._draft import identifiers
 from indexers._languages import Family, Language, language_for_path, languages
-from indexers._license import NOASSERTION, license_from_text
+from indexers._license import NOASSERTION, is_license_source, license_from_text
 from indexers._scan import (
     CHUNKER_VERSION,
     DEFAULT_MAX_SECTION_TOKENS,
@@ -75,6 +75,7 @@ __all__ = [
     "decode",
     "doc_type_for",
     "identifiers",
+    "is_license_source",
     "language_for_path",
     "languages",
     "license_from_text",

@@ -21,6 +21,7 @@ from pathlib import Path
 __all__ = [
     "NOASSERTION",
     "LicenseResolver",
+    "is_license_source",
     "license_from_header",
     "license_from_text",
     "spdx_expression",
@@ -68,6 +69,23 @@ _SIGNATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("BSL-1.0", ("boost software license",)),
     ("Zlib", ("this software is provided 'as-is'", "altered source versions must be plainly")),
 )
+
+
+_MANIFESTS = ("package.json", "Cargo.toml", "pyproject.toml")
+
+
+def is_license_source(path: str) -> bool:
+    """Whether the file at ``path`` can declare its folder's licence: a package manifest
+    or a licence text (``LICENSE``, ``COPYING.md``, ``LICENSE-MIT``)."""
+    name = path.rsplit("/", 1)[-1]
+    if name in _MANIFESTS:
+        return True
+    lower = name.lower()
+    for ext in _DOC_EXTENSIONS:
+        if lower.endswith(ext) and len(name) > len(ext):
+            name = name[: -len(ext)]
+            break
+    return _LICENSE_NAME.fullmatch(name) is not None
 
 
 def license_from_header(text: str) -> str | None:
@@ -183,7 +201,7 @@ class LicenseResolver:
 
     def _from_manifests(self, folder: Path) -> str | None:
         """The ``license`` field of the folder's package manifest, if it is SPDX."""
-        for name in ("package.json", "Cargo.toml", "pyproject.toml"):
+        for name in _MANIFESTS:
             raw = _read(folder / name, _MAX_MANIFEST_BYTES)
             if raw is None:
                 continue

@@ -186,15 +186,19 @@ class Chunker:
 
     def chunk(self, item: SourceFile) -> ChunkedFile:
         """Chunk one walked file."""
-        head = item.data[:_LICENSE_HEAD_BYTES].decode("utf-8", errors="replace")
         return chunk_file(
             item.path,
             item.data,
             options=self.options,
             counter=self.counter,
-            license=self._licenses.for_file(item.path, head),
+            license=self.license_of(item),
             size=item.size,
         )
+
+    def license_of(self, item: SourceFile) -> str:
+        """The licence ``chunk`` gives the file: its header's tag, else its folder's."""
+        head = item.data[:_LICENSE_HEAD_BYTES].decode("utf-8", errors="replace")
+        return self._licenses.for_file(item.path, head)
 
 
 def scan(

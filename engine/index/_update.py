@@ -36,7 +36,16 @@ from engine.core import (
 )
 from engine.embed import Embedder, EmbeddingCache, embed_with_cache
 from engine.segment import EXACT_MAX, DenseIndex, FileRecord, Segment, int_id, nlist_for
-from indexers import Chunk, ChunkedFile, Chunker, Skipped, SourceFile, TokenCounter, walk
+from indexers import (
+    Chunk,
+    ChunkedFile,
+    Chunker,
+    Skipped,
+    SourceFile,
+    TokenCounter,
+    is_license_source,
+    walk,
+)
 
 __all__ = ["ensure_dense", "update_segment"]
 
@@ -190,6 +199,25 @@ def _plan(
     return _Plan(sources, skipped, known, todo, removed, fresh)
 
 
+def _relicensed(plan: _Plan, chunker: Chunker) -> list[tuple[SourceFile, str]]:
+    """Files of unchanged bytes whose licence changed with a manifest or licence text
+    changed, added or removed beside or above them: chunked again to carry it."""
+    changed = [src.path for src, _ in plan.todo] + list(plan.removed)
+    folders = {p.rsplit("/", 1)[0] if "/" in p else "" for p in changed if is_license_source(p)}
+    if not folders:
+        return []
+    again = {src.path for src, _ in plan.todo}
+    out: list[tuple[SourceFile, str]] = []
+    for src in plan.sources:
+        old = plan.known.get(src.path)
+        if old is None or src.path in again:
+            continue
+        under = any(not f or src.path.startswith(f + "/") for f in folders)
+        if under and chunker.license_of(src) != old.license:
+            out.append((src, content_sha(src.data)))
+    return out
+
+
 def _chunk(
     segment: Segment,
     plan: _Plan,
@@ -201,8 +229,9 @@ def _chunk(
     """Chunk what changed; note the paths touched and the vectors their old chunks had."""
     chunker = Chunker(root, options=config.chunk_options(), counter=counter)
     out = _Chunked()
-    progress.stage("chunking", len(plan.todo), "files")
-    for src, sha in plan.todo:
+    todo = plan.todo + _relicensed(plan, chunker)
+    progress.stage("chunking", len(todo), "files")
+    for src, sha in todo:
         out.files.append((chunker.chunk(src), src, sha))
         progress.advance()
     progress.end()

@@ -478,3 +478,37 @@ def test_skipped_counts_follow_the_working_tree(repo: Path) -> None:
         (repo / ".env").unlink()
         after = ws.index().skipped
         assert after.get("secret", 0) == want["secret"] - 1 and after["empty"] == want["empty"]
+
+
+def test_a_changed_licence_reaches_the_files_it_covers(tmp_path: Path) -> None:
+    """A package.json whose licence changes, then a LICENSE file added: the files they
+    cover carry the new licence after the next index, though their bytes did not change
+    (they kept the old one); files the change does not cover keep theirs."""
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "other").mkdir()
+    (root / "pkg" / "package.json").write_text('{"name": "p", "license": "MIT"}\n')
+    (root / "pkg" / "index.js").write_text("export function add(a, b) { return a + b }\n")
+    (root / "tool.py").write_text("def run():\n    return 1\n")
+    (root / "other" / "m.py").write_text("def m():\n    return 2\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=T", *args], cwd=root,
+                       check=True, env=GIT_ENV)  # fmt: skip
+    with Workspace.open(root, CONFIG.with_(state_dir=str(tmp_path / "state"))) as ws:
+        ws.index()
+        assert ws.resolve("pkg/index.js").license == "MIT"
+        (root / "pkg" / "package.json").write_text('{"name": "p", "license": "Apache-2.0"}\n')
+        ws.index()
+        assert ws.resolve("pkg/index.js").license == "Apache-2.0"
+        pack = ws.build_context("add function", budget_tokens=2000)
+        assert {c.license for c in pack.citations if c.source_uri.startswith("pkg/index.js")} \
+            == {"Apache-2.0"}  # fmt: skip
+        from tests.indexers.test_license import MIT
+
+        (root / "other" / "LICENSE").write_text(MIT)
+        ws.index()
+        assert ws.resolve("other/m.py").license == "MIT"
+        assert ws.resolve("tool.py").license == "NOASSERTION"
+        assert ws.resolve("pkg/index.js").license == "Apache-2.0"
+        hits = [h.chunk.path for h in ws.search("add", mode="bm25", k=50)]
+        assert hits.count("pkg/index.js") == 1  # the overlay's copy only, not the base's too
