@@ -67,6 +67,7 @@ class Indexer:
             self.finish_swap()
             if rebuild and state.manifest.exists():
                 return self._rebuild_beside(progress)
+            remove_tree(state.state_dir / REBUILD_DIR)  # what a killed rebuild left (its size)
             if rebuild or not state.manifest.exists():
                 state.manifest.write()
             else:

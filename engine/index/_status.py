@@ -52,7 +52,10 @@ def status_of(layers: Layers, config: Config, *, check_files: bool) -> Status:
         dense_vectors=dense.ntotal if dense is not None else 0,
         dense_kind=dense.kind if dense is not None else None,
         dense_recall=dense.measured_recall if dense is not None else None,
-        dense_current=model is not None and base.dense_generation(model) == meta.generation,
+        # The overlay's vectors too: a run killed between its metadata and vector writes
+        # leaves its new chunks out of dense search until the next refresh.
+        dense_current=model is not None and base.dense_generation(model) == meta.generation
+        and (not info.paths or overlay.dense_generation(model) == overlay.meta.generation),
         changed=changed,
         added=added,
         removed=removed,

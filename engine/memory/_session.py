@@ -211,7 +211,11 @@ class Session:
 
     def lane(self, room: int, *, query: str = "", upto: int | None = None,
              settings: LaneSettings | None = None) -> HistoryLane:  # fmt: skip
-        """The history lane of the steps (up to ``upto``) in ``room`` tokens."""
+        """The history lane of the steps (up to ``upto``) in ``room`` tokens (a whole
+        number, 1 or more: ``BudgetUnreachableError`` when even its shortest form does not
+        fit)."""
+        if type(room) is not int or room < 1:
+            raise ConfigError(f"a lane's room is a number of tokens, 1 or more, not {room!r}")
         items = self.items(upto)
         with self._lock:
             return build_lane(items, room, self._memo, session=self.id, query=query,

@@ -512,3 +512,25 @@ def test_a_changed_licence_reaches_the_files_it_covers(tmp_path: Path) -> None:
         assert ws.resolve("pkg/index.js").license == "Apache-2.0"
         hits = [h.chunk.path for h in ws.search("add", mode="bm25", k=50)]
         assert hits.count("pkg/index.js") == 1  # the overlay's copy only, not the base's too
+
+
+def test_leftovers_of_a_killed_run_are_cleared_and_status_says_what_is_behind(
+    repo: Path,
+) -> None:
+    """What a killed ``--rebuild`` left beside the index goes at the next index (it stayed
+    until the next --rebuild); overlay vectors behind its metadata (a run killed between
+    the two writes) are not "current" (status read only the base's)."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        leftover = ws.state_dir / "rebuild" / "bases" / "x"
+        leftover.mkdir(parents=True)
+        hooks = repo / "hooks.py"
+        hooks.write_text(hooks.read_text() + "\n\ndef more():\n    pass\n")
+        ws.index()
+        assert not (ws.state_dir / "rebuild").exists()
+        status = ws.status(check_files=False)
+        assert status.dense_current and status.overlay_files == 1
+        info, _ = ws.layers.current()
+        overlay = ws.layers.segment(ws.layers.overlay_dir(info.branch))
+        overlay.meta.set_info(f"dense:{status.dense_model}:generation", "0")
+        assert not ws.status(check_files=False).dense_current

@@ -120,3 +120,15 @@ def test_two_processes_append_to_one_session(tmp_path: Path) -> None:
     steps = s.items()
     assert len(steps) == 30 and [i.step for i in steps] == list(range(1, 31))
     assert journal.verify().ok
+
+
+def test_a_lane_of_no_room_is_a_bad_argument(tmp_path: Path) -> None:
+    """``session show --lane -5`` answered with a budget message; a room below one token
+    (or not a number of tokens) is a ConfigError, as a bad argument is."""
+    journal, s = _open(tmp_path)
+    s.add("user", "fix the parser")
+    for room in (0, -5, 1.5):
+        with pytest.raises(ConfigError, match="number of tokens"):
+            s.lane(room)  # type: ignore[arg-type]
+    assert s.lane(200).tokens <= 200
+    journal.close()
