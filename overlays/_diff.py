@@ -158,10 +158,14 @@ def _status_paths(records: Sequence[str]) -> Iterator[tuple[str, str]]:
 
 
 def _git(root: Path) -> git.Git:
-    """Git commands run in ``root`` (GitPython's ``repo.git`` runs at the top)."""
+    """Git commands run in ``root`` (GitPython's ``repo.git`` runs at the top). Optional
+    locks off: ``git status`` would otherwise rewrite the user's ``.git/index`` to refresh
+    it, running their ``post-index-change`` hook on every call."""
     import git
 
-    return git.Git(str(root))
+    cmd = git.Git(str(root))
+    cmd.update_environment(GIT_OPTIONAL_LOCKS="0")
+    return cmd
 
 
 def tree_token(root: Path, exclude: Sequence[str] = ()) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from indexers import WalkOptions, decode, redact
+from indexers import WalkOptions, decode, redact, secret_paths
 from overlays import Hunk, diff_sides
 
 __all__ = ["clean_diff"]
@@ -21,12 +21,14 @@ _KEY_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
 
 def clean_diff(root: Path, hunks: Sequence[Hunk], options: WalkOptions) -> list[Hunk]:
     """``hunks`` without the files the index never reads as secret by name (a tracked
-    ``.env``), each redacted as its whole file would be: a hunk that may hold a key's body
-    takes its lines from both sides of the file, redacted whole."""
+    ``.env``, a path holding a credential), each redacted as its whole file would be: a
+    hunk that may hold a key's body takes its lines from both sides of the file, redacted
+    whole."""
     sides: dict[str, tuple[list[str] | None, list[str] | None]] = {}
     out: list[Hunk] = []
+    named = secret_paths(h.path for h in hunks)  # a credential in the name: never indexed
     for hunk in hunks:
-        if options.is_secret_name(hunk.path):
+        if options.is_secret_name(hunk.path) or hunk.path in named:
             continue
         lines = redact(hunk.text, hunk.path).text.split("\n")
         numbers = _NUMBERS.match(lines[0])

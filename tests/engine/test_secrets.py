@@ -149,3 +149,25 @@ def test_a_credential_in_a_file_or_folder_name_reaches_nothing(tmp_path: Path) -
     assert not [t for t in shown if aws in t or gh in t]
     everything = _all_state_bytes(state)
     assert aws.encode() not in everything and gh.encode() not in everything
+
+
+def test_a_credential_named_file_changed_in_the_tree_shows_in_no_diff(tmp_path: Path) -> None:
+    """The same files edited in the working tree: the diff lane leaves them out as the
+    index does (their names were printed in its '--- path' lines and stored)."""
+    gh = "ghp_" + "Bw8Xq3Zp7Rk2Nm5Vt9Yb4Hc1Jd6Fs0Ge3Ub9"
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / f"{gh}.py").write_text("def token_helper():\n    return 1\n")
+    (root / "src" / "app.py").write_text("def main():\n    return token_helper()\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=T", *args], cwd=root,
+                       check=True, capture_output=True, env=GIT_ENV)  # fmt: skip
+    for name in (f"{gh}.py", "app.py"):
+        path = root / "src" / name
+        path.write_text(path.read_text() + "# edited\n")
+    state = tmp_path / "state"
+    with Workspace.open(root, Config(dense_model="hash", state_dir=str(state))) as ws:
+        ws.index()
+        shown = ws.build_context("token_helper main", budget_tokens=2000).render()
+    assert "--- src/app.py" in shown and gh not in shown
+    assert gh.encode() not in _all_state_bytes(state)

@@ -212,3 +212,20 @@ def test_the_base_checkout_runs_none_of_the_users_hooks(tmp_path: Path) -> None:
     assert not marker.exists()
     _git(repo, "checkout", "-q", "-b", "other")  # the hook itself works for the user
     assert marker.exists()
+
+
+def test_reading_the_trees_state_runs_no_index_hook(tmp_path: Path) -> None:
+    """Each call reads ``git status``; with optional locks on, git refreshed the user's
+    ``.git/index`` and ran their ``post-index-change`` hook every time."""
+    from engine import Config, Workspace
+
+    repo = make_repo(tmp_path / "repo")
+    marker = tmp_path / "index-hook-ran"
+    hook = repo / ".git" / "hooks" / "post-index-change"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    os.utime(repo / "hooks.py")  # a stat change git status would write back to the index
+    with Workspace.open(repo, Config(dense_model="hash")) as ws:
+        ws.index()
+        ws.build_context("compute_2", budget_tokens=2000)
+    assert not marker.exists()
