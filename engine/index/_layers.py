@@ -48,9 +48,9 @@ from engine.core import (
 )
 from engine.index._history import Histories
 from engine.index._memories import Memories
-from engine.index._update import ensure_dense, update_segment
-from engine.segment import FileRecord, Segment
-from indexers import Chunker, SourceFile, TokenCounter, is_license_source, walk
+from engine.index._update import covered, ensure_dense, licence_folders, relicensed, update_segment
+from engine.segment import Segment
+from indexers import Chunker, SourceFile, TokenCounter, walk
 from overlays import (
     ChangeHistory,
     Scope,
@@ -374,24 +374,6 @@ class Layers:
         shutil.rmtree(retired, ignore_errors=True)
         return report
 
-    def _relicensed(self, base_files: dict[str, FileRecord], changed: set[str],
-                    present: set[str], counter: TokenCounter) -> list[SourceFile]:  # fmt: skip
-        """Base files of unchanged bytes whose licence a changed, added or removed manifest
-        or licence text changed (a file's licence may come from its folder's): the overlay
-        holds them, with the licence they have now."""
-        folders = {p.rsplit("/", 1)[0] if "/" in p else "" for p in changed
-                   if is_license_source(p)}  # fmt: skip
-        if not folders:
-            return []
-        under = {p for p in base_files if p not in changed and p not in present
-                 and any(not f or p.startswith(f + "/") for f in folders)}  # fmt: skip
-        if not under:
-            return []
-        chunker = Chunker(self.root, options=self.config.chunk_options(), counter=counter)
-        return [item for item in walk(self.root, self.config.walk_options(), only=under)
-                if isinstance(item, SourceFile)
-                and chunker.license_of(item) != base_files[item.path].license]  # fmt: skip
-
     def _written_since(self, directory: Path, since_ns: int) -> bool:
         """Whether a file the segment at ``directory`` read was written at or after
         ``since_ns`` (or is gone)."""
@@ -450,12 +432,18 @@ class Layers:
         # no longer indexable (now ignored, too large...).
         looked = set(base_files) if candidates is None else candidates & set(base_files)
         changed = {s.path for s in differ}
-        gone = {p for p in looked if p not in present}
-        relicensed = self._relicensed(base_files, changed | gone, present, counter)
-        differ += relicensed
-        looked |= {s.path for s in relicensed}
-        tombstones = sorted(p for p in looked if p not in present or p in changed
-                            or p in {s.path for s in relicensed})  # fmt: skip
+        # Base files of unchanged bytes whose licence a changed manifest or licence text
+        # moved: the overlay holds them (and, not looked at above, they are tombstoned).
+        folders = licence_folders(changed | {p for p in looked if p not in present})
+        if folders:
+            near = {p for p in base_files
+                    if p not in changed and p not in present and covered(p, folders)}  # fmt: skip
+            chunker = Chunker(self.root, options=self.config.chunk_options(), counter=counter)
+            found = (i for i in walk(self.root, opts, only=near) if isinstance(i, SourceFile))
+            moved = relicensed(found, base_files, folders, chunker) if near else []
+            differ += moved
+            looked |= {s.path for s in moved}
+        tombstones = sorted(p for p in looked if p not in present or p in changed)
         segment = self.segment(directory, create=True)
         report = update_segment(segment, self.root, self.config, counter=counter,
                                 embedder=embedder, cache=cache, progress=progress,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,7 +47,7 @@ from indexers import (
     walk,
 )
 
-__all__ = ["ensure_dense", "update_segment"]
+__all__ = ["covered", "ensure_dense", "licence_folders", "relicensed", "update_segment"]
 
 
 def ensure_dense(
@@ -199,23 +199,23 @@ def _plan(
     return _Plan(sources, skipped, known, todo, removed, fresh)
 
 
-def _relicensed(plan: _Plan, chunker: Chunker) -> list[tuple[SourceFile, str]]:
-    """Files of unchanged bytes whose licence changed with a manifest or licence text
-    changed, added or removed beside or above them: chunked again to carry it."""
-    changed = [src.path for src, _ in plan.todo] + list(plan.removed)
-    folders = {p.rsplit("/", 1)[0] if "/" in p else "" for p in changed if is_license_source(p)}
-    if not folders:
-        return []
-    again = {src.path for src, _ in plan.todo}
-    out: list[tuple[SourceFile, str]] = []
-    for src in plan.sources:
-        old = plan.known.get(src.path)
-        if old is None or src.path in again:
-            continue
-        under = any(not f or src.path.startswith(f + "/") for f in folders)
-        if under and chunker.license_of(src) != old.license:
-            out.append((src, content_sha(src.data)))
-    return out
+def licence_folders(changed: Iterable[str]) -> set[str]:
+    """The folders whose files' licence a change to ``changed`` may have moved: those of
+    the manifests and licence texts among them (a file's licence may be its folder's)."""
+    return {p.rsplit("/", 1)[0] if "/" in p else "" for p in changed if is_license_source(p)}
+
+
+def covered(path: str, folders: Collection[str]) -> bool:
+    """Whether ``path`` is in one of ``folders`` or below it."""
+    return any(not f or path.startswith(f + "/") for f in folders)
+
+
+def relicensed(sources: Iterable[SourceFile], known: Mapping[str, FileRecord],
+               folders: Collection[str], chunker: Chunker) -> list[SourceFile]:  # fmt: skip
+    """The files among ``sources`` under ``folders`` whose licence is no longer the one
+    ``known`` records (their bytes unchanged): chunked again to carry it."""
+    return [src for src in sources if src.path in known and covered(src.path, folders)
+            and chunker.license_of(src) != known[src.path].license]  # fmt: skip
 
 
 def _chunk(
@@ -229,7 +229,11 @@ def _chunk(
     """Chunk what changed; note the paths touched and the vectors their old chunks had."""
     chunker = Chunker(root, options=config.chunk_options(), counter=counter)
     out = _Chunked()
-    todo = plan.todo + _relicensed(plan, chunker)
+    again = {src.path for src, _ in plan.todo}
+    folders = licence_folders([*again, *plan.removed])
+    others = (src for src in plan.sources if src.path not in again)
+    moved = relicensed(others, plan.known, folders, chunker) if folders else []
+    todo = plan.todo + [(src, content_sha(src.data)) for src in moved]
     progress.stage("chunking", len(todo), "files")
     for src, sha in todo:
         out.files.append((chunker.chunk(src), src, sha))
