@@ -27,6 +27,7 @@ import stat
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, fields
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -168,8 +169,7 @@ class WalkOptions:
 
     def is_secret_name(self, path: str) -> bool:
         """Whether ``path``'s file name is one the walk skips unread as secret (``.env``)."""
-        return bool(_names_regex(self.secret_patterns, ignore_case=True).fullmatch(
-            posixpath.basename(path)))  # fmt: skip
+        return bool(_secret_names(tuple(self.secret_patterns)).fullmatch(posixpath.basename(path)))
 
     def fingerprint(self) -> str:
         """A short digest of every setting and rule that decides which files are indexed:
@@ -254,6 +254,12 @@ def _is_text(name: str) -> bool:
     return True
 
 
+@cache
+def _secret_names(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """The secret-name patterns compiled once (the diff lane asks on every call)."""
+    return _names_regex(patterns, ignore_case=True)
+
+
 def _names_regex(patterns: Iterable[str], *, ignore_case: bool) -> re.Pattern[str]:
     """One regex that fullmatches a single name against any of ``patterns`` (fnmatch)."""
     alternatives = [fnmatch.translate(p) for p in patterns]
@@ -301,7 +307,7 @@ class _Walker:
         self.lockfile = _names_regex(options.lockfiles, ignore_case=False)
         self.translation = _names_regex(options.translations, ignore_case=True)
         self.translation_dir = _names_regex(options.translation_dirs, ignore_case=False)
-        self.secret = _names_regex(options.secret_patterns, ignore_case=True)
+        self.secret = _secret_names(tuple(options.secret_patterns))
         self.binary = {e.lower().lstrip(".") for e in options.binary_extensions}
         self.pre: dict[str, Skipped] = {}  # verdicts reached while listing (pruned folders)
         self.folder_hint: dict[str, str] = {}  # path -> "git submodule" etc.
