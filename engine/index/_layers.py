@@ -218,8 +218,12 @@ class Layers:
             return None
 
     def segment(self, directory: Path, *, create: bool = False) -> Segment:
-        """The Segment in ``directory`` (opened once)."""
+        """The Segment in ``directory`` (opened once; again when another process has
+        replaced the folder, so a long-running server never reads or writes a deleted one)."""
         segment = self._segments.get(directory)
+        if segment is not None and segment.replaced():
+            self._close(directory)
+            segment = None
         if segment is None:
             segment = self._segments[directory] = Segment(directory, create=create)
         return segment

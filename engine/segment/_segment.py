@@ -41,6 +41,14 @@ _WEIGHTS = {
 LEXICAL_WEIGHTS: Mapping[str, Mapping[str, float]] = _WEIGHTS  # read-only: other backends
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def model_slug(model_id: str) -> str:
     """A directory name for a model id (``static:ab12`` → ``static-ab12``)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", model_id).strip("-")[:80] or "model"
@@ -54,12 +62,20 @@ class Segment:
             raise IndexNotBuiltError(f"no index in {directory}; run `cortex index` first")
         self.dir = directory
         self.meta = MetaStore(directory / "meta.sqlite")
+        self._identity = _file_identity(directory / "meta.sqlite")
         self._lock = threading.Lock()
         self._lexical: LexicalIndex | None = None
         self._dense: dict[str, tuple[int, DenseIndex]] = {}
         self._lexical_generation = -1
         self._docs: dict[tuple[str, str], DocTerms] = {}
         self._hidden_ints: tuple[tuple[frozenset[str], int], frozenset[int]] | None = None
+
+    def replaced(self) -> bool:
+        """Whether ``dir`` no longer holds the files this Segment opened: another process
+        removed the folder, or put a new one in its place (a rebuild's swap, an overlay
+        built against another base). Open files keep their inode, so a new file at the path
+        never has the old one's: the check is one ``stat``."""
+        return _file_identity(self.dir / "meta.sqlite") != self._identity
 
     def close(self) -> None:
         """Release files and connections."""

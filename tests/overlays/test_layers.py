@@ -421,3 +421,34 @@ def test_an_edit_put_back_while_an_overlay_is_read_leaves_it_stale(
         monkeypatch.undo()
         assert ws.status(check_files=False).stale
         assert not ws.search("patched_in_marker", mode="bm25")
+
+
+def test_a_long_running_process_reads_folders_another_replaced(tmp_path: Path) -> None:
+    """A server keeps its Workspace open while `cortex index` runs in a terminal. When that
+    run moves the branch's overlay to a new base (the folder deleted and made again), the
+    server answers from the new folder, and its own refresh writes there, not into the
+    deleted files (a new process then saw a file tombstoned and found nowhere)."""
+    repo = make_repo(tmp_path / "repo", files=20)
+    _git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "mod1.py").write_text("def feature_original(v):\n    return v\n")
+    _git(repo, "commit", "-qam", "feature")
+    with Workspace.open(repo, CONFIG) as server:
+        server.index()
+        assert server.search("feature_original", mode="bm25")[0].chunk.path == "mod1.py"
+        _git(repo, "checkout", "-q", "main")
+        for i in range(2, 20):  # main moves far
+            (repo / f"mod{i}.py").write_text(f"def main_moved_{i}(v):\n    return v\n")
+        _git(repo, "commit", "-qam", "main moves")
+        _git(repo, "checkout", "-q", "feature")
+        _git(repo, "rebase", "-q", "main")
+        (repo / "mod1.py").write_text("def feature_rewritten(v):\n    return v\n")
+        _git(repo, "commit", "-qam", "rewritten")
+        with Workspace.open(repo, CONFIG) as terminal:  # another process
+            terminal.index()
+        assert server.search("feature_rewritten", mode="bm25")[0].chunk.path == "mod1.py"
+        assert not any("feature_original" in t for t in _texts(server, "feature_original"))
+        (repo / "mod2.py").write_text("def later_server_edit(v):\n    return v\n")
+        assert server.search("later_server_edit", mode="bm25")[0].chunk.path == "mod2.py"
+    with Workspace.open(repo, CONFIG) as later:
+        assert later.search("later_server_edit", mode="bm25")[0].chunk.path == "mod2.py"
+        assert later.search("main_moved_7", mode="bm25")[0].chunk.path == "mod7.py"
