@@ -323,9 +323,12 @@ class Layers:
             return _NO_GIT
         if self.config.base_ref:
             return target
-        if info is not None and (self.base_dir(info.base) / "complete").exists():
+        # A folder base (made before the first commit) is never chosen once there are commits.
+        if info is not None and info.base != _NO_GIT and (
+            self.base_dir(info.base) / "complete"
+        ).exists():
             return info.base
-        existing = self.complete_bases()
+        existing = [b for b in self.complete_bases() if b != _NO_GIT]
         if target in existing or not existing:
             return target
         return existing[0]  # share the newest base; a far one is replaced in ``refresh``

@@ -119,7 +119,9 @@ def update_segment(
     timings["chunk"] = time.perf_counter() - start
 
     stats = segment.meta.get_info("lexical_stats") or ""
-    if chunked.touched and lexical:
+    # A segment built from empty records exact BM25 statistics, though no file is indexable
+    # (a first commit holding only skipped files): every query over it needs them.
+    if lexical and (chunked.touched or (plan.fresh and not stats)):
         start = time.perf_counter()
         stats = _write_lexical(segment, plan, chunked, progress)
         timings["lexical"] = time.perf_counter() - start

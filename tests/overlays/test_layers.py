@@ -452,3 +452,33 @@ def test_a_long_running_process_reads_folders_another_replaced(tmp_path: Path) -
     with Workspace.open(repo, CONFIG) as later:
         assert later.search("later_server_edit", mode="bm25")[0].chunk.path == "mod2.py"
         assert later.search("main_moved_7", mode="bm25")[0].chunk.path == "mod7.py"
+
+
+def test_a_first_commit_with_nothing_to_index(tmp_path: Path) -> None:
+    """A base with no indexable file (an empty first commit, or a folder indexed before
+    its first commit) answers from the overlay; it used to refuse every query for want of
+    BM25 statistics, `--rebuild` included. Once there are commits, the base is one."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q",
+         "--allow-empty", "-m", "root")  # fmt: skip
+    (repo / "mod.py").write_text("def only_in_the_tree(v):\n    return v\n")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        assert ws.search("only_in_the_tree", mode="hybrid")[0].chunk.path == "mod.py"
+        ws.index(rebuild=True)
+        assert ws.search("only_in_the_tree", mode="bm25")[0].chunk.path == "mod.py"
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    _git(fresh, "init", "-q", "-b", "main")
+    (fresh / "mod.py").write_text("def before_any_commit(v):\n    return v\n")
+    with Workspace.open(fresh, CONFIG) as ws:
+        ws.index()
+        assert ws.status(check_files=False).indexed_commit == "tree"
+        _git(fresh, "add", "-A")
+        _git(fresh, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm", "c")
+        ws.index()
+        st = ws.status(check_files=False)
+        assert len(st.indexed_commit) == 40 and st.overlay_files == 0
+        assert ws.search("before_any_commit", mode="bm25")[0].chunk.path == "mod.py"
