@@ -236,7 +236,9 @@ def commit_time_ns(root: Path, commit: str) -> int | None:
 
 def changed_paths(root: Path, base: str, exclude: Sequence[str] = ()) -> set[str] | None:
     """Paths under ``root`` that may differ from commit ``base``: changed in commits since
-    it, staged, unstaged, deleted, renamed (both names) or untracked (not ignored).
+    it, staged, unstaged, deleted, renamed (both names), untracked (not ignored), or hidden
+    from git's own diff (skip-worktree: left out of a sparse checkout or marked so; assumed
+    unchanged), whose text in the tree may be anything.
 
     None when ``root`` is not in git or ``base`` is unknown there (compare everything).
     """
@@ -250,11 +252,14 @@ def changed_paths(root: Path, base: str, exclude: Sequence[str] = ()) -> set[str
         spec = _pathspec(exclude)
         diff = cmd.diff("--name-only", "-z", "--no-renames", "--relative", base, *spec)
         others = cmd.ls_files("--others", "--exclude-standard", "-z", *spec)
+        tagged = cmd.ls_files("-v", "-z", *spec)
     except git.GitCommandError:
         return None
     finally:
         repo.close()
-    return set(_split(diff)) | set(_split(others))
+    # ``-v`` tags each path: H is plain; S is skip-worktree, lowercase is assume-unchanged.
+    hidden = {entry[2:] for entry in _split(tagged) if entry[:2] != "H "}
+    return set(_split(diff)) | set(_split(others)) | hidden
 
 
 def live_refs(root: Path) -> tuple[set[str], set[str]] | None:
@@ -284,21 +289,23 @@ def checkout(root: Path, commit: str, scratch: Path) -> Iterator[Path]:
     top = Path(str(repo.working_tree_dir)).resolve()
     rel = Path(root).resolve().relative_to(top)
     shutil.rmtree(scratch, ignore_errors=True)
-    with contextlib.suppress(Exception):
-        repo.git.worktree("prune")
     scratch.mkdir(parents=True)
     tree = scratch / "tree"
     try:
         # The user's hooks (post-checkout) never run for it, and no filter fetches over
-        # the network (Git LFS's smudge): the checkout is ours, and offline.
+        # the network (Git LFS's smudge): the checkout is ours, and offline. ``-f`` takes
+        # over the folder a killed run left registered; ``git worktree prune`` is never run,
+        # as it would drop the user's own worktrees whose folders are away for a while.
         repo.git.execute(["git", "-c", f"core.hooksPath={os.devnull}", "worktree", "add",
-                          "--detach", "--quiet", str(tree), commit],
+                          "-f", "--detach", "--no-checkout", "--quiet", str(tree), commit],
                          env={**os.environ, "GIT_LFS_SKIP_SMUDGE": "1"})  # fmt: skip
+        # The whole commit, whatever the user's sparse checkout (git copies it to new trees).
+        repo.git.execute(["git", "-C", str(tree), "-c", f"core.hooksPath={os.devnull}",
+                          "-c", "core.sparseCheckout=false", "checkout", "--quiet", "--detach",
+                          commit], env={**os.environ, "GIT_LFS_SKIP_SMUDGE": "1"})  # fmt: skip
         yield tree / rel
     finally:
         with contextlib.suppress(Exception):
             repo.git.worktree("remove", "--force", str(tree))
-        with contextlib.suppress(Exception):
-            repo.git.worktree("prune")
         repo.close()
         shutil.rmtree(scratch, ignore_errors=True)

@@ -482,3 +482,39 @@ def test_a_first_commit_with_nothing_to_index(tmp_path: Path) -> None:
         st = ws.status(check_files=False)
         assert len(st.indexed_commit) == 40 and st.overlay_files == 0
         assert ws.search("before_any_commit", mode="bm25")[0].chunk.path == "mod.py"
+
+
+def test_files_git_hides_from_its_diff_stay_out_of_the_shared_base(tmp_path: Path) -> None:
+    """A file assumed unchanged, edited in place, and a sparse checkout's missing folder: git's
+    diff shows neither, so the shared base was built from that tree, and another user's
+    clean tree at the same commit read alice's local text and missed the folder. The base
+    is now the commit's; each user's own tree is in their overlay. A checkout made for
+    the base never prunes the user's worktrees (one whose folder is away keeps working)."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "guide.py").write_text("def documented_helper(v):\n    return v\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "docs")
+    away = tmp_path / "carol-tree"
+    _git(repo, "worktree", "add", "-q", "-b", "carol", str(away))
+    away.rename(tmp_path / "carol-away")  # an unmounted disk, for a while
+    _git(repo, "sparse-checkout", "set", "--no-cone", "/*", "!/docs/")
+    _git(repo, "update-index", "--assume-unchanged", "hooks.py")
+    (repo / "hooks.py").write_text("def alice_local_setting(x):\n    return 'private'\n")
+    assert not (repo / "docs").exists()
+    state = str(tmp_path / "shared-state")
+    other = tmp_path / "bob-tree"
+    _git(repo, "worktree", "add", "-q", "--detach", str(other), "HEAD")
+    _git(other, "sparse-checkout", "disable")
+    alice = Workspace.open(repo, CONFIG.with_(state_dir=state, user="alice"))
+    bob = Workspace.open(other, CONFIG.with_(state_dir=state, user="bob"))
+    with alice, bob:
+        alice.index()
+        assert any("alice_local_setting" in t for t in _texts(alice, "alice_local_setting"))
+        assert not any("documented_helper" in t for t in _texts(alice, "documented_helper"))
+        bob.index()
+        assert not any("alice_local_setting" in t for t in _texts(bob, "alice_local_setting"))
+        assert bob.search("documented_helper", mode="bm25")[0].chunk.path == "docs/guide.py"
+        assert len(list((Path(state) / "bases").iterdir())) == 1
+    (tmp_path / "carol-away").rename(away)
+    subprocess.run(["git", "status"], cwd=away, check=True, capture_output=True, env=GIT_ENV)
