@@ -171,6 +171,14 @@ class WalkOptions:
         """Whether ``path``'s file name is one the walk skips unread as secret (``.env``)."""
         return bool(_secret_names(tuple(self.secret_patterns)).fullmatch(posixpath.basename(path)))
 
+    def is_left_out(self, path: str) -> bool:
+        """Whether the user's ``exclude`` and ``include`` globs leave ``path`` out (what
+        else shows a workspace's files, as its diff lane, shows no other either)."""
+        exclude, include = _scope_regexes(tuple(self.exclude), tuple(self.include))
+        if any(rx.fullmatch(path) for rx in exclude):
+            return True
+        return bool(include) and not any(rx.fullmatch(path) for rx in include)
+
     def fingerprint(self) -> str:
         """A short digest of every setting and rule that decides which files are indexed:
         an index built under another fingerprint may hold files these options skip, or
@@ -252,6 +260,14 @@ def _is_text(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+@cache
+def _scope_regexes(
+    exclude: tuple[str, ...], include: tuple[str, ...]
+) -> tuple[list[re.Pattern[str]], list[re.Pattern[str]]]:
+    """The exclude and include globs compiled once."""
+    return [glob_to_regex(p) for p in exclude], [glob_to_regex(p) for p in include]
 
 
 @cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +72,9 @@ _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34,
 
 
 def working_diff(root: Path, *, max_bytes: int = 1 << 20) -> list[Hunk]:
-    """Hunks of tracked changes (staged and unstaged) against HEAD; [] outside git.
+    """Hunks of tracked changes (staged and unstaged) against HEAD under ``root``, with
+    paths relative to it (a workspace in a sub-folder sees its own files only); [] outside
+    git.
 
     A diff larger than ``max_bytes`` is cut at a hunk boundary (the caller only shows the
     most relevant hunks anyway). Paths are read whatever the user's git configuration says
@@ -86,15 +89,15 @@ def working_diff(root: Path, *, max_bytes: int = 1 << 20) -> list[Hunk]:
         repo = git.Repo(root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return []
-    try:
-        raw = repo.git.execute(["git", "-c", "core.quotePath=false", "-c", "diff.noprefix=false",
-                                "-c", "diff.mnemonicPrefix=false", "diff", "HEAD", "--no-color",
-                                "--no-ext-diff", "--no-renames", "--src-prefix=a/",
-                                "--dst-prefix=b/", "-U3", "--", "."])  # fmt: skip
+    repo.close()
+    try:  # run in ``root`` (GitPython's ``repo.git`` runs at the top, where "." is all)
+        raw = git.Git(str(root)).execute(
+            ["git", "-c", "core.quotePath=false", "-c", "diff.noprefix=false",
+             "-c", "diff.mnemonicPrefix=false", "diff", "HEAD", "--relative", "--no-color",
+             "--no-ext-diff", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/", "-U3",
+             "--", "."], env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})  # fmt: skip
     except git.GitCommandError:
         return []  # no HEAD yet
-    finally:
-        repo.close()
     # Bytes no UTF-8 reads (a Latin-1 file, a name from another system) as U+FFFD, as the
     # indexers read them: kept as surrogates they would fail every later encode.
     text = str(raw).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
@@ -147,8 +150,8 @@ def _unquote(text: str) -> str:
 
 
 def diff_sides(root: Path, path: str) -> tuple[bytes | None, bytes | None]:
-    """A ``working_diff`` path's bytes at HEAD and in the working tree (None where that
-    side has no such file, or there is no git)."""
+    """A ``working_diff`` path's (relative to ``root``) bytes at HEAD and in the working
+    tree (None where that side has no such file, or there is no git)."""
     try:
         import git
     except ImportError:
@@ -157,17 +160,14 @@ def diff_sides(root: Path, path: str) -> tuple[bytes | None, bytes | None]:
         repo = git.Repo(root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None, None
+    repo.close()
+    try:  # ``HEAD:./P`` is P relative to the folder git runs in
+        old: bytes | None = git.Git(str(root)).execute(["git", "show", f"HEAD:./{path}"],
+                                                       stdout_as_string=False)  # fmt: skip
+    except git.GitCommandError:
+        old = None
     try:
-        top = Path(repo.working_tree_dir or root)
-        try:
-            old: bytes | None = repo.git.execute(["git", "show", f"HEAD:{path}"],
-                                                 stdout_as_string=False)  # fmt: skip
-        except git.GitCommandError:
-            old = None
-    finally:
-        repo.close()
-    try:
-        new: bytes | None = (top / path).read_bytes()
+        new: bytes | None = (Path(root) / path).read_bytes()
     except OSError:
         new = None
     return old, new

@@ -21,7 +21,8 @@ _KEY_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
 
 def clean_diff(root: Path, hunks: Sequence[Hunk], options: WalkOptions) -> list[Hunk]:
     """``hunks`` without the files the index never reads as secret by name (a tracked
-    ``.env``, a path holding a credential), each redacted as its whole file would be: a
+    ``.env``, a path holding a credential) or that the user's exclude and include globs
+    leave out, each redacted as its whole file would be: a
     hunk that may hold a key's body takes its lines from both sides of the file, redacted
     whole."""
     sides: dict[str, tuple[list[str] | None, list[str] | None]] = {}
@@ -29,6 +30,8 @@ def clean_diff(root: Path, hunks: Sequence[Hunk], options: WalkOptions) -> list[
     named = secret_paths(h.path for h in hunks)  # a credential in the name: never indexed
     for hunk in hunks:
         if options.is_secret_name(hunk.path) or hunk.path in named:
+            continue
+        if options.is_left_out(hunk.path):
             continue
         lines = redact(hunk.text, hunk.path).text.split("\n")
         numbers = _NUMBERS.match(lines[0])

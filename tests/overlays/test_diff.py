@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from overlays import git_state
+from overlays import git_state, working_diff
 from tests.engine.test_workspace import GIT_ENV, make_repo
 
 
@@ -229,3 +229,28 @@ def test_reading_the_trees_state_runs_no_index_hook(tmp_path: Path) -> None:
         ws.index()
         ws.build_context("compute_2", budget_tokens=2000)
     assert not marker.exists()
+
+
+def test_the_diff_lane_shows_only_the_workspaces_own_files(tmp_path: Path) -> None:
+    """A workspace in a sub-folder of a repository (a monorepo's service) sees its own
+    edits, named as its citations name them, and none of its neighbours'; a file the
+    user's exclude glob leaves out of the index is left out of the diff lane too."""
+    from engine import Config, Workspace
+
+    repo = make_repo(tmp_path / "repo")
+    for name in ("svc/pkg/mod.py", "svc/private/plan.py", "other/lib.py"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("def helper():\n    return 1\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "tree")
+    for name, word in (("svc/pkg/mod.py", "own_edit"), ("svc/private/plan.py", "secret_plan"),
+                       ("other/lib.py", "neighbour_edit")):  # fmt: skip
+        (repo / name).write_text(f"def helper():\n    return '{word}'\n")
+    config = Config(dense_model="hash", ledger=False, exclude=("private/**",))
+    assert {h.path for h in working_diff(repo / "svc")} == {"pkg/mod.py", "private/plan.py"}
+    with Workspace.open(repo / "svc", config) as ws:
+        ws.index()
+        shown = ws.build_context("helper own_edit", budget_tokens=2000).render()
+    assert "--- pkg/mod.py" in shown and "own_edit" in shown
+    assert "neighbour_edit" not in shown and "other/lib.py" not in shown
+    assert "secret_plan" not in shown and "private/plan.py" not in shown
