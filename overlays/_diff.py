@@ -253,13 +253,34 @@ def changed_paths(root: Path, base: str, exclude: Sequence[str] = ()) -> set[str
         diff = cmd.diff("--name-only", "-z", "--no-renames", "--relative", base, *spec)
         others = cmd.ls_files("--others", "--exclude-standard", "-z", *spec)
         tagged = cmd.ls_files("-v", "-z", *spec)
+        staged = cmd.ls_files("-s", "-z", *spec)
     except git.GitCommandError:
         return None
     finally:
         repo.close()
     # ``-v`` tags each path: H is plain; S is skip-worktree, lowercase is assume-unchanged.
     hidden = {entry[2:] for entry in _split(tagged) if entry[:2] != "H "}
-    return set(_split(diff)) | set(_split(others)) | hidden
+    changed = set(_split(diff)) | set(_split(others)) | hidden
+    links = [e.split("\t", 1)[1] for e in _split(staged) if e.startswith("120000 ")]
+    return changed | _links_to(root, links, changed)
+
+
+def _links_to(root: Path, links: Sequence[str], changed: set[str]) -> set[str]:
+    """The tracked symbolic ``links`` whose target in the tree is, or is under, a changed
+    path: the walk reads a link as its target's text, which git's diff never shows."""
+    if not links or not changed:
+        return set()
+    out: set[str] = set()
+    top = os.path.realpath(root)
+    for link in links:
+        try:
+            target = os.path.relpath(os.path.realpath(root / link), top).replace(os.sep, "/")
+        except (OSError, ValueError):
+            continue
+        parts = target.split("/")
+        if any("/".join(parts[:i]) in changed for i in range(1, len(parts) + 1)):
+            out.add(link)
+    return out
 
 
 def live_refs(root: Path) -> tuple[set[str], set[str]] | None:

@@ -518,3 +518,20 @@ def test_files_git_hides_from_its_diff_stay_out_of_the_shared_base(tmp_path: Pat
         assert len(list((Path(state) / "bases").iterdir())) == 1
     (tmp_path / "carol-away").rename(away)
     subprocess.run(["git", "status"], cwd=away, check=True, capture_output=True, env=GIT_ENV)
+
+
+def test_a_link_follows_its_target_when_the_target_changes(tmp_path: Path) -> None:
+    """The walk reads a symbolic link as its target's text; git's diff names the target
+    only, so the link kept the old text forever (status said stale, index changed 0)."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "real.py").write_text("def linked_helper(v):\n    return 'old_text'\n")
+    (repo / "link.py").symlink_to("real.py")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "link")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        (repo / "real.py").write_text("def linked_helper(v):\n    return 'new_text'\n")
+        _git(repo, "commit", "-qam", "edit the target")
+        texts = [h.chunk.text for h in ws.search("linked_helper", mode="bm25", k=10)]
+        assert len(texts) == 2 and all("new_text" in t for t in texts)
+        assert not ws.status().stale
