@@ -19,8 +19,8 @@ could have asked for:
   and touches at most ``MAX_FILES`` files in all;
 - the message does not name a gold file (``parser.c`` in the message gives the answer away).
 
-A row's ``language`` is its gold files' (by extension), or the one given after ``=`` (a C++
-project's ``.h`` files read as C).
+A row's ``language`` is its gold files' (by extension, and a ``.h`` by its head, as the
+indexers read it: C++ when it holds C++), or the one given after ``=``.
 
 Then ``--per-repo`` of them are drawn at random (``--seed``). A credential in a message is
 redacted (``indexers.redact``) before the row is written. A commit message is shorter
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.swebench_data import find_git_dir, git_dir_of
-from indexers import Family, doc_type_for, language_for_path, redact
+from indexers import Family, doc_type_for, language_for_file, redact
 
 __all__ = ["Mined", "main", "mine"]
 
@@ -75,9 +75,11 @@ def _git(git_dir: Path, *args: str) -> str:
                           capture_output=True, text=True).stdout  # fmt: skip
 
 
-def _source(path: str) -> str | None:
-    """The language of a source file (code, not a test, example or doc), else None."""
-    lang = language_for_path(path)
+def _source(git_dir: Path, sha: str, path: str) -> str | None:
+    """The language of a source file (code, not a test, example or doc), else None; a
+    ``.h``'s head at commit ``sha`` says whether it is C or C++, as when it is indexed."""
+    head = _git(git_dir, "show", f"{sha}:{path}")[:8192] if path.endswith(".h") else ""
+    lang = language_for_file(path, head.encode())
     if lang.family is not Family.CODE or doc_type_for(path, lang) is not None:
         return None
     return lang.name
@@ -100,7 +102,7 @@ def _row(repo: str, git_dir: Path, sha: str, parent: str, message: str) -> Mined
     gold, languages = [], Counter[str]()
     for kind, *paths in changes:
         path = paths[-1]
-        lang = _source(path)
+        lang = _source(git_dir, parent if kind == "D" else sha, path)
         if lang is None:
             continue
         if kind != "M":  # an added source file cannot be found; a deleted one is not a fix

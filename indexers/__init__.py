@@ -14,7 +14,13 @@ detect-secrets are loaded on first use, not on import.
 from indexers._chunk import Chunk, ChunkKind, DocType, Page, Span, chunk_id, page_id
 from indexers._doctype import doc_type_for
 from indexers._draft import identifiers
-from indexers._languages import Family, Language, language_for_path, languages
+from indexers._languages import (
+    Family,
+    Language,
+    language_for_file,
+    language_for_path,
+    languages,
+)
 from indexers._license import NOASSERTION, is_license_source, license_from_text
 from indexers._scan import (
     CHUNKER_VERSION,
@@ -76,6 +82,7 @@ __all__ = [
     "doc_type_for",
     "identifiers",
     "is_license_source",
+    "language_for_file",
     "language_for_path",
     "languages",
     "license_from_text",

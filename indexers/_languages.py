@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import posixpath
+import re
 import threading
 from dataclasses import dataclass
 from enum import StrEnum
@@ -16,7 +17,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import tree_sitter
 
-__all__ = ["Family", "GrammarNotInstalledError", "Language", "language_for_path", "languages"]
+__all__ = [
+    "Family",
+    "GrammarNotInstalledError",
+    "Language",
+    "language_for_file",
+    "language_for_path",
+    "languages",
+]
 
 
 class Family(StrEnum):
@@ -141,6 +149,27 @@ _LANGUAGES: tuple[Language, ...] = (
 _PLAIN = Language("plain", Family.OTHER)
 _BY_EXT = {ext: lang for lang in _LANGUAGES for ext in lang.extensions}
 _BY_NAME = {name: lang for lang in _LANGUAGES for name in lang.filenames}
+_CPP = next(lang for lang in _LANGUAGES if lang.name == "cpp")
+# `.h` is C's header extension, and C++ projects use it as well (fmt, LLVM, Qt): the C
+# grammar reads their namespaces and classes as errors. The file's head decides.
+_HEADER_SNIFF_BYTES = 8192
+# Lines only C++ writes (outside comments: a line starting `//`, `/*` or `*` never matches).
+_CPP_LINE = re.compile(
+    rb"^[ \t]*(?!//|/?\*)(?:namespace(?:\s+[\w:]+)?\s*\{"  # `namespace fmt {`, `namespace {`
+    rb"|using\s+namespace\b"
+    rb"|template\s*<"
+    rb"|class\s+\w+(?:\s+final)?\s*[:{]"  # `class Foo {`, `class Foo : public Base`
+    rb"|struct\s+\w+(?:\s+final)?\s*:\s*(?:public|protected|private|virtual)\b"
+    rb"|(?:public|protected|private)\s*:"
+    rb"|#\s*include\s*<[\w/]+>"  # <vector>, <memory>: C++'s library headers have no `.h`
+    rb"|(?:[\w<>,*&]+\s+)+[*&]?\w+::~?\w+\s*\("  # `void Foo::bar(`: a member defined
+    rb"|.*\bstd::\w)",
+)
+# A C header's `#ifdef __cplusplus` block (`extern "C" {`, `#include <atomic>`) is for C++
+# readers of a C file: it says nothing about what the file is.
+_CPLUSPLUS_IF = re.compile(rb"^[ \t]*#[ \t]*if.*__cplusplus")
+_PREPROC_IF = re.compile(rb"^[ \t]*#[ \t]*if")
+_PREPROC_ENDIF = re.compile(rb"^[ \t]*#[ \t]*endif")
 _grammar_lock = threading.Lock()
 _grammars: dict[str, tree_sitter.Language] = {}
 
@@ -161,6 +190,39 @@ def language_for_path(path: str) -> Language:
     if stem.upper() in _BY_NAME and not ext:
         return _BY_NAME[stem.upper()]
     return _PLAIN
+
+
+def language_for_file(path: str, data: bytes) -> Language:
+    """The language of a file from its path and, where the path leaves it open, its bytes:
+    a ``.h`` whose head is C++ (``namespace``, ``class X {``, ``template <``, ``std::``,
+    ``#include <vector>``) is C++; any other ``.h`` is C.
+
+    >>> language_for_file("fmt/core.h", b"namespace fmt {\\n}\\n").name
+    'cpp'
+    >>> language_for_file("sds.h", b"typedef char *sds;\\n").name
+    'c'
+    """
+    lang = language_for_path(path)
+    if lang.name == "c" and posixpath.splitext(path)[1].lower() == ".h" and _is_cpp(data):
+        return _CPP
+    return lang
+
+
+def _is_cpp(data: bytes) -> bool:
+    """Whether a header's first bytes hold a line only C++ writes, outside the blocks a C
+    header keeps for C++ readers."""
+    guarded = 0  # depth inside an `#if … __cplusplus` block
+    for line in data[:_HEADER_SNIFF_BYTES].splitlines():
+        if guarded:
+            if _PREPROC_IF.match(line):
+                guarded += 1
+            elif _PREPROC_ENDIF.match(line):
+                guarded -= 1
+        elif _CPLUSPLUS_IF.match(line):
+            guarded = 1
+        elif _CPP_LINE.match(line):
+            return True
+    return False
 
 
 def grammar(lang: Language) -> tree_sitter.Language:

@@ -13,7 +13,7 @@ from indexers._code import code_drafts, is_header_file, window_drafts
 from indexers._docs import markdown_drafts, rst_drafts, text_drafts
 from indexers._doctype import doc_type_for
 from indexers._draft import Draft, finish
-from indexers._languages import Family, Language, language_for_path
+from indexers._languages import Family, Language, language_for_file
 from indexers._license import NOASSERTION, LicenseResolver
 from indexers._secrets import Redaction, redact
 from indexers._text import SourceText, sha256_text
@@ -37,7 +37,8 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 #    src=... />` is "chi", not forty tokens of URL in every section's title)
 # 11: redaction finds a token passed to a call (``Github("ghp_...")``), SSH2 and PuTTY private
 #    keys and a URL's short password: an index made before may hold them in clear
-CHUNKER_VERSION = 11
+# 12: a `.h` holding C++ is parsed as C++
+CHUNKER_VERSION = 12
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
 _LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block
@@ -126,7 +127,7 @@ def chunk_file(
     clean = redact(src.text, path)
     if clean.redactions:
         src = SourceText(clean.text.encode("utf-8"))
-    language = language_for_path(path)
+    language = language_for_file(path, data)  # a `.h` holding C++ is C++
     doc_type = doc_type_for(path, language)
     page = Page(
         id=page_id(path, sha256_text(src.text)),

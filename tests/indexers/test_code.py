@@ -384,3 +384,21 @@ def test_stdlib_files_covered(path: Path) -> None:
     cf = chunk_file(path.name, data, counter=COUNTER, options=ChunkOptions(128))
     _assert_covered(data, cf.chunks)
     assert len({c.id for c in cf.chunks}) == len(cf.chunks)
+
+
+def test_h_header_holding_cpp_is_chunked_as_cpp() -> None:
+    """A C++ ``.h`` (fmt, LLVM) is parsed with the C++ grammar: its namespace, class and
+    methods are sections by name, and its page and chunks say ``cpp``; a C ``.h`` stays C."""
+    data = (
+        b"namespace fmt {\n\ntemplate <typename T>\n"
+        b"class basic_memory_buffer : public buffer<T> {\n public:\n"
+        b"  void grow(size_t size) override {\n    this->resize(size);\n  }\n};\n\n}\n"
+    )
+    cf = chunk_file("include/fmt/format.h", data, counter=COUNTER)
+    assert cf.page.language == "cpp" and {c.language for c in cf.chunks} == {"cpp"}
+    symbols = {c.symbol for c in cf.chunks}
+    assert "fmt.basic_memory_buffer.grow" in symbols
+    assert {c.doc_type for c in cf.chunks} == {DocType.DEFINITION}  # still a header
+    _assert_covered(data, cf.chunks)
+    plain = chunk_file("src/point.h", (FIXTURES / "sample.c").read_bytes(), counter=COUNTER)
+    assert plain.page.language == "c"

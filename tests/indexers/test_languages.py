@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from indexers import Family, language_for_path
+from indexers import Family, language_for_file, language_for_path
 from indexers._doctype import doc_type_for
 
 
@@ -40,3 +40,38 @@ def test_test_folders_still_win_for_any_language() -> None:
     """A file under tests/ is a test whatever its language."""
     lang = language_for_path("tests/test_parse.lua")
     assert doc_type_for("tests/test_parse.lua", lang) is not None
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"#pragma once\n#include <vector>\n",
+        b"namespace fmt {\nint f();\n}\n",
+        b"template <typename T>\nT max(T a, T b);\n",
+        b"class Point {\n public:\n  int x;\n};\n",
+        b"struct Derived : public Base {};\n",
+        b"int Point::x() const;\n",
+        b"using Names = std::vector<int>;\n",
+    ],
+)
+def test_h_header_holding_cpp_is_cpp(head: bytes) -> None:
+    """A ``.h`` whose head shows C++ is parsed, and named, as C++; the path alone says C."""
+    assert language_for_file("include/fmt/core.h", head).name == "cpp"
+    assert language_for_path("include/fmt/core.h").name == "c"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"#include <stdio.h>\ntypedef struct point { int x; } point;\n",
+        b"/* This class of bugs: see std::vector docs.\n * namespace {\n */\nint f(void);\n",
+        b"// template <typename T> in a comment\nint g(void);\n",
+        b'#ifdef __cplusplus\n#include <atomic>\nextern "C" {\n#endif\nint h(void);\n'
+        b"#ifdef __cplusplus\n}\n#endif\n",
+    ],
+)
+def test_plain_c_header_stays_c(head: bytes) -> None:
+    """A C header stays C: C++ words in comments or in its `#ifdef __cplusplus` blocks
+    (written for C++ readers of a C file) do not make it C++."""
+    assert language_for_file("src/sds.h", head).name == "c"
+    assert language_for_file("src/sds.c", b"namespace x {\n}\n").name == "c"  # only `.h`
