@@ -57,6 +57,19 @@ _IDENTIFIER_TYPES = frozenset(
         "simple_identifier",  # Swift
     }
 )
+# C and C++ declarators that wrap the declarator holding the name without a field.
+_INNER_DECLARATORS = frozenset(
+    {
+        "reference_declarator",  # `int& x()`
+        "parenthesized_declarator",  # `(*handler_fn)`, `(*signal(int))`
+        "function_declarator",
+        "pointer_declarator",
+        "array_declarator",
+    }
+)
+# Nodes followed from a definition to its name: `void (*signal(int, void (*)(int)))(int)`
+# takes six; the bound only stops a pathological nesting.
+_MAX_NAME_DEPTH = 16
 # Fields and node types followed to find the names a module-level statement defines.
 _NAME_FIELDS = ("name", "left", "declarator", "bound_identifier", "property")
 _DECLARING_CHILDREN = frozenset(
@@ -72,6 +85,9 @@ _DECLARING_CHILDREN = frozenset(
         "tuple_pattern",
         "pointer_declarator",
         "array_declarator",
+        "reference_declarator",  # C++ `int& counter();`
+        "parenthesized_declarator",  # C `void (*handlers[4])(int);`
+        "function_declarator",
         "variable_declaration",  # C#, Kotlin
         "lexical_declaration",  # JS/TS `export const X = ...` (inside an export statement)
         "assignment_expression",  # JS `exports.parse = ...`, PHP `$handler = ...`
@@ -358,7 +374,7 @@ def _clean_name(raw: str) -> str:
 def _name(node: tree_sitter.Node | None) -> str:
     """The defined name of a definition node, through C-style declarators if needed."""
     seen = 0
-    while node is not None and seen < 8:
+    while node is not None and seen < _MAX_NAME_DEPTH:
         seen += 1
         if node.type in _IDENTIFIER_TYPES:
             return _clean_name(_text(node))
@@ -367,11 +383,15 @@ def _name(node: tree_sitter.Node | None) -> str:
             or node.child_by_field_name("declarator")
             or node.child_by_field_name("type")  # Rust `impl Type`
         )
-        if found is None:  # Swift `extension Invoice`: the name is a type node's identifier
-            return next(
-                (_clean_name(_text(c)) for c in node.named_children if c.type in _IDENTIFIER_TYPES),
-                "",
-            )
+        if found is None:
+            # Swift `extension Invoice`: the name is a type node's identifier. C's `&` and
+            # `(*…)` declarators (`int& x()`, `typedef void (*handler)(int)`) hold the inner
+            # declarator as an unnamed child.
+            children = node.named_children
+            name = next((c for c in children if c.type in _IDENTIFIER_TYPES), None)
+            if name is not None:
+                return _clean_name(_text(name))
+            found = next((c for c in children if c.type in _INNER_DECLARATORS), None)
         node = found
     return ""
 

@@ -402,3 +402,61 @@ def test_h_header_holding_cpp_is_chunked_as_cpp() -> None:
     _assert_covered(data, cf.chunks)
     plain = chunk_file("src/point.h", (FIXTURES / "sample.c").read_bytes(), counter=COUNTER)
     assert plain.page.language == "c"
+
+
+CPP_DECLARATORS = b"""struct Point {
+  int& x() { return x_; }
+  const int* y() const { return &y_; }
+  int x_, y_;
+};
+
+template <typename T>
+T& largest(T& a, T& b) {
+  return a < b ? b : a;
+}
+
+std::ostream& print(std::ostream& os, const Point& p) {
+  return os << p.x_;
+}
+
+int& counter();
+"""
+
+C_DECLARATORS = b"""typedef void (*handler_fn)(int sig);
+
+static handler_fn (*get_handler(int which))(int) {
+    return 0;
+}
+
+void (*signal_compat(int sig, void (*func)(int)))(int) {
+    return func;
+}
+
+char **split(const char *s) {
+    return 0;
+}
+
+void (*handlers[4])(int);
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "symbols", "defined"),
+    [
+        ("geo.cpp", CPP_DECLARATORS, {"Point.x", "Point.y", "largest", "print"}, {"counter"}),
+        ("sig.c", C_DECLARATORS, {"handler_fn", "get_handler", "signal_compat", "split"},
+         {"handlers"}),
+    ],
+)  # fmt: skip
+def test_c_declarators_without_a_name_field_are_named(
+    path: str, data: bytes, symbols: set[str], defined: set[str]
+) -> None:
+    """Definitions returning a reference (``int& x()``, ``std::ostream& print(...)``), a
+    pointer or a function pointer, and function-pointer typedefs, are named: the grammar
+    holds their inner declarator as an unnamed child of ``&`` and ``(*…)``."""
+    chunks = chunk_file(path, data, counter=COUNTER).chunks
+    named = {c.symbol for c in chunks if c.kind is not ChunkKind.MODULE}
+    assert symbols <= named
+    assert all(c.symbol for c in chunks if c.kind is not ChunkKind.MODULE)
+    short = {symbol.rsplit(".", 1)[-1] for symbol in symbols}
+    assert short | defined <= {name for c in chunks for name in c.defines}
