@@ -11,8 +11,10 @@ How a file becomes sections:
 * A section over ``max_tokens`` is split where its children begin (statements, members;
   ``_sizing.py``), recursing into children that are too large; never mid-line or dropped.
 * Syntax errors: tree-sitter recovers, and ``ERROR`` nodes are read through like any other
-  code, so one broken function does not lose its neighbours. A file with no grammar falls
-  back to overlapping line windows.
+  code, so one broken function does not lose its neighbours. Lines no section covers (bytes
+  an ``ERROR`` skipped, which none of its children hold) become module sections: whatever
+  the parse, every non-blank line lands in one. A file with no grammar falls back to
+  overlapping line windows.
 """
 
 from __future__ import annotations
@@ -475,4 +477,27 @@ def code_drafts(
     chunker = _Chunker(src, syntax)
     candidates = chunker.scope(tree.root_node.children, "", 0, "", ChunkKind.MODULE,
                                in_class=False)  # fmt: skip
+    candidates.extend(_uncovered(src, candidates))
     return Sizer(src, max_tokens, counter).drafts(candidates, doc_type)
+
+
+def _uncovered(src: SourceText, candidates: list[Candidate]) -> list[Candidate]:
+    """Module sections for the lines no section covers: an ``ERROR`` node can span bytes
+    none of its children hold (tree-sitter skipped them to recover), and those lines must
+    still land in a chunk, whatever the grammar made of them."""
+    covered = bytearray(src.line_count + 2)
+    for cand in candidates:
+        for line in range(cand.start, min(cand.end, src.line_count) + 1):
+            covered[line] = 1
+    out: list[Candidate] = []
+    line = 1
+    while line <= src.line_count:
+        if covered[line] or src.is_blank(line):
+            line += 1
+            continue
+        end = line
+        while end < src.line_count and not covered[end + 1]:
+            end += 1
+        out.append(Candidate(line, end, ChunkKind.MODULE, "", "", 0, ()))
+        line = end + 1
+    return out

@@ -37,7 +37,8 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 #    src=... />` is "chi", not forty tokens of URL in every section's title)
 # 11: redaction finds a token passed to a call (``Github("ghp_...")``), SSH2 and PuTTY private
 #    keys and a URL's short password: an index made before may hold them in clear
-# 12: a `.h` holding C++ is parsed as C++; C declarators through `&` and `(*…)` are named
+# 12: a `.h` holding C++ is C++; C declarators through `&` and `(*…)` are named; lines a
+#    parse error skipped are module sections
 CHUNKER_VERSION = 12
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge

@@ -460,3 +460,27 @@ def test_c_declarators_without_a_name_field_are_named(
     assert all(c.symbol for c in chunks if c.kind is not ChunkKind.MODULE)
     short = {symbol.rsplit(".", 1)[-1] for symbol in symbols}
     assert short | defined <= {name for c in chunks for name in c.defines}
+
+
+KOTLIN_RECOVERED = b"""interface Shape { fun area(): Double }
+
+enum class Color { RED, GREEN; fun hex() = "#" }
+
+typealias Pts = List<Point>
+
+val top = 1
+
+class Box constructor(val v: Int) {
+    constructor() : this(0)
+    suspend fun load() {}
+}
+"""
+
+
+def test_lines_an_error_node_skipped_still_land_in_a_chunk() -> None:
+    """tree-sitter's recovery can leave an ``ERROR`` node spanning bytes none of its
+    children hold (this Kotlin file parses as one ERROR whose children end on line 1):
+    those lines are a module section, not lost."""
+    chunks = chunk_file("Shapes.kt", KOTLIN_RECOVERED, counter=COUNTER).chunks
+    _assert_covered(KOTLIN_RECOVERED, chunks)
+    assert any("val top = 1" in c.text and c.kind is ChunkKind.MODULE for c in chunks)
