@@ -232,7 +232,9 @@ class _Chunker:
         for node in self._flatten(items):
             found = self._definition(node)
             if found is None:
-                if node.type in self.syntax.comments or node.type in self.syntax.attributes:
+                # A comment after code on its line (`TIMEOUT = 30  # seconds`) is that
+                # code's; only one that starts its line may lead the next definition.
+                if self._leads(node):
                     pending.append(node)
                 else:
                     gap.extend(pending)
@@ -260,6 +262,14 @@ class _Chunker:
         if gap:
             out.extend(self._gap(gap, prefix, depth, context, own_kind, prev_end, 0, 0))
         return out
+
+    def _leads(self, node: tree_sitter.Node) -> bool:
+        """Whether ``node`` is a comment or attribute with nothing before it on its line."""
+        syntax = self.syntax
+        if node.type not in syntax.comments and node.type not in syntax.attributes:
+            return False
+        data = self.src.data
+        return not data[data.rfind(b"\n", 0, node.start_byte) + 1 : node.start_byte].strip()
 
     def _is_test(self, found: _Definition, attached: list[tree_sitter.Node]) -> bool:
         """Whether a definition is a test beside the code: an attribute above it says so,

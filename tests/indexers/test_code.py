@@ -484,3 +484,27 @@ def test_lines_an_error_node_skipped_still_land_in_a_chunk() -> None:
     chunks = chunk_file("Shapes.kt", KOTLIN_RECOVERED, counter=COUNTER).chunks
     _assert_covered(KOTLIN_RECOVERED, chunks)
     assert any("val top = 1" in c.text and c.kind is ChunkKind.MODULE for c in chunks)
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "symbol", "start"),
+    [
+        ("net.py", b"TIMEOUT = 30  # seconds\ndef connect():\n    return TIMEOUT\n", "connect", 2),
+        ("time.h", b"typedef long long mstime_t; /* ms */\ntypedef long long ustime_t;\n",
+         "ustime_t", 2),
+        ("x.go", b"package x\n\nvar Limit = 10 // max items\nfunc Take() int {\n\treturn 1\n}\n",
+         "Take", 4),
+        ("a.js", b"f();\n}  // end of block\n/** Docs. */\nfunction g() {}\n", "g", 3),
+    ],
+)  # fmt: skip
+def test_trailing_comment_stays_with_its_line(
+    path: str, data: bytes, symbol: str, start: int
+) -> None:
+    """A comment after code on its line belongs to that line, not to the definition below
+    (which would pull the statement in, or index the line twice); one on its own line
+    still leads the definition."""
+    chunks = chunk_file(path, data, counter=COUNTER).chunks
+    assert next(c for c in chunks if c.symbol == symbol).span.start_line == start
+    lines = [n for c in chunks for n in range(c.span.start_line, c.span.end_line + 1)]
+    assert len(lines) == len(set(lines))  # no line twice
+    _assert_covered(data, chunks)
