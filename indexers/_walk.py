@@ -86,7 +86,8 @@ _MAX_FILE_BYTES = 1 << 20  # 1 MiB: past this a "source" file is data or generat
 # Bump when a check changes beyond what ``WalkOptions``' fields say (a threshold, a sniff
 # in ``indexers._sniff``), so indexes built under the old rules are rebuilt
 # (``WalkOptions.fingerprint``).
-_RULES_VERSION = 1
+# 2: Go's generated marker after a licence header; "generated ... do not edit" only in a comment
+_RULES_VERSION = 2
 # Read without following a last-component symlink (it was checked) and without blocking on
 # a FIFO that replaced a regular file after the lstat.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
