@@ -305,7 +305,9 @@ class _Chunker:
         start = min(lines_of(n)[0] for n in kept)
         end = max(lines_of(n)[1] for n in kept)
         affixes = self.syntax.name_affixes
-        defines = tuple(dict.fromkeys(name.strip(affixes) for n in kept for name in _declared(n)))
+        defines = _names(
+            (name.strip(affixes), lines_of(n)[0]) for n in kept for name in _declared(n)
+        )
         return [Candidate(start, end, kind, prefix, context, depth, defines, kept)]
 
     def _define(
@@ -325,8 +327,9 @@ class _Chunker:
             kind = ChunkKind.METHOD
         # A query names `#render` or `paid?` as `render`, `paid`: that is what is defined.
         short = found.name.rsplit(".", 1)[-1].strip(self.syntax.name_affixes)
-        defines = (short,) if short else ()
-        signature = self.src.lines[lines_of(found.inner)[0] - 1].strip()
+        first = lines_of(found.inner)[0]
+        defines = ((short, first),) if short else ()
+        signature = self.src.lines[first - 1].strip()
         members = self._members(found)
         if not members:
             units = [*attached, found.outer]
@@ -341,7 +344,7 @@ class _Chunker:
             subs[0].units[:0] = attached
             subs[0].context = context
             subs[0].depth = depth
-            subs[0].defines = tuple(dict.fromkeys((*defines, *subs[0].defines)))
+            subs[0].defines = _names((*defines, *subs[0].defines))
         elif subs[0].start > start:
             head_end = subs[0].start - 1
             subs.insert(0, Candidate(start, head_end, kind, symbol, context, depth, defines))
@@ -376,6 +379,14 @@ def _join(prefix: str, name: str) -> str:
     if not prefix:
         return name
     return f"{prefix}.{name}" if name else prefix
+
+
+def _names(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    """Names with their lines, each name once (where it is first declared)."""
+    first: dict[str, int] = {}
+    for name, line in pairs:
+        first.setdefault(name, line)
+    return tuple(first.items())
 
 
 def _clean_name(raw: str) -> str:

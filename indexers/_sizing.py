@@ -40,7 +40,7 @@ class Candidate:
     symbol: str
     context: str
     depth: int
-    defines: tuple[str, ...]
+    defines: tuple[tuple[str, int], ...]  # each name it defines, with the line declaring it
     units: list[tree_sitter.Node] = field(default_factory=list)
     signature: str = ""  # first line of a definition, shown as context on later parts
     test: bool = False  # a test beside the code (``Syntax.test_attribute``): doc type test
@@ -96,13 +96,15 @@ class Sizer:
         context = cand.context
         if part > 1 and cand.signature:
             context = f"{context}\n{cand.signature}" if context else cand.signature
+        # A part defines the names declared in it, not every name of the whole section.
+        defines = tuple(name for name, line in cand.defines if parts == 1 or start <= line <= end)
         return Draft(
             start,
             end,
             cand.kind,
             symbol=cand.symbol,
             context=context,
-            defines=cand.defines,
+            defines=defines,
             depth=cand.depth,
             part=part,
             parts=parts,

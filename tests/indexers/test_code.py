@@ -508,3 +508,22 @@ def test_trailing_comment_stays_with_its_line(
     lines = [n for c in chunks for n in range(c.span.start_line, c.span.end_line + 1)]
     assert len(lines) == len(set(lines))  # no line twice
     _assert_covered(data, chunks)
+
+
+def test_split_parts_define_only_the_names_declared_in_them() -> None:
+    """A section split for size (a run of constants, a long function) gives each part the
+    names declared inside it, not every name of the whole section."""
+    from indexers import ChunkOptions
+
+    consts = "".join(f"LIMIT_{i} = compute_limit({i}, scale=2)\n" for i in range(60))
+    body = "".join(f"    step_{i} = advance(step_{i - 1})\n" for i in range(1, 60))
+    data = f"{consts}\n\ndef run():\n    step_0 = 0\n{body}    return step_59\n".encode()
+    chunks = chunk_file("limits.py", data, counter=COUNTER, options=ChunkOptions(64)).chunks
+    module = [c for c in chunks if c.kind is ChunkKind.MODULE]
+    assert len(module) > 2
+    for c in module:
+        lines = range(c.span.start_line, c.span.end_line + 1)
+        assert set(c.defines) == {f"LIMIT_{n - 1}" for n in lines}
+    run = [c for c in chunks if c.symbol == "run"]
+    assert len(run) > 2 and run[0].defines == ("run",)
+    assert all(c.defines == () for c in run[1:])
