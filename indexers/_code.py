@@ -8,6 +8,8 @@ How a file becomes sections:
 * A container (class, impl, trait, namespace) yields a section for its header and non-method
   members, and one section per method, each carrying the class header as ``context``. The
   container's closing lines join its last section, so every line stays covered.
+* Sections that share a line (``function a(){…} function b(){…}`` on one line) are merged
+  into one with all their names: lines are never cut, so no line is in two sections.
 * A section over ``max_tokens`` is split where its children begin (statements, members;
   ``_sizing.py``), recursing into children that are too large; never mid-line or dropped.
 * Syntax errors: tree-sitter recovers, and ``ERROR`` nodes are read through like any other
@@ -345,8 +347,8 @@ class _Chunker:
             subs[0].context = context
             subs[0].depth = depth
             subs[0].defines = _names((*defines, *subs[0].defines))
-        elif subs[0].start > start:
-            head_end = subs[0].start - 1
+        else:  # a header sharing its first member's line (`class K { m() {…} }`) merges later
+            head_end = max(start, subs[0].start - 1)
             subs.insert(0, Candidate(start, head_end, kind, symbol, context, depth, defines))
         # Closing lines (`}`, `};`) belong to the last member section.
         last = max(subs, key=lambda c: c.end)
@@ -498,8 +500,46 @@ def code_drafts(
     chunker = _Chunker(src, syntax)
     candidates = chunker.scope(tree.root_node.children, "", 0, "", ChunkKind.MODULE,
                                in_class=False)  # fmt: skip
+    candidates = _merge_shared_lines(candidates)
     candidates.extend(_uncovered(src, candidates))
     return Sizer(src, max_tokens, counter).drafts(candidates, doc_type)
+
+
+def _merge_shared_lines(candidates: list[Candidate]) -> list[Candidate]:
+    """Sections that share a line become one: lines are never cut, so each would hold the
+    whole shared line (400 functions on one line of a bundle were 400 copies of it)."""
+    out: list[Candidate] = []
+    group: list[Candidate] = []
+    for cand in sorted(candidates, key=lambda c: (c.start, c.end)):
+        if group and cand.start <= max(c.end for c in group):
+            group.append(cand)
+            continue
+        if group:
+            out.append(_merged(group))
+        group = [cand]
+    if group:
+        out.append(_merged(group))
+    return out
+
+
+def _merged(group: list[Candidate]) -> Candidate:
+    """One section over ``group``: named and placed as its outermost definition (the first
+    one; a module run only when there is no definition), defining all their names."""
+    if len(group) == 1:
+        return group[0]
+    lead = min(group, key=lambda c: (c.depth, c.kind is ChunkKind.MODULE))
+    return Candidate(
+        min(c.start for c in group),
+        max(c.end for c in group),
+        lead.kind,
+        lead.symbol,
+        lead.context,
+        lead.depth,
+        _names(pair for c in group for pair in c.defines),
+        [unit for c in group for unit in c.units],
+        lead.signature,
+        test=all(c.test for c in group),
+    )
 
 
 def _uncovered(src: SourceText, candidates: list[Candidate]) -> list[Candidate]:

@@ -40,7 +40,8 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 # 12: a `.h` holding C++ is C++; C declarators through `&` and `(*…)` are named; lines a
 #    parse error skipped are module sections; a trailing comment stays on its line; Go's
 #    generated marker after a licence header is seen, prose about generated files is not;
-#    a part of a split section defines only the names declared in it
+#    a part of a split section defines only the names declared in it; sections sharing a
+#    line are one section
 CHUNKER_VERSION = 12
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge

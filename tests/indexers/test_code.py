@@ -527,3 +527,25 @@ def test_split_parts_define_only_the_names_declared_in_them() -> None:
     run = [c for c in chunks if c.symbol == "run"]
     assert len(run) > 2 and run[0].defines == ("run",)
     assert all(c.defines == () for c in run[1:])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"".join(b"function f%d(x){return x+%d}" % (i, i) for i in range(200)) + b"\n",
+        b"function a() {\n  return 1;\n} function b() {\n  return 2;\n}\nfunction c() {}\n",
+        b"class K { m() { return 1 } n() { return 2 } }\n",
+    ],
+    ids=["one-line-bundle", "sharing-a-brace-line", "one-line-class"],
+)
+def test_definitions_sharing_a_line_are_one_section(data: bytes) -> None:
+    """Definitions that share a line (minified-ish code under the minified threshold) are
+    merged into one section with all their names: lines are never cut, so separate
+    sections would each hold the whole shared line, multiplying it."""
+    chunks = chunk_file("bundle.js", data, counter=COUNTER).chunks
+    lines = [n for c in chunks for n in range(c.span.start_line, c.span.end_line + 1)]
+    assert len(lines) == len(set(lines))  # no line in two chunks
+    assert sum(c.tokens for c in chunks) <= COUNTER.count(data.decode()) + len(chunks)
+    _assert_covered(data, chunks)
+    defined = {name for c in chunks for name in c.defines}
+    assert {"f0", "f199"} <= defined or {"a", "b", "c"} <= defined or {"K", "m", "n"} <= defined
