@@ -61,6 +61,8 @@ _IDENTIFIER_TYPES = frozenset(
         "simple_identifier",  # Swift
     }
 )
+# Built-in types an impl can be for (Rust `impl Summary for bool`, `for ()`): its name.
+_BUILTIN_TYPES = frozenset({"primitive_type", "unit_type"})
 # C and C++ declarators that wrap the declarator holding the name without a field.
 _INNER_DECLARATORS = frozenset(
     {
@@ -392,7 +394,11 @@ def _names(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
 
 
 def _clean_name(raw: str) -> str:
-    # `Foo<T>` -> `Foo`, `ns::Foo` -> `ns.Foo`, whitespace out.
+    # `Foo<T>` -> `Foo`, `ns::Foo` -> `ns.Foo`, whitespace out; an operator keeps its
+    # symbol (`operator<`, `operator<<` and `operator<=` are three names).
+    head, keyword, symbol = raw.partition("operator")
+    if keyword and (not head or head.endswith("::")) and not symbol[:1].isidentifier():
+        return _clean_name(head[:-2]) + "." * bool(head) + keyword + "".join(symbol.split())
     return "".join(raw.split("<", 1)[0].split()).replace("::", ".")
 
 
@@ -403,10 +409,15 @@ def _name(node: tree_sitter.Node | None) -> str:
         seen += 1
         if node.type in _IDENTIFIER_TYPES:
             return _clean_name(_text(node))
+        if node.type in _BUILTIN_TYPES:  # Rust `impl FromValue for bool`
+            return _text(node)
+        if node.type == "operator_cast":  # C++ `explicit operator bool()`
+            return f"operator {_clean_name(_text(node.child_by_field_name('type')))}"
         found = (
             node.child_by_field_name("name")
             or node.child_by_field_name("declarator")
-            or node.child_by_field_name("type")  # Rust `impl Type`
+            or node.child_by_field_name("type")  # Rust `impl Type`, `impl X for &str`
+            or node.child_by_field_name("element")  # Rust `impl X for [u8]`
         )
         if found is None:
             # Swift `extension Invoice`: the name is a type node's identifier. C's `&` and

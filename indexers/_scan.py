@@ -41,7 +41,8 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 #    parse error skipped are module sections; a trailing comment stays on its line; Go's
 #    generated marker after a licence header is seen, prose about generated files is not;
 #    a part of a split section defines only the names declared in it; sections sharing a
-#    line are one section
+#    line are one section; C++ operators, friends, conversions, Java enum members and Rust
+#    impls for built-in types are named sections
 CHUNKER_VERSION = 12
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge

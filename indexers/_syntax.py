@@ -133,6 +133,8 @@ _SYNTAX: dict[str, Syntax] = {
             )
         },
         comments=frozenset({"line_comment", "block_comment"}),
+        # An enum's methods and constructors follow its constants in this node.
+        transparent=frozenset({"enum_body_declarations"}),
     ),
     "c": Syntax(
         functions=frozenset({"function_definition"}),
@@ -159,7 +161,8 @@ _SYNTAX: dict[str, Syntax] = {
                 "concept_definition",
             }
         ),
-        wrappers={"template_declaration": ""},
+        # `friend bool operator==(…) {…}`: a function defined in the class, by name.
+        wrappers={"template_declaration": "", "friend_declaration": ""},
         comments=frozenset({"comment"}),
         transparent=_C_TRANSPARENT | {"linkage_specification", "declaration_list"},
         header_extensions=(".h", ".hh", ".hpp", ".hxx", ".h++"),

@@ -549,3 +549,67 @@ def test_definitions_sharing_a_line_are_one_section(data: bytes) -> None:
     _assert_covered(data, chunks)
     defined = {name for c in chunks for name in c.defines}
     assert {"f0", "f199"} <= defined or {"a", "b", "c"} <= defined or {"K", "m", "n"} <= defined
+
+
+CPP_OPERATORS = b"""struct P {
+  bool operator<(const P& o) const { return x < o.x; }
+  P& operator<<(int d) { return *this; }
+  bool operator<=(const P& o) const { return true; }
+  friend bool operator==(const P& a, const P& b) { return true; }
+  explicit operator bool() const { return x != 0; }
+  int x;
+};
+
+bool P::operator>(const P& o) const { return o < *this; }
+"""
+
+JAVA_ENUM = b"""enum Code {
+    OK(0), FAILED(1);
+
+    private final int value;
+
+    Code(int value) {
+        this.value = value;
+    }
+
+    int value() {
+        return value;
+    }
+}
+"""
+
+RUST_BUILTIN_IMPLS = b"""impl Summary for bool {
+    fn summarize(&self) -> String { String::new() }
+}
+impl Summary for &str {
+    fn summarize(&self) -> String { String::new() }
+}
+impl Summary for [u8] {
+    fn summarize(&self) -> String { String::new() }
+}
+impl Summary for () {
+    fn summarize(&self) -> String { String::new() }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "symbols"),
+    [
+        ("p.cpp", CPP_OPERATORS, {"P.operator<", "P.operator<<", "P.operator<=", "P.operator==",
+                                  "P.operator bool", "P.operator>"}),
+        ("Code.java", JAVA_ENUM, {"Code.Code", "Code.value"}),
+        ("lib.rs", RUST_BUILTIN_IMPLS, {"bool.summarize", "str.summarize", "u8.summarize",
+                                        "().summarize"}),
+    ],
+)  # fmt: skip
+def test_operators_friends_enum_members_and_builtin_impls_are_named(
+    path: str, data: bytes, symbols: set[str]
+) -> None:
+    """C++ operators keep their symbol (``operator<`` is not ``operator<<``), friend
+    functions and conversion operators are named, a Java enum's constructor and methods
+    are sections, and a Rust impl for ``bool``, ``&str``, ``[u8]`` or ``()`` is named."""
+    chunks = chunk_file(path, data, counter=COUNTER).chunks
+    assert symbols <= {c.symbol for c in chunks}
+    assert all(c.symbol for c in chunks if c.kind is not ChunkKind.MODULE)
+    _assert_covered(data, chunks)
