@@ -213,12 +213,36 @@ class LicenseResolver:
             if name == "package.json":
                 found = self._npm(data)
             elif name == "Cargo.toml":
-                value = _field(data, "package", "license")  # `MIT/Apache-2.0`: old Cargo OR
-                found = self._spdx(value.replace("/", " OR ") if isinstance(value, str) else None)
+                found = self._cargo(data, folder)
             else:
                 found = self._pyproject(data, folder)
             if found:
                 return found
+        return None
+
+    def _cargo(self, data: object, folder: Path) -> str | None:
+        value = _field(data, "package", "license")
+        if _field(value, "workspace") is True:  # `license.workspace = true`: the workspace's
+            if isinstance(data, dict) and "workspace" in data:  # a root package: its own
+                value = _field(data, "workspace", "package", "license")
+            else:
+                value = self._cargo_workspace_license(folder)
+        # `MIT/Apache-2.0`: old Cargo's OR
+        return self._spdx(value.replace("/", " OR ") if isinstance(value, str) else None)
+
+    def _cargo_workspace_license(self, folder: Path) -> object:
+        """``[workspace.package] license`` of the workspace a crate inherits from: the
+        nearest folder above it, up to the root, whose Cargo.toml has a ``[workspace]``
+        (above, so a change there reaches the crate's files as any folder's licence does)."""
+        while folder != self._root and folder.is_relative_to(self._root):
+            folder = folder.parent
+            raw = _read(folder / "Cargo.toml", _MAX_MANIFEST_BYTES)
+            try:
+                data = tomllib.loads(raw.decode("utf-8")) if raw is not None else None
+            except ValueError:
+                continue
+            if isinstance(data, dict) and "workspace" in data:
+                return _field(data, "workspace", "package", "license")
         return None
 
     @staticmethod

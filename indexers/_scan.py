@@ -37,12 +37,8 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 #    src=... />` is "chi", not forty tokens of URL in every section's title)
 # 11: redaction finds a token passed to a call (``Github("ghp_...")``), SSH2 and PuTTY private
 #    keys and a URL's short password: an index made before may hold them in clear
-# 12: a `.h` holding C++ is C++; C declarators through `&` and `(*…)` are named; lines a
-#    parse error skipped are module sections; a trailing comment stays on its line; Go's
-#    generated marker after a licence header is seen, prose about generated files is not;
-#    a part of a split section defines only the names declared in it; sections sharing a
-#    line are one section; C++ operators, friends, conversions, Java enum members and Rust
-#    impls for built-in types are named sections
+# 12: a C++ `.h` is C++; no line lost to a parse error or held by two sections; more names
+#    (C declarators, operators); split parts define their own names; Cargo workspace licences
 CHUNKER_VERSION = 12
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge

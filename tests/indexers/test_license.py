@@ -113,3 +113,22 @@ def test_nearest_folder_declares(tmp_path: Path) -> None:
 def test_spdx_expression_syntax(raw: str, expected: str | None) -> None:
     """Only well-formed SPDX expressions are taken from a manifest."""
     assert spdx_expression(raw) == expected
+
+
+def test_cargo_workspace_licence_is_inherited(tmp_path: Path) -> None:
+    """A crate with ``license.workspace = true`` has its workspace's ``[workspace.package]``
+    licence (the nearest Cargo.toml above with a ``[workspace]``, or its own)."""
+    resolver = _tree(
+        tmp_path,
+        {
+            "Cargo.toml": '[workspace]\nmembers = ["crates/*"]\n\n'
+            '[workspace.package]\nlicense = "Apache-2.0 OR MIT"\n',
+            "crates/foo/Cargo.toml": '[package]\nname = "foo"\nlicense.workspace = true\n',
+            "crates/bar/Cargo.toml": '[package]\nname = "bar"\nlicense = "MIT"\n',
+            "app/Cargo.toml": "[package]\nlicense.workspace = true\n\n"
+            '[workspace]\n\n[workspace.package]\nlicense = "ISC"\n',
+        },
+    )
+    assert resolver.for_file("crates/foo/src/lib.rs", "") == "Apache-2.0 OR MIT"
+    assert resolver.for_file("crates/bar/src/lib.rs", "") == "MIT"
+    assert resolver.for_file("app/src/main.rs", "") == "ISC"
