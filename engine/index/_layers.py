@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,7 +51,7 @@ from engine.index._history import Histories
 from engine.index._memories import Memories
 from engine.index._update import covered, ensure_dense, licence_folders, relicensed, update_segment
 from engine.segment import Segment
-from indexers import Chunker, SourceFile, TokenCounter, walk
+from indexers import Chunker, SourceFile, TokenCounter, redacted_path, walk
 from overlays import (
     ChangeHistory,
     Scope,
@@ -98,6 +99,18 @@ class OverlayInfo:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "_"
+
+
+@cache
+def _name_slug(name: str) -> str:
+    """A folder name for a branch or user name: the name itself where it is a plain one
+    holding no credential, else the slug of its redacted form and a digest of the whole
+    (so that ``feature/x`` and ``feature-x`` never share a folder)."""
+    shown = redacted_path(name)
+    if _slug(name) == name == shown:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return f"{_slug(shown)[:60]}-{digest}"
 
 
 class Layers:
@@ -207,7 +220,9 @@ class Layers:
 
     def overlay_dir(self, branch: str) -> Path:
         """Where this user's overlay of ``branch`` in this workspace lives."""
-        return self.state_dir / "overlays" / self.workspace / _slug(branch) / _slug(self.user)
+        return self.state_dir / "overlays" / self.workspace / _name_slug(branch) / _name_slug(
+            self.user
+        )
 
     def info(self, branch: str) -> OverlayInfo | None:
         """The overlay record of ``branch`` (None before its first index)."""

@@ -535,3 +535,20 @@ def test_a_link_follows_its_target_when_the_target_changes(tmp_path: Path) -> No
         texts = [h.chunk.text for h in ws.search("linked_helper", mode="bm25", k=10)]
         assert len(texts) == 2 and all("new_text" in t for t in texts)
         assert not ws.status().stale
+
+
+def test_branch_names_one_slug_apart_keep_their_own_overlays(tmp_path: Path) -> None:
+    """``feature/x`` and ``feature-x`` shared one overlay folder (each switch re-chunked the
+    other's files); a branch named after a credential named its folder with it."""
+    token = "ghp_" + "Bw8Xq3Zp7Rk2Nm5Vt9Yb4Hc1Jd6Fs0Ge3Ub9"
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        for branch in ("feature/x", "feature-x", f"fix-{token}"):
+            _git(repo, "checkout", "-q", "-b", branch, "main")
+            ws.index()
+        _git(repo, "checkout", "-q", "feature/x")
+        assert ws.index().changed == 0
+        folders = [p.parent.name for p in (ws.state_dir / "overlays").glob("*/*/*")]
+    assert len(folders) == len(set(folders)) == 4
+    assert "main" in folders and not any(token in f for f in folders)
