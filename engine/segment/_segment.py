@@ -68,6 +68,8 @@ class Segment:
         self._dense: dict[str, tuple[int, DenseIndex]] = {}
         self._lexical_generation = -1
         self._docs: dict[tuple[str, str], DocTerms] = {}
+        self._doc_keys: dict[str, set[tuple[str, str]]] = {}  # per path, its keys in _docs
+        self._docs_lock = threading.RLock()  # server threads share the cache
         self._hidden_ints: tuple[tuple[frozenset[str], int], frozenset[int]] | None = None
 
     def replaced(self) -> bool:
@@ -160,10 +162,12 @@ class Segment:
             docs = [_section_doc(c) for c in chunks.values()]
         else:
             docs = [d for f in missing if (d := self._page_doc(f.path)) is not None]
-        if len(self._docs) > _DOC_CACHE:
-            self._docs.clear()
-        for doc in docs:
-            self._docs[(table, doc.id)] = out[doc.id] = doc
+        with self._docs_lock:
+            if len(self._docs) > _DOC_CACHE:
+                self._forget_docs()
+            for doc in docs:
+                self._remember_doc((table, doc.id), doc)
+                out[doc.id] = doc
         return out
 
     def docs_of(self, table: str, paths: Iterable[str]) -> list[DocTerms]:
@@ -173,14 +177,39 @@ class Segment:
             return [d for path in wanted if (d := self._page_doc(path)) is not None]
         # Analysed sections are remembered by chunk id (ids name content): an overlay
         # refreshed after an edit reads and analyses only the sections that changed.
-        ids = [cid for _, cid in self.meta.ids_of(wanted)]
-        missing = [cid for cid in ids if ("sections", cid) not in self._docs]
-        if len(self._docs) + len(missing) > _DOC_CACHE:
-            self._docs.clear()
-            missing = ids
-        for chunk in self.meta.chunks(missing).values():
-            self._docs[("sections", chunk.id)] = _section_doc(chunk)
-        return [self._docs[("sections", cid)] for cid in ids if ("sections", cid) in self._docs]
+        pairs = self.meta.ids_of(wanted)
+        ids = [cid for _, cid in pairs]
+        # A path's earlier versions go: a long-running process re-reading a file an agent
+        # edits all day kept every version it had analysed.
+        current = {("sections", cid) for cid in ids}
+        with self._docs_lock:
+            for path in wanted:
+                for key in [k for k in self._doc_keys.get(path, ()) if k[0] == "sections"]:
+                    if key not in current:
+                        self._drop_doc(key, path)
+            missing = [cid for cid in ids if ("sections", cid) not in self._docs]
+            if len(self._docs) + len(missing) > _DOC_CACHE:
+                self._forget_docs()
+                missing = ids
+            for chunk in self.meta.chunks(missing).values():
+                self._remember_doc(("sections", chunk.id), _section_doc(chunk))
+            return [self._docs[k] for cid in ids if (k := ("sections", cid)) in self._docs]
+
+    def _remember_doc(self, key: tuple[str, str], doc: DocTerms) -> None:
+        self._docs[key] = doc
+        self._doc_keys.setdefault(doc.path, set()).add(key)
+
+    def _drop_doc(self, key: tuple[str, str], path: str) -> None:
+        self._docs.pop(key, None)
+        keys = self._doc_keys.get(path)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._doc_keys[path]
+
+    def _forget_docs(self) -> None:
+        self._docs.clear()
+        self._doc_keys.clear()
 
     def file_keys(self, paths: Sequence[str]) -> dict[str, str]:
         """Per indexed path: its page id (path and content) and how it was chunked, which
@@ -193,10 +222,15 @@ class Segment:
         if record is None:
             return None
         key = ("pages", record.page_id)
-        if key not in self._docs:
-            fields = page_fields(path, page_text(self.meta.chunks_of(path)))
-            self._docs[key] = _doc(record.page_id, path, fields)
-        return self._docs[key]
+        with self._docs_lock:
+            doc = self._docs.get(key)
+            if doc is None:
+                for old in [k for k in self._doc_keys.get(path, ()) if k[0] == "pages"]:
+                    self._drop_doc(old, path)  # the path's earlier version
+                doc = _doc(record.page_id, path, page_fields(path, page_text(
+                    self.meta.chunks_of(path))))  # fmt: skip
+                self._remember_doc(key, doc)
+            return doc
 
     def dense_ids(
         self, vector: np.ndarray, model_id: str, k: int, exclude: Collection[str] = ()

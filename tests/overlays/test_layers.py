@@ -552,3 +552,18 @@ def test_branch_names_one_slug_apart_keep_their_own_overlays(tmp_path: Path) -> 
         folders = [p.parent.name for p in (ws.state_dir / "overlays").glob("*/*/*")]
     assert len(folders) == len(set(folders)) == 4
     assert "main" in folders and not any(token in f for f in folders)
+
+
+def test_a_file_edited_again_and_again_keeps_one_analysed_version(tmp_path: Path) -> None:
+    """A server open all day while an agent edits one file: each segment's cache of
+    analysed documents kept every version of it (memory grew with every edit)."""
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        for i in range(8):
+            (repo / "mod1.py").write_text(f"def compute_1(value):\n    return value + {i}\n")
+            ws.build_context(f"compute_1 value {i}", budget_tokens=1000, record=False)
+        for segment in ws.layers._segments.values():
+            kept = [k for k, doc in segment._docs.items() if doc.path == "mod1.py"]
+            assert len([k for k in kept if k[0] == "pages"]) <= 1
+            assert len([k for k in kept if k[0] == "sections"]) <= 2
