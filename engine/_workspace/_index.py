@@ -35,7 +35,12 @@ class Indexer:
         """The View a call reads, refreshed first when the working tree moved (see
         ``Workspace.view``)."""
         layers = self._state.layers
-        info, token = layers.current()
+        try:
+            info, token = layers.current()
+        except IndexNotBuiltError:
+            if not self._finish_killed_swap():
+                raise
+            info, token = layers.current()
         notes: tuple[str, ...] = ()
         if info.token != token:
             if self._state.config.refresh == "advise":
@@ -125,6 +130,20 @@ class Indexer:
         remove_tree(staging)
         skipped = info.skipped_counts(state.layers.segment(state.layers.base_dir(info.base)))
         return combined_report(base, overlay, before, state.layers.view(info).files(), skipped)
+
+    def _finish_killed_swap(self) -> bool:
+        """Whether a rebuild killed between the renames of its swap (the old index moved
+        out, the new one not yet in) was put back for a reader: the next index would, but
+        until then every call said there was no index."""
+        if not (self._state.state_dir / REPLACED_DIR).exists():
+            return False
+        try:
+            with self.refreshing, WriterLock(self._state.state_dir / "lock"):
+                self.finish_swap()
+        except IndexBusyError:
+            return False  # a rebuild is swapping now: it will be whole in a moment
+        self._state.layers.close()
+        return True
 
     def finish_swap(self) -> None:
         """After a rebuild killed in the middle of its swap: put back what was moved out and

@@ -387,6 +387,21 @@ def test_a_rebuild_is_made_beside_the_index_in_use(
         assert hits[0].chunk.text.startswith("def register_hook(event)")
 
 
+def test_a_rebuild_killed_inside_its_swap_still_answers(repo: Path) -> None:
+    """Killed between the swap's renames (the old index moved out to ``replaced/``, the
+    new one not yet in), every call said there was no index until the next `cortex
+    index`: a reader now puts the old index back itself."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        want = [h.chunk.id for h in ws.search("register_hook", mode="bm25")]
+    state = repo / ".cortex"
+    (state / "replaced").mkdir()
+    (state / "bases").replace(state / "replaced" / "bases")
+    with Workspace.open(repo, CONFIG) as ws:
+        assert [h.chunk.id for h in ws.search("register_hook", mode="bm25")] == want
+    assert not (state / "replaced").exists()
+
+
 def test_short_requests_also_search_other_forms_of_their_words(tmp_path: Path) -> None:
     """A request saying "minifying" finds ``minify_text`` through their shared stem, in the
     base and in an uncommitted file; with ``word_forms=0``, or in a long report, it is not."""
