@@ -96,8 +96,12 @@ class Sizer:
         context = cand.context
         if part > 1 and cand.signature:
             context = f"{context}\n{cand.signature}" if context else cand.signature
-        # A part defines the names declared in it, not every name of the whole section.
-        defines = tuple(name for name, line in cand.defines if parts == 1 or start <= line <= end)
+        # A part defines the names declared in it, not every name of the whole section (a
+        # run of 250 #defines in 7 parts); every part of one definition split for size
+        # still defines that definition's own name (each is that function).
+        own = cand.symbol.rsplit(".", 1)[-1]
+        defines = tuple(name for name, line in cand.defines
+                        if parts == 1 or start <= line <= end or name == own)  # fmt: skip
         return Draft(
             start,
             end,
