@@ -98,9 +98,13 @@ def connect(
                 path.parent.chmod(0o700)
         except OSError as exc:
             raise LedgerWriteError(f"cannot create the ledger {path}: {exc}") from exc
+    # A read-only copy (an auditor's, a CI artefact) in a folder no one may write: SQLite
+    # cannot make the WAL's shared-memory file there, so it reads the file as immutable;
+    # only when no write-ahead log holds commits the file lacks (a clean close leaves none).
+    immutable = read_only and not os.access(path.parent, os.W_OK) and not _wal_frames(path)
     with translate_errors(path, "open"):
         conn = sqlite3.connect(
-            _uri(path, read_only=read_only),
+            _uri(path, read_only=read_only, immutable=immutable),
             uri=True,
             timeout=busy_timeout,
             isolation_level=None,
@@ -170,9 +174,18 @@ def _init_with_retry(
             delay = min(delay * 2, 0.5)
 
 
-def _uri(path: Path, *, read_only: bool) -> str:
+def _uri(path: Path, *, read_only: bool, immutable: bool = False) -> str:
     """The SQLite URI for ``path`` (a URI, so ``mode=ro`` can be asked for)."""
-    return f"{path.absolute().as_uri()}?mode={'ro' if read_only else 'rwc'}"
+    return (f"{path.absolute().as_uri()}?mode={'ro' if read_only else 'rwc'}"
+            + ("&immutable=1" if immutable else ""))  # fmt: skip
+
+
+def _wal_frames(path: Path) -> bool:
+    """Whether ``path``'s write-ahead log holds anything."""
+    try:
+        return Path(f"{path}-wal").stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _check_or_init(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> None:

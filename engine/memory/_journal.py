@@ -34,6 +34,7 @@ from ledger import (
     JournalEntry,
     Ledger,
     LedgerError,
+    LedgerWriteError,
     RecordKind,
     SnippetRef,
     ToolResult,
@@ -110,10 +111,21 @@ class Journal:
         with self._lock:
             try:
                 if self._ledger is None:
-                    self._ledger = Ledger.open(self.path, create=True)
+                    self._ledger = self._open()
                 yield self._ledger
             except LedgerError as exc:
                 raise LedgerStateError(f"ledger {self.path}: {exc}") from exc
+
+    def _open(self) -> Ledger:
+        """The ledger, for writing; a ledger no one may write here (a read-only copy being
+        audited) opens for reading: replay, verify and the log answer, and a write says
+        the ledger is read-only."""
+        try:
+            return Ledger.open(self.path, create=True)
+        except LedgerWriteError:
+            if not self.path.exists():
+                raise
+            return Ledger.open(self.path, read_only=True)
 
     def close(self) -> None:
         """Close the ledger file."""

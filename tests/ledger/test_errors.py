@@ -80,7 +80,7 @@ def test_read_only_file_system_is_reported_the_same(
     path = tmp_path / "ledger.db"
     build(path, 2)
     # Stand-in for a file system mounted read-only: SQLite gets the file read-only.
-    monkeypatch.setattr(ledger._sqlite, "_uri", lambda p, read_only: f"{p.as_uri()}?mode=ro")
+    monkeypatch.setattr(ledger._sqlite, "_uri", lambda p, **_: f"{p.as_uri()}?mode=ro")
     with Ledger.open(path) as opened:
         assert opened.verify().ok and opened.turn("t01") is not None
         with pytest.raises(LedgerWriteError, match="read-only"):

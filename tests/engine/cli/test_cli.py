@@ -300,3 +300,46 @@ def test_bundle_command(indexed: Path) -> None:
     assert code == EXIT_OK and text.startswith("# Start here: what does handler return")
     code, _ = _run("bundle", "x", "--budget", "9000", "--path", str(indexed))
     assert code != EXIT_OK
+
+
+_NO_OVERRIDE = ["--inh-caps=-dac_override,-dac_read_search",
+                "--bounding-set=-dac_override,-dac_read_search"]  # fmt: skip
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
+    reason="needs root and setpriv to read a copy as a user without write permission",
+)
+def test_a_read_only_copy_can_be_audited(tmp_path: Path) -> None:
+    """An auditor's read-only copy of a workspace: replay gives the same bytes, the ledger
+    verifies and lists; feedback says it is read-only and nothing is written (every one
+    of them said the ledger could not be opened)."""
+    import shutil
+
+    root = _repo(tmp_path)
+    assert _run("index", str(root))[0] == EXIT_OK
+    code, text = _run("context", "handler event", "--path", str(root), "--json")
+    assert code == EXIT_OK
+    key = json.loads(text)["replay_key"]
+    code, prompt = _run("replay", key, "--path", str(root))
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, symlinks=True)
+    subprocess.run(["chmod", "-R", "a-w", str(copy)], check=True)
+    before = sorted((p, p.stat().st_mtime_ns) for p in copy.rglob("*"))
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["/usr/bin/setpriv", *_NO_OVERRIDE, sys.executable, "-m",
+                               "engine.cli", *argv, "--path", str(copy)], cwd=Path.cwd(),
+                              capture_output=True, text=True)  # fmt: skip
+
+    try:
+        replayed = run("replay", key)
+        assert replayed.returncode == EXIT_OK and replayed.stdout == prompt
+        verified = run("ledger", "verify")
+        assert verified.returncode == EXIT_OK and "intact" in verified.stdout
+        assert key in run("ledger", "log").stdout
+        refused = run("feedback", key, "1")
+        assert refused.returncode == EXIT_ERROR and "read-only" in refused.stderr
+        assert sorted((p, p.stat().st_mtime_ns) for p in copy.rglob("*")) == before
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(copy)], check=True)
