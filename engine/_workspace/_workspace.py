@@ -462,12 +462,18 @@ class Workspace:
         requested lines' text (what a citation carries), as this index holds them. Text
         comes from this user's View (base plus this user's overlay), never from another
         user's overlay, and never for a file the index skipped.
+
+        ``memory:N`` (a saved note) and ``session:ID#N`` (step N of a session) are this
+        user's own records: their text comes back in full, no proof needed.
         """
         if uri.startswith("memory:"):  # a note this user may read: theirs in full
             note = self.memory.get(uri.removeprefix("memory:"))
-            return Resolved(uri, uri, None, None, sha256_text(note.text), None, None,
-                            note.text, f"memory note ({note.type.value})")  # fmt: skip
+            return Resolved(uri, uri, None, None, sha256_text(note.text),
+                            self.counter.count(note.text), None, note.text,
+                            f"memory note ({note.type.value})")  # fmt: skip
         found = session_uri(uri)
+        if found is None and uri.startswith("session:"):
+            raise ConfigError(f"bad uri {uri!r}; use session:ID#N for step N of a session")
         if found is not None:  # a step of this user's session: theirs to read in full
             item = self.session(found[0]).step(found[1])
             return Resolved(uri, uri, None, None, sha256_text(item.text),

@@ -191,7 +191,8 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"tokens (default {DEFAULT_BUNDLE_BUDGET}, at most 4000)")  # fmt: skip
 
     resolve = _command(sub, "resolve", cmd_resolve, positional=False)
-    resolve.add_argument("uri", help="path#L10-L20, path#L10 or path, relative to the workspace")
+    resolve.add_argument("uri", help="path#L10-L20, path#L10 or path, relative to the workspace; "
+                         "memory:N (a note) or session:ID#N (a session step)")  # fmt: skip
     resolve.add_argument("--sha256", help="proof: the sha256 a citation carried (or the file's)")
     resolve.add_argument("--proof-path", help="the path the proof is for (default: the uri's path)")
 

@@ -40,7 +40,9 @@ def resolve_in(
     """``Workspace.resolve`` over ``view`` (see there)."""
     match = URI.match(uri.strip())
     if match is None:
-        raise ConfigError(f"bad uri {uri!r}; use path#L10-L20, path#L10 or path")
+        raise ConfigError(
+            f"bad uri {uri!r}; use path#L10-L20, path#L10, path, memory:N or session:ID#N"
+        )
     path = match["path"]
     record = view.files().get(path)
     if record is None:

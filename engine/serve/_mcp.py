@@ -79,7 +79,9 @@ path#L10 or a whole path, relative to the workspace). Pass proof {path, sha256} 
 citation (the Hash line a snippet shows is enough) to check that the file still says what
 was cited. Text comes back only for an
 indexed file inside the workspace whose lines exist and, with a proof, whose sha256 still
-matches; otherwise only metadata with the reason (stale: call build_context again)."""
+matches; otherwise only metadata with the reason (stale: call build_context again).
+memory:N (a saved note) and session:ID#N (a step of a session, what [#N] points at) give
+that record's text in full, no proof needed."""
 
 REPLAY = """\
 The exact prompt recorded under a replay_key, byte for byte: to audit an earlier step or

@@ -78,11 +78,13 @@ OPENAPI: dict[str, Any] = {
                            {"name": "k", "in": "query", "schema": {"type": "integer"}}],
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/resolve": {"get": {
-            "summary": "The text of path#Lstart-Lend, checked against an optional proof",
+            "summary": "The text of path#Lstart-Lend, checked against an optional proof; "
+                       "or of a note (memory:N) or a session step (session:ID#N)",
             "parameters": [{"name": "uri", **_Q, "required": True}, {"name": "path", **_Q},
                            {"name": "sha256", **_Q}],
             "responses": {"200": _OK, **_ERRS}}, "post": {
-            "summary": "The text of path#Lstart-Lend, checked against an optional proof",
+            "summary": "The text of path#Lstart-Lend, checked against an optional proof; "
+                       "or of a note (memory:N) or a session step (session:ID#N)",
             "requestBody": _body({"uri": {"type": "string"}, "proof": _PROOF}, ["uri"]),
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/status": {"get": {"summary": "What is indexed, how stale, refresh state",

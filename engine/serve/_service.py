@@ -83,6 +83,7 @@ WATCH_INTERVAL_S = 60.0  # re-index check: walking and hashing a big tree costs 
 REFRESH_WAIT_S = 600.0  # longest an `index` call with wait blocks
 _WARM_QUERY = "warm up"
 _URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>\d{1,9})(?:-L?(?P<end>\d{1,9}))?)?$")
+_RECORD_SCHEMES = ("memory:", "session:")  # the caller's own records, not indexed files
 _T = TypeVar("_T")
 
 
@@ -263,7 +264,9 @@ class Service:
     def resolve(self, uri: str, proof: Proof | None = None) -> dict[str, JSON]:
         """``resolve_checked`` on this service's workspace (see there)."""
         _check_text("uri", uri)
-        return resolve_checked(self._ready(), uri, proof)
+        # A note or a session step lives outside the index: readable before the first one.
+        ws = self.ws if uri.strip().startswith(_RECORD_SCHEMES) else self._ready()
+        return resolve_checked(ws, uri, proof)
 
     def status(self, *, check_files: bool = True) -> dict[str, JSON]:
         """What is indexed and how stale it is, plus the state of background refreshes.
@@ -476,10 +479,22 @@ def resolve_checked(ws: Workspace, uri: str, proof: Proof | None) -> dict[str, J
     ``path#Lstart-Lend`` (or a whole file) for a caller whose proof matches the indexed
     content, metadata only otherwise; a path outside the workspace, or a proof for another
     path, raises ``ConfigError``. Adds ``exists`` (false for any path not indexed, there
-    or not), ``indexed`` and ``verified``."""
+    or not), ``indexed`` and ``verified``.
+
+    ``memory:N`` and ``session:ID#N`` name the caller's own note or session step: its text
+    in full, as ``Workspace.resolve`` gives it (no proof needed, none checked)."""
+    if uri.strip().startswith(_RECORD_SCHEMES):
+        record = ws.resolve(uri.strip())
+        out = to_json(record) | {"uri": uri, "indexed": False, "exists": True, "verified": None}
+        if record.text is not None and len(record.text.encode()) > MAX_RESOLVE_BYTES:
+            out["text"] = None
+            out["reason"] = f"over {MAX_RESOLVE_BYTES} bytes; read the step with session show"
+        return out
     match = _URI.match(uri.strip())
     if match is None:
-        raise ConfigError(f"bad uri {uri!r}; use path#L10-L20, path#L10 or path")
+        raise ConfigError(
+            f"bad uri {uri!r}; use path#L10-L20, path#L10, path, memory:N or session:ID#N"
+        )
     rel, path = _inside(ws, match["path"])
     if proof is not None and _inside(ws, proof.path)[0] != rel:
         raise ConfigError(f"the proof is for {proof.path!r}, not {rel!r}")

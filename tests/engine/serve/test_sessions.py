@@ -3,13 +3,18 @@ bad input answered with the usual JSON errors."""
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import httpx2
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from engine.cli import main
 from tests.engine.serve.test_http import TOKEN, Server, server  # noqa: F401  (the fixture)
 
 LOG = "<returncode>1</returncode>\nTraceback (most recent call last):\n  File \"hooks.py\", " \
@@ -98,3 +103,49 @@ def test_compact_in_context_on_http_and_mcp(server: Server) -> None:  # noqa: F8
 
     same, bad = anyio.run(mcp)
     assert same == done and bad
+
+
+def _mcp_calls(server: Server, *calls: tuple[str, dict[str, Any]]) -> list[Any]:  # noqa: F811
+    """The results of MCP tool calls against ``server``, in order."""
+
+    async def mcp() -> list[Any]:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as client_http,
+            Client(streamable_http_client(server.url + "/mcp", http_client=client_http)) as c,
+        ):
+            return [await c.call_tool(name, args) for name, args in calls]
+
+    return anyio.run(mcp)
+
+
+def _cli_at(server: Server, *argv: str) -> tuple[int, str]:  # noqa: F811
+    """``cortex ARGV --path REPO`` in-process, over the server's state; (exit code, output)."""
+    out = io.StringIO()
+    env = {"CORTEX_STATE_DIR": str(server.state), "CORTEX_DENSE_MODEL": "hash"}
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in env.items():
+            mp.setenv(name, value)
+        return main([*argv, "--path", str(server.repo)], out=out), out.getvalue()
+
+
+def test_session_and_memory_uris_resolve_on_every_surface(server: Server) -> None:  # noqa: F811
+    """``session:ID#N`` (what the history lane points at) and ``memory:N`` resolve to the
+    step's or note's text on HTTP, MCP and the CLI alike, as in the library; a malformed
+    ``session:`` uri is one bad-argument message everywhere."""
+    server.request("POST", "/v1/session/uri-1/steps", {"role": "user", "text": "fix hooks"})
+    note = server.request("POST", "/v1/memory", {"title": "Hooks note", "what": "per event"})[1]
+    for uri, text in (("session:uri-1#1", "fix hooks"), (f"memory:{note['id']}", "per event")):
+        status, body = server.request("GET", "/v1/resolve?uri=" + quote(uri))
+        assert status == 200 and text in body["text"] and body["exists"] is True, body
+        assert server.request("POST", "/v1/resolve", {"uri": uri}) == (200, body)
+        (over_mcp,) = _mcp_calls(server, ("resolve", {"uri": uri}))
+        assert over_mcp.structured_content == body
+        code, out = _cli_at(server, "resolve", uri, "--json")
+        assert code == 0 and json.loads(out) == body
+    status, err = server.request("GET", "/v1/resolve?uri=" + quote("session:uri-1"))
+    assert status == 400 and "use session:ID#N" in err["error"]["message"]
+    (bad,) = _mcp_calls(server, ("resolve", {"uri": "session:uri-1"}))
+    assert bad.is_error and err["error"]["message"] in bad.content[0].text
+    assert server.request("GET", "/v1/resolve?uri=" + quote("session:uri-1#9"))[0] == 404
+    assert server.request("GET", "/v1/resolve?uri=memory:424242")[0] == 404
