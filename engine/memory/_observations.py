@@ -88,10 +88,9 @@ CREATE INDEX IF NOT EXISTS edges_dst ON edges (dst, kind);
 """
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
     title, body, near, tokenize = "porter unicode61 remove_diacritics 0 tokenchars '_'")"""
-_FTS_RANK = (
-    "INSERT INTO notes_fts (notes_fts, rank) VALUES "
-    f"('rank', 'bm25({TITLE_WEIGHT}, 1.0, {NEAR_WEIGHT})')"
-)
+_RANK = f"bm25({TITLE_WEIGHT}, 1.0, {NEAR_WEIGHT})"
+_FTS_RANK = "INSERT INTO notes_fts (notes_fts, rank) VALUES ('rank', ?)"
+_FTS_RANK_NOW = "SELECT v FROM notes_fts_config WHERE k = 'rank'"
 _E = TypeVar("_E", NoteType, Scope, EdgeKind)
 _COLUMNS = (
     "id, type, scope, title, what, why, place, learned, topic_key, revision, "
@@ -162,7 +161,7 @@ class NoteStore:
                     found = (str(SCHEMA),)
                 if found is not None and found[0] == str(SCHEMA):
                     db.execute(_FTS_TABLE)
-                    db.execute(_FTS_RANK)
+                    _set_rank(db)
         except sqlite3.DatabaseError as exc:
             raise MemoryStateError(
                 f"the memory store {self.path} cannot be used ({exc}); move it aside to "
@@ -213,10 +212,19 @@ class NoteStore:
                 raise MemoryStateError(f"the memory store {self.path}: {exc}") from exc
 
     def read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        """The rows of one query (a damaged file is a ``MemoryStateError`` naming it)."""
+        """The rows of one query (a damaged file is a ``MemoryStateError`` naming it).
+
+        A query that fails with SQLite's generic error is asked once more: the text index
+        reloads its state when another connection changed its configuration and fails the
+        statement that notices (``SQL logic error``); the same query then answers."""
         with self._lock:
             try:
-                return self._db.execute(sql, args).fetchall()
+                try:
+                    return self._db.execute(sql, args).fetchall()
+                except sqlite3.OperationalError as exc:
+                    if exc.sqlite_errorcode != sqlite3.SQLITE_ERROR:
+                        raise
+                    return self._db.execute(sql, args).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise MemoryStateError(f"the memory store {self.path}: {exc}") from exc
 
@@ -683,6 +691,14 @@ def _check_time(created: object, now: float) -> float:
             f"{created!r}"
         )
     return float(created)
+
+
+def _set_rank(db: sqlite3.Connection) -> None:
+    """Rank the text index by ``_RANK``, writing its configuration only when it differs:
+    every write of it makes each other connection's next ranked query fail once."""
+    now = db.execute(_FTS_RANK_NOW).fetchone()
+    if now is None or now[0] != _RANK:
+        db.execute(_FTS_RANK, (_RANK,))
 
 
 def _index_terms(db: sqlite3.Connection, note_id: int, terms: tuple[str, str]) -> None:

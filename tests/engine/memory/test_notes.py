@@ -4,6 +4,7 @@ a corrupt file, and two processes saving one topic key (hygiene as property test
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -361,3 +362,23 @@ def test_notes_of_another_dense_model_are_embedded_again(tmp_path: Path) -> None
         assert calls == 1
     finally:
         again.close()
+
+
+def test_a_search_answers_after_another_connection_opens_and_hard_deletes(
+    tmp_path: Path,
+) -> None:
+    """A reader's search after another process opened the store and hard-deleted a note
+    answers (no "SQL logic error"), also when the text index's ranking was rewritten."""
+    path = tmp_path / "memory.sqlite"
+    reader = _memory(path)
+    for title in ("Parser rejects empty", "Retries live in transport", "Kiln fires Tuesdays"):
+        reader.save(title, what=f"{title} body")
+    assert [h.id for h in reader.search("parser empty")][:1] == [1]
+    other = _memory(path)  # what `cortex memory forget 2 --hard` does in its own process
+    assert other.forget(2, hard=True)
+    other.close()
+    assert [h.id for h in reader.search("parser empty")][:1] == [1]
+    with sqlite3.connect(path) as db:  # a ranking written anew: the reader reloads it
+        db.execute("INSERT INTO notes_fts (notes_fts, rank) VALUES ('rank', 'bm25(2.0, 1.0)')")
+    assert [h.id for h in reader.search("parser empty")][:1] == [1]
+    reader.close()
