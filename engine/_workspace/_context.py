@@ -14,14 +14,14 @@ from engine._workspace._notes import Notes
 from engine._workspace._sessions import Sessions
 from engine._workspace._state import State, scrubbed
 from engine.core import (
-    MAX_BUDGET_TOKENS,
-    MIN_BUDGET_TOKENS,
     ConfigError,
     ContextPack,
     ContextSettings,
     LedgerStateError,
     SessionState,
     ToolSignal,
+    check_budget,
+    check_text,
 )
 from engine.memory import Inputs, RecentCitations
 from engine.packing import build_pack
@@ -61,11 +61,9 @@ class Contexts:
         """The context for the planner's next step (see ``Workspace.build_context``)."""
         shared = self._state
         budget = shared.config.budget_tokens if budget_tokens is None else budget_tokens
-        if type(budget) is not int:  # 1000.5 or True is no number of tokens
-            raise ConfigError(f"budget_tokens must be a whole number of tokens, got {budget!r}")
-        if not MIN_BUDGET_TOKENS <= budget <= MAX_BUDGET_TOKENS:
-            raise ConfigError(f"budget_tokens must be between {MIN_BUDGET_TOKENS} and "
-                              f"{MAX_BUDGET_TOKENS:,}, got {budget}")  # fmt: skip
+        check_budget(budget)  # 1000.5 or True is no number of tokens
+        check_text("goal", goal)
+        check_text("query", query)
         if not goal.strip() and not query.strip():
             raise ConfigError("build_context needs a goal or a query")
         goal = goal if goal.strip() else query

@@ -17,6 +17,7 @@ from engine.core import (
     Learned,
     SearchMode,
     ToolSignal,
+    check_k,
 )
 from engine.packing import Request, retrieve
 from engine.retrieval import Scored
@@ -107,6 +108,5 @@ def search_mode(mode: SearchMode | str, k: int) -> SearchMode:
         checked = SearchMode(mode)
     except ValueError as exc:
         raise ConfigError(f"unknown search mode {mode!r}; use hybrid, bm25 or dense") from exc
-    if k < 1:
-        raise ConfigError(f"k must be >= 1, got {k}")
+    check_k(k)
     return checked

@@ -16,7 +16,7 @@ from engine.core import (
     NotFoundError,
     SessionState,
     ToolSignal,
-    UnknownReplayKeyError,
+    unknown_replay_key,
 )
 from engine.index import Layers, Manifest
 from engine.memory import Journal
@@ -112,12 +112,10 @@ class State:
     def turn(self, replay_key: str) -> TurnRecord:
         """The turn recorded under ``replay_key``."""
         if not self.has_journal():
-            raise UnknownReplayKeyError(f"unknown replay key {replay_key!r}: nothing recorded")
+            raise unknown_replay_key(replay_key)
         turn = self.journal.find(replay_key)
         if turn is None:
-            raise UnknownReplayKeyError(
-                f"unknown replay key {replay_key!r}: no turn recorded under it"
-            )
+            raise unknown_replay_key(replay_key)
         return turn
 
     def record_feedback(

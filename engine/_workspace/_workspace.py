@@ -56,6 +56,8 @@ from engine.core import (
     UnknownReplayKeyError,
     WorkspaceError,
     WorkspaceNotFoundError,
+    check_model_citations,
+    check_text,
 )
 from engine.index import locate, status_of
 from engine.memory import (
@@ -237,6 +239,8 @@ class Workspace:
         retriever), ``bm25`` (the same without the dense channel) or ``dense`` (the dense
         retriever alone, by cosine: for diagnosis)."""
         mode = search_mode(mode, k)
+        check_text("query", query)
+        check_text("goal", goal)
         if mode is SearchMode.DENSE:
             if not query.strip():  # as the other modes answer (every cosine would be 0)
                 raise ConfigError("search needs a query")
@@ -257,6 +261,8 @@ class Workspace:
         """The ``k`` best files for ``query`` in the same ranking, each with its best
         sections (a file's score: see ``FileHit``; ``Config.file_ranking`` chooses how)."""
         mode = search_mode(mode, k)
+        check_text("query", query)
+        check_text("goal", goal)
         if mode is SearchMode.DENSE:
             raise ConfigError("files are ranked by hybrid or bm25 search, not dense alone")
         return file_hits(self._ranked(query, goal, tool_signals, mode), k,
@@ -395,9 +401,7 @@ class Workspace:
         ``engine.memory``); one (user, intent) may attest once a second, five at once
         (``RateLimitedError`` past that, with nothing recorded).
         """
-        if isinstance(model_citations, str | bytes):  # "12" would read as citations 1 and 2
-            raise ConfigError("model_citations must be a list of numbers or \"[n]\" markers, "
-                              "not one string")  # fmt: skip
+        check_model_citations(model_citations)
         if len(model_citations) > MAX_ATTEST_CITATIONS:
             raise ConfigError(f"{len(model_citations)} citations: at most "
                               f"{MAX_ATTEST_CITATIONS} per feedback")  # fmt: skip

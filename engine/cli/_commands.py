@@ -22,12 +22,19 @@ from engine import (
     ToolResult,
     ToolSignal,
     Turn,
-    UnknownReplayKeyError,
     Workspace,
     survey,
 )
 from engine.cli._text import render_index_report, render_status, render_summary
-from engine.serve import Proof, chunk_json, files_json, hits_json, resolve_checked, to_json
+from engine.serve import (
+    Proof,
+    chunk_json,
+    files_json,
+    hits_json,
+    resolve_checked,
+    to_json,
+    unknown_replay_key,
+)
 from indexers import ChunkedFile, Skipped
 from ledger import FeedbackRecord, TurnRecord
 
@@ -435,7 +442,7 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             raise ConfigError("ledger show needs a replay key")
         turn = journal.find(args.key)
         if turn is None:
-            raise UnknownReplayKeyError(f"unknown replay key {args.key!r}: no turn recorded")
+            raise unknown_replay_key(args.key)
         out.write(json.dumps(to_json(turn), indent=2) + "\n")
     return EXIT_OK
 

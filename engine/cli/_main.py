@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         default="hybrid",
         help="hybrid (default), bm25 (no dense channel), dense (the dense retriever alone)",
     )
-    search.add_argument("-k", type=int, default=10, help="how many results (default 10)")
+    search.add_argument("-k", type=int, default=10, help="how many results (default 10, 1..100)")
     search.add_argument(
         "--signal", action="append", metavar="TEXT", help="tool output to ground on; repeatable"
     )

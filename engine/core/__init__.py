@@ -18,13 +18,7 @@ from engine.core._chunks import (
     is_trivial,
     page_text,
 )
-from engine.core._config import (
-    DEFAULT_BUDGET,
-    ENV_PREFIX,
-    MAX_BUDGET_TOKENS,
-    MIN_BUDGET_TOKENS,
-    Config,
-)
+from engine.core._config import DEFAULT_BUDGET, ENV_PREFIX, Config
 from engine.core._errors import (
     BudgetUnreachableError,
     CacheError,
@@ -53,6 +47,17 @@ from engine.core._learning import (
     Outcome,
     PastOutcome,
     salience_keys,
+)
+from engine.core._limits import (
+    MAX_BUDGET_TOKENS,
+    MAX_K,
+    MAX_TEXT_BYTES,
+    MIN_BUDGET_TOKENS,
+    check_budget,
+    check_k,
+    check_model_citations,
+    check_text,
+    unknown_replay_key,
 )
 from engine.core._notes import (
     EDGE_KINDS,
@@ -127,8 +132,10 @@ __all__ = [
     "MAX_BUNDLE_BUDGET",
     "MAX_DEPTH",
     "MAX_ENTITIES",
+    "MAX_K",
     "MAX_LINKS",
     "MAX_OVERFLOW",
+    "MAX_TEXT_BYTES",
     "MAX_TITLE_CHARS",
     "MAX_TOPIC_KEY_CHARS",
     "MIN_BUDGET_TOKENS",
@@ -214,6 +221,10 @@ __all__ = [
     "WorkspaceNotFoundError",
     "body_text",
     "canonical",
+    "check_budget",
+    "check_k",
+    "check_model_citations",
+    "check_text",
     "chunker_fingerprint",
     "clean_field",
     "content_sha",
@@ -223,4 +234,5 @@ __all__ = [
     "page_text",
     "preview",
     "salience_keys",
+    "unknown_replay_key",
 ]

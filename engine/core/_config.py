@@ -10,6 +10,7 @@ from typing import Any
 
 from engine.core._errors import ConfigError
 from engine.core._learning import DEFAULT_LEARN_BOUND, DEFAULT_LEARN_RATE, LearnSettings
+from engine.core._limits import check_budget
 from engine.core._settings import (
     DEFAULT_WORD_FORMS,
     ContextSettings,
@@ -38,8 +39,6 @@ DEFAULT_DENSE_MODEL = "static"
 DEFAULT_EMBED_BATCH = 256  # texts per embedder call: progress and cache writes per batch
 DEFAULT_SEED = 0  # faiss k-means and anything else random: fixed, so builds repeat exactly
 DEFAULT_BUDGET = 8000  # tokens of context per turn: room for ~15-25 functions with headers
-MIN_BUDGET_TOKENS = 64  # below this not even the instruction and a goal fit
-MAX_BUDGET_TOKENS = 200_000  # a whole model context window; more is a mistake
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +94,7 @@ class Config:
             raise ConfigError(f"window_overlap_lines must be >= 0, got {self.window_overlap_lines}")
         if self.embed_batch_size < 1:
             raise ConfigError(f"embed_batch_size must be >= 1, got {self.embed_batch_size}")
-        if not MIN_BUDGET_TOKENS <= self.budget_tokens <= MAX_BUDGET_TOKENS:
-            raise ConfigError(f"budget_tokens must be between {MIN_BUDGET_TOKENS} and "
-                              f"{MAX_BUDGET_TOKENS:,}, got {self.budget_tokens}")  # fmt: skip
+        check_budget(self.budget_tokens)
         if self.word_forms < 0:
             raise ConfigError(f"word_forms must be >= 0, got {self.word_forms}")
         if self.fusion not in ("rrf", "score"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.core import ConfigError
+from engine.core import check_k
 from engine.serve._answers import answer, json_body
 from engine.serve._encode import files_json, hits_json, to_json
 from engine.serve._requests import Proof, field, only, proof_of, state_of, strings
@@ -50,7 +50,7 @@ def context_routes(service: Service) -> list[Route]:
             q = request.query_params
             k = q.get("k", "10")
             if not k.isdigit():
-                raise ConfigError(f"k must be a whole number, got {k!r}")
+                check_k(k)  # the one message for a k that is no whole number
             query, mode, goal = q.get("q", ""), q.get("mode", "hybrid"), q.get("goal", "")
             if q.get("files", "") in ("1", "true", "yes"):
                 return files_json(await call(service.search_files, query, mode, int(k), goal))

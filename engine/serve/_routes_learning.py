@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.core import DEFAULT_BUNDLE_BUDGET, ConfigError
+from engine.core import DEFAULT_BUNDLE_BUDGET, ConfigError, check_model_citations
 from engine.serve._answers import answer, json_body
 from engine.serve._encode import to_json
 from engine.serve._requests import field, only, strings, tool_results_of
@@ -30,8 +30,7 @@ def learning_routes(service: Service) -> list[Route]:
             if key is None:
                 raise ConfigError("replay_key is required")
             cited = field(body, "model_citations", list, [])
-            if any(isinstance(c, bool) or not isinstance(c, int | str) for c in cited):
-                raise ConfigError("model_citations must be a list of int or str")
+            check_model_citations(cited)  # before the key is looked up, as the library does
             outcome = field(body, "outcome", (str, type(None)), None)
             reason = field(body, "reason", (str, type(None)), None)
             results = tool_results_of(body.get("tool_results"))

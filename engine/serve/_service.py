@@ -28,7 +28,8 @@ from engine._workspace import Workspace
 from engine.core import (
     DEFAULT_BUNDLE_BUDGET,
     MAX_BUDGET_TOKENS,
-    MIN_BUDGET_TOKENS,
+    MAX_K,
+    MAX_TEXT_BYTES,
     Bundle,
     Compaction,
     Config,
@@ -50,7 +51,11 @@ from engine.core import (
     SearchHit,
     SessionState,
     Step,
-    UnknownReplayKeyError,
+    check_budget,
+    check_k,
+    check_model_citations,
+    check_text,
+    unknown_replay_key,
 )
 from engine.serve._encode import JSON, to_json
 from engine.serve._requests import Proof
@@ -69,10 +74,8 @@ __all__ = [
     "resolve_checked",
 ]
 
-MAX_TEXT_BYTES = 32 << 10  # a goal or a query is a question, not a file; logs go in signals
 MAX_SIGNAL_BYTES = 256 << 10  # all tool signals of a call: a long traceback or test log
 MAX_ITEMS = 256  # signals, citations or tool results in one call: far past any real turn
-MAX_K = 100  # search results; past this a caller wants build_context's packing instead
 MAX_RESOLVE_BYTES = 256 << 10  # text resolve returns at once: a long file, not a data dump
 # A session step's text over the servers (a long test log fits, JSON-escaped, in a body of
 # MAX_BODY_BYTES); a bigger one goes in through the CLI or the library, which take any size.
@@ -190,9 +193,8 @@ class Service:
                 _check_text("state", item)
         if sum(len(s.encode()) for s in tool_signals) > MAX_SIGNAL_BYTES:
             raise ConfigError(f"tool_signals are over {MAX_SIGNAL_BYTES} bytes; send less")
-        low, high = MIN_BUDGET_TOKENS, MAX_BUDGET_TOKENS
-        if budget_tokens is not None and not low <= budget_tokens <= high:
-            raise ConfigError(f"budget_tokens must be within {low}..{high}")
+        if budget_tokens is not None:
+            check_budget(budget_tokens)
         return self._ready().build_context(
             goal, query, tool_signals=list(tool_signals), state=state, budget_tokens=budget_tokens
         )
@@ -206,6 +208,7 @@ class Service:
         reason: str | None = None,
     ) -> FeedbackResult:
         """``Workspace.feedback``; an unknown key raises ``UnknownReplayKeyError``."""
+        check_model_citations(model_citations)
         _check_items("model_citations", model_citations)
         _check_items("tool_results", tool_results)
         said = sum(len(r if isinstance(r, str) else r.summary) for r in tool_results)
@@ -246,10 +249,9 @@ class Service:
 
     @staticmethod
     def _check_search(query: str, goal: str, k: int) -> None:
-        _check_text("query", query)
-        _check_text("goal", goal)
-        if not 1 <= k <= MAX_K:
-            raise ConfigError(f"k must be within 1..{MAX_K}")
+        check_text("query", query)
+        check_text("goal", goal)
+        check_k(k)
 
     def replay(self, replay_key: str) -> Replay:
         """The prompt recorded under ``replay_key``, byte for byte."""
@@ -259,7 +261,7 @@ class Service:
     def _known(self, replay_key: str) -> None:
         _check_text("replay_key", replay_key)
         if self.ws.journal.find(replay_key) is None:
-            raise UnknownReplayKeyError(f"unknown replay key {replay_key!r}: no turn recorded")
+            raise unknown_replay_key(replay_key)
 
     def resolve(self, uri: str, proof: Proof | None = None) -> dict[str, JSON]:
         """``resolve_checked`` on this service's workspace (see there)."""
@@ -464,9 +466,7 @@ class Service:
                 print(f"cortex: watch: {exc}", file=sys.stderr)
 
 
-def _check_text(name: str, value: str) -> None:
-    if len(value.encode("utf-8", errors="replace")) > MAX_TEXT_BYTES:
-        raise ConfigError(f"{name} is over {MAX_TEXT_BYTES} bytes; send a shorter one")
+_check_text = check_text
 
 
 def _check_items(name: str, items: Sequence[object]) -> None:

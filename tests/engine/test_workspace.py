@@ -189,7 +189,7 @@ def test_bad_library_input_is_a_clear_error(repo: Path) -> None:
             with pytest.raises(ConfigError, match="needs a query"):
                 ws.search("  ", mode=mode)
         pack = ws.build_context("register_hook", budget_tokens=2000)
-        with pytest.raises(ConfigError, match="not one string"):
+        with pytest.raises(ConfigError, match="not str"):
             ws.feedback(pack.replay_key, "12")
         for budget in (1000.5, True):
             with pytest.raises(ConfigError, match="whole number"):

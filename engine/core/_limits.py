@@ -1,0 +1,65 @@
+"""Input limits every surface shares. The library enforces them, so the CLI, HTTP and MCP
+refuse the same request with the same message (the servers check first, before any work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.core._errors import ConfigError, UnknownReplayKeyError
+
+__all__ = [
+    "MAX_BUDGET_TOKENS",
+    "MAX_K",
+    "MAX_TEXT_BYTES",
+    "MIN_BUDGET_TOKENS",
+    "check_budget",
+    "check_k",
+    "check_model_citations",
+    "check_text",
+    "unknown_replay_key",
+]
+
+MIN_BUDGET_TOKENS = 64  # below this not even the instruction and a goal fit
+MAX_BUDGET_TOKENS = 200_000  # a whole model context window; more is a mistake
+MAX_TEXT_BYTES = 32 << 10  # a goal or a query is a question, not a file; logs go in signals
+MAX_K = 100  # search results; past this a caller wants build_context's packing instead
+
+
+def check_text(name: str, value: str) -> None:
+    """Refuse a goal, query or other short text over ``MAX_TEXT_BYTES`` (UTF-8)."""
+    if len(value.encode("utf-8", errors="replace")) > MAX_TEXT_BYTES:
+        raise ConfigError(f"{name} is over {MAX_TEXT_BYTES} bytes; send a shorter one")
+
+
+def check_k(k: object) -> int:
+    """``k`` search results: a whole number within 1..``MAX_K``."""
+    if type(k) is not int or not 1 <= k <= MAX_K:
+        raise ConfigError(f"k must be a whole number within 1..{MAX_K}, got {k!r}")
+    return k
+
+
+def check_budget(budget: object, name: str = "budget_tokens") -> int:
+    """A context's token budget: a whole number within the budget range."""
+    low, high = MIN_BUDGET_TOKENS, MAX_BUDGET_TOKENS
+    if type(budget) is not int or not low <= budget <= high:
+        raise ConfigError(f"{name} must be a whole number within {low}..{high}, got {budget!r}")
+    return budget
+
+
+def check_model_citations(cited: object) -> None:
+    """Model citations: a list of numbers (``3``) or markers (``"[3]"``, ``"memory:12"``);
+    ``True`` or ``1.0`` is no citation number (JSON keeps them apart, so do we)."""
+    if isinstance(cited, str | bytes) or not isinstance(cited, Sequence):
+        # "12" would read as citations 1 and 2
+        raise ConfigError(f"model_citations must be a list of numbers or \"[n]\" markers, "
+                          f"not {type(cited).__name__}")  # fmt: skip
+    for c in cited:
+        if isinstance(c, bool) or not isinstance(c, int | str):
+            raise ConfigError(f"model_citations must be a list of numbers or \"[n]\" markers, "
+                              f"not {type(c).__name__} {c!r}")  # fmt: skip
+
+
+def unknown_replay_key(replay_key: str) -> UnknownReplayKeyError:
+    """The one error for a replay key no turn was recorded under."""
+    return UnknownReplayKeyError(f"unknown replay key {replay_key!r}: no turn recorded under it")
