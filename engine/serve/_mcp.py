@@ -8,11 +8,18 @@ The MCP SDK is imported inside ``build_mcp_server``, so importing this module lo
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from engine.core import DEFAULT_BUNDLE_BUDGET, Config, ConfigError, CortexError
 from engine.serve._encode import JSON, files_json, hits_json, notes_json, to_json
-from engine.serve._requests import evidence_of, proof_of, state_of, steps_of, tool_results_of
+from engine.serve._requests import (
+    evidence_of,
+    proof_of,
+    refusal,
+    state_of,
+    steps_of,
+    tool_results_of,
+)
 from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
 
 if TYPE_CHECKING:
@@ -25,6 +32,14 @@ _T = TypeVar("_T")
 NoteKind = Literal["decision", "bugfix", "pattern", "discovery", "config", "identity",
                    "constraint", "goal", "note"]  # fmt: skip
 EdgeName = Literal["references", "relates_to", "follows", "supersedes", "contradicts"]
+ModeName = Literal["bm25", "dense", "hybrid"]
+RoleName = Literal["user", "assistant", "tool", "changes", "request"]
+Scopes = Literal["project", "personal"]
+
+
+def _choices(kind: object) -> dict[str, Any]:
+    """The JSON schema of a string that is one of ``kind``'s (a ``Literal``'s) values."""
+    return {"type": "string", "enum": list(get_args(kind))}
 
 
 INSTRUCTIONS = """\
@@ -208,9 +223,9 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     from typing import Annotated, NotRequired
 
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     from mcp_types import CallToolResult, TextContent, ToolAnnotations
-    from pydantic import ConfigDict, Field, Strict, with_config
+    from pydantic import ConfigDict, Field, Strict, ValidationError, WithJsonSchema, with_config
     from typing_extensions import TypedDict
 
     # Unknown keys inside an object argument are refused too (pydantic would drop them).
@@ -223,6 +238,13 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     Seconds = Annotated[float, Strict()]  # noqa: N806  (an int is a number of seconds too)
     Str = Annotated[str, Strict()]  # noqa: N806
     NoteId = Int | Str  # noqa: N806  (12, or a "memory:12" citation)
+    # Choices: strings whose schema lists the choices but which the library checks (not
+    # the validator), so a bad value is the library's message on every surface.
+    SearchMode = Annotated[str, Strict(), WithJsonSchema(_choices(ModeName))]  # noqa: N806
+    Role = Annotated[str, Strict(), WithJsonSchema(_choices(RoleName))]  # noqa: N806
+    Kind = Annotated[str, Strict(), WithJsonSchema(_choices(NoteKind))]  # noqa: N806
+    Edge = Annotated[str, Strict(), WithJsonSchema(_choices(EdgeName))]  # noqa: N806
+    ScopeName = Annotated[str, Strict(), WithJsonSchema(_choices(Scopes))]  # noqa: N806
 
     @strict
     class ToolResultIn(TypedDict):
@@ -258,7 +280,17 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
                 if unknown := sorted(set(arguments) - known):
                     raise ToolError(f"unknown field(s): {', '.join(unknown)}; {name} takes "
                                     + ", ".join(sorted(known)))  # fmt: skip
-            return await super().call_tool(name, arguments, context)
+            try:
+                return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError:
+                raise
+            except ToolError as exc:  # the SDK's "Error executing tool X: ..." around ours
+                cause = exc.__cause__
+                if isinstance(cause, ValidationError):  # one line, as HTTP says it
+                    raise ToolError(refusal(arguments, cause.errors())) from None
+                if isinstance(cause, ToolError):  # a CortexError's message, as HTTP gives it
+                    raise ToolError(str(cause)) from cause.__cause__
+                raise
 
     server: MCPServer = StrictServer("cortex", instructions=INSTRUCTIONS, log_level="WARNING")
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -331,7 +363,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=SEARCH, annotations=reads)
     async def search(
         query: str,
-        mode: Literal["bm25", "dense", "hybrid"] = "hybrid",
+        mode: SearchMode = "hybrid",
         k: Int = 10,
         files: Annotated[Bool, Field(description="rank files, with their best sections")] = False,
         goal: Annotated[str, Field(description="the task's goal, steers the ranking")] = "",
@@ -365,7 +397,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=SESSION_ADD, annotations=writes)
     async def session_add(
         session: Annotated[str, Field(description="the session id you chose")],
-        role: Literal["user", "assistant", "tool", "changes", "request"],
+        role: Role,
         text: str,
         tool: Annotated[str | None, Field(description="the tool's name")] = None,
         is_error: Bool | None = None,
@@ -447,13 +479,13 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=MEMORY_SAVE, annotations=writes)
     async def memory_save(
         title: str,
-        type: NoteKind = "note",
+        type: Kind = "note",
         what: str = "",
         why: str = "",
         where: str = "",
         learned: str = "",
         topic_key: Annotated[str | None, Field(description="same key: update in place")] = None,
-        scope: Literal["project", "personal"] = "project",
+        scope: ScopeName = "project",
         created: Annotated[Seconds | None, Field(description="when it happened, seconds since "
                            "the epoch, for importing a dated history (default: now)")] = None,
     ) -> CallToolResult:
@@ -466,7 +498,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     async def memory_search(
         query: str,
         k: Int = 10,
-        types: list[NoteKind] = [],  # noqa: B006
+        types: list[Kind] = [],  # noqa: B006
         include_superseded: Bool = False,
     ) -> CallToolResult:
         body = notes_json(await run(service.memory_search, query, k, types, include_superseded))
@@ -485,13 +517,13 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         return result(body, listing(body))
 
     @server.tool(description=MEMORY_RELATE, annotations=writes)
-    async def memory_relate(src: NoteId, dst: NoteId, kind: EdgeName) -> CallToolResult:
+    async def memory_relate(src: NoteId, dst: NoteId, kind: Edge) -> CallToolResult:
         edge = await run(service.memory_relate, src, dst, kind)
         return result(to_json(edge), f"memory:{edge.src} {edge.kind.value} memory:{edge.dst}")
 
     @server.tool(description=MEMORY_GRAPH, annotations=reads)
     async def memory_graph(
-        id: NoteId, depth: Int = 1, kinds: list[EdgeName] = []  # noqa: B006
+        id: NoteId, depth: Int = 1, kinds: list[Edge] = []  # noqa: B006
     ) -> CallToolResult:
         return result(to_json(await run(service.memory_graph, id, depth, kinds)))
 

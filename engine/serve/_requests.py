@@ -6,11 +6,11 @@ Each reader raises ``ConfigError`` naming the field (HTTP 400, an MCP tool error
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.core import ConfigError, SessionState, Turn
+from engine.core import ConfigError, SessionState, Turn, check_model_citations
 from ledger import ToolResult
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "field",
     "only",
     "proof_of",
+    "refusal",
     "state_of",
     "steps_of",
     "strings",
@@ -146,3 +147,46 @@ def evidence_of(raw: object) -> list[str | int]:
     ):
         raise ConfigError("evidence must be a list of citation numbers or refs")
     return list(raw)
+
+
+def _citations(raw: object, name: str) -> None:
+    field({name: raw}, name, list, None)
+    check_model_citations(raw)
+
+
+def _strings(raw: object, name: str) -> None:
+    strings({name: raw}, name)
+
+
+# The readers HTTP applies to the fields whose items or keys a type alone does not check.
+_READERS: dict[str, Callable[[Any, str], object]] = {
+    "model_citations": _citations,
+    "tool_signals": _strings,
+    "objects": _strings,
+    "types": _strings,
+    "kinds": _strings,
+    "tool_results": lambda raw, _: tool_results_of(raw),
+    "proof": lambda raw, _: proof_of(raw),
+    "state": lambda raw, _: state_of(raw),
+    "evidence": lambda raw, _: evidence_of(raw),
+    "load_bearing": steps_of,
+    "in_context": lambda raw, name: None if raw is None else steps_of(raw, name),
+}
+
+
+def refusal(arguments: Mapping[str, Any], errors: Sequence[Mapping[str, Any]]) -> str:
+    """One line, in HTTP's words, for arguments an MCP tool's schema refused (``errors``:
+    the validator's, first first): HTTP's readers of the fields they concern are asked
+    first, then the first error names its field (``budget_tokens has the wrong type
+    (str)``, ``replay_key is required``)."""
+    for name, read in _READERS.items():
+        if name in arguments:
+            try:
+                read(arguments[name], name)
+            except ConfigError as exc:
+                return str(exc)
+    first = errors[0] if errors else {}
+    where = str((first.get("loc") or ("arguments",))[0])
+    if first.get("type") == "missing":
+        return f"{where} is required"
+    return f"{where} has the wrong type ({type(arguments.get(where)).__name__})"

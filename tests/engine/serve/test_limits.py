@@ -34,7 +34,7 @@ def _mcp_error(server: Server, name: str, args: dict[str, Any]) -> str:  # noqa:
 
     done = anyio.run(call)
     assert done.is_error, (name, args)
-    return str(done.content[0].text).removeprefix(f"Error executing tool {name}: ")
+    return str(done.content[0].text)
 
 
 def _cli_error(server: Server, *argv: str) -> str:  # noqa: F811
@@ -115,7 +115,52 @@ def test_a_bool_or_float_citation_is_refused_everywhere(server: Server, cited: o
     said = {
         _library_error(server, lambda ws: ws.feedback(key, model_citations=[cited])),
         _http_error(server, "POST", "/v1/feedback", body),
+        _mcp_error(server, "feedback", body),
     }
     name = type(cited).__name__
     assert said == {f'model_citations must be a list of numbers or "[n]" markers, not {name} '
                     f"{cited!r}"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "route", "body"),
+    [
+        ("build_context", {"query": "hook", "budget_tokens": "2000"}, "/v1/context",
+         {"query": "hook", "budget_tokens": "2000"}),
+        ("build_context", {"query": "hook", "budget_token": 2000}, None, None),
+        ("build_context", {"query": 5}, "/v1/context", {"query": 5}),
+        ("build_context", {"query": "hook", "tool_signals": [1]}, "/v1/context",
+         {"query": "hook", "tool_signals": [1]}),
+        ("build_context", {"query": "hook", "state": {"turns": []}}, "/v1/context",
+         {"query": "hook", "state": {"turns": []}}),
+        ("search", {"query": "hook", "mode": "foo"}, "/v1/search?q=hook&mode=foo", None),
+        ("search", {"query": "hook", "k": "5"}, None, None),
+        ("memory_save", {"title": "t", "type": "opinion"}, "/v1/memory",
+         {"title": "t", "type": "opinion"}),
+        ("memory_save", {"title": "t", "scope": "team"}, "/v1/memory",
+         {"title": "t", "scope": "team"}),
+        ("session_add", {"session": "s", "role": "robot", "text": "x"}, "/v1/session/s/steps",
+         {"role": "robot", "text": "x"}),
+        ("feedback", {"replay_key": "k", "model_citations": "12"}, "/v1/feedback",
+         {"replay_key": "k", "model_citations": "12"}),
+        ("feedback", {"model_citations": [1]}, "/v1/feedback", {"model_citations": [1]}),
+    ],
+)  # fmt: skip
+def test_mcp_refuses_bad_arguments_in_http_words(
+    server: Server,  # noqa: F811
+    tool: str,
+    args: dict[str, Any],
+    route: str | None,
+    body: object,
+) -> None:
+    """A wrong type, a bad choice or an unknown field is one line over MCP (never the
+    validator's dump), the very message HTTP gives for the same request."""
+    said = _mcp_error(server, tool, args)
+    assert "\n" not in said and "pydantic" not in said and "validation error" not in said
+    if route is not None:
+        method = "GET" if body is None else "POST"
+        assert said == _http_error(server, method, route, body)
+    elif "budget_token" in args:
+        assert said.startswith("unknown field(s): budget_token;")
+    else:
+        assert said == "k has the wrong type (str)"
