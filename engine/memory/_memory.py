@@ -286,8 +286,10 @@ class Memory:
         hidden = set() if include_superseded else self.store.superseded(ids)
         keep = {i for i, f in facts.items() if i not in hidden and (not kinds or f[0] in kinds)}
         weights = self._importance({i: facts[i] for i in keep})
-        share = DENSE_SHARE if lex else 1.0
-        scored = fuse(lex, near, share, weights)
+        # The cosine keeps its share when no note shares a word with the query: each list
+        # is divided by its best, so a share of 1 gave the nearest note, however far, a
+        # full score.
+        scored = fuse(lex, near, DENSE_SHARE, weights)
         scored = lift_titled(scored, titled(self.store, self._words(query), [i for i, _ in scored]))
         scored = self._spread(scored, keep, not include_superseded, kinds)
         of: dict[int, int] = {}
@@ -297,7 +299,8 @@ class Memory:
                 of = {i: e for i, _ in scored if (e := episode_of(by_id, i)) is not None}
                 if lex:
                     scored = self._lift(query, scored, of, by_id, sizes)
-        return self._diverse(scored, max(k, DIVERSE_POOL), of)[:k]
+        # A note neither retriever scored (no shared word, no positive cosine) is no match.
+        return [p for p in self._diverse(scored, max(k, DIVERSE_POOL), of) if p[1] > 0][:k]
 
     def _lift(
         self,

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from pytest import MonkeyPatch
 
 from engine.memory import Memory, _memory
+from engine.memory._memory import DENSE_SHARE
 from engine.memory._recall import IMPORTANCE_WEIGHT, diversify, fuse
 
 
@@ -104,3 +105,19 @@ def test_a_typed_search_spreads_only_to_its_types(mem: Memory) -> None:
     a = mem.save("postgres sixteen, upgraded last spring", "note")
     mem.relate(a.id, q.id, "follows")
     assert [h.id for h in mem.search("database staging", 5, types=["decision"])] == [q.id]
+
+
+def test_a_query_sharing_no_word_stays_weak_and_zero_scores_are_not_listed(
+    mem: Memory,
+) -> None:
+    """With no note sharing a word, the nearest note scores at most the cosine's share
+    (times importance), not a full score; notes neither retriever scored are left out."""
+    mem.save("Parser rejects empty headers", "bugfix", what="parse_strict raises on empty input")
+    mem.save("Kiln fires on Tuesdays", "note", what="the pottery kiln schedule")
+    mem.save("Retries live in the transport", "decision", what="not the client")
+    strong = mem.search("parser empty headers")
+    assert strong[0].title.startswith("Parser") and strong[0].score > 1.0
+    for query in ("zebra quantum", "parser empty headers", "kiln"):
+        assert all(h.score > 0 for h in mem.search(query))
+    weak = mem.search("zebra quantum")
+    assert all(h.score <= DENSE_SHARE * 1.5 for h in weak), weak
