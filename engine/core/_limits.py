@@ -22,7 +22,8 @@ __all__ = [
 
 MIN_BUDGET_TOKENS = 64  # below this not even the instruction and a goal fit
 MAX_BUDGET_TOKENS = 200_000  # a whole model context window; more is a mistake
-MAX_TEXT_BYTES = 32 << 10  # a goal or a query is a question, not a file; logs go in signals
+MAX_TEXT_BYTES = 128 << 10  # a goal or query is an issue at most (71 KB, logs and all, is
+# the longest of the SWE-bench sets here), not a file; more logs go in signals
 MAX_K = 100  # search results; past this a caller wants build_context's packing instead
 
 

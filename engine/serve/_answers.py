@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-MAX_BODY_BYTES = 1 << 20  # 1 MiB: 32 KiB of query plus 256 KiB of signals, JSON-escaped, fits
+MAX_BODY_BYTES = 1 << 20  # 1 MiB: a 128 KiB goal and query plus 256 KiB of signals fit
 # A body a little over the limit is read to its end before the 413, so the client can read
 # the answer (a server that stops reading makes most clients fail with a broken pipe).
 _DRAIN_BYTES = 8 * MAX_BODY_BYTES

@@ -18,7 +18,7 @@ from engine import Config, CortexError, Workspace
 from engine.cli import main
 from tests.engine.serve.test_http import TOKEN, Server, server  # noqa: F401  (the fixture)
 
-LONG = "q " * 20_000  # 40 KB: over the 32 KiB a goal or a query may be
+LONG = "q " * 70_000  # 140 KB: over the 128 KiB a goal or a query may be
 
 
 def _mcp_error(server: Server, name: str, args: dict[str, Any]) -> str:  # noqa: F811
@@ -84,7 +84,7 @@ def test_a_long_query_and_a_bad_budget_are_one_rule_everywhere(server: Server) -
         _mcp_error(server, "search", {"query": LONG}),
         _mcp_error(server, "build_context", {"query": LONG}),
     }
-    assert said == {"query is over 32768 bytes; send a shorter one"}
+    assert said == {"query is over 131072 bytes; send a shorter one"}
     said = {
         _library_error(server, lambda ws: ws.build_context("hook", budget_tokens=10)),
         _cli_error(server, "context", "hook", "--budget", "10"),
