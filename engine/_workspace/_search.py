@@ -108,5 +108,5 @@ def search_mode(mode: SearchMode | str, k: int) -> SearchMode:
         checked = SearchMode(mode)
     except ValueError as exc:
         raise ConfigError(f"unknown search mode {mode!r}; use hybrid, bm25 or dense") from exc
-    check_k(k)
+    check_k(k, most=None)
     return checked

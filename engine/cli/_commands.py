@@ -28,6 +28,7 @@ from engine import (
 from engine.cli._text import render_index_report, render_status, render_summary
 from engine.serve import (
     Proof,
+    check_k,
     chunk_json,
     files_json,
     hits_json,
@@ -191,6 +192,7 @@ def cmd_search(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Search the index in the ranking build_context uses: sections (or, with --files,
     files with their best sections) with path:lines, symbol and score."""
     signals = [ToolSignal(s) for s in args.signal or ()]
+    check_k(args.k)  # as the servers bound it
     with Workspace.open(args.where, config) as ws:
         if args.files:
             files = ws.search_files(args.query, goal=args.goal or "", tool_signals=signals,

@@ -33,10 +33,13 @@ def check_text(name: str, value: str) -> None:
         raise ConfigError(f"{name} is over {MAX_TEXT_BYTES} bytes; send a shorter one")
 
 
-def check_k(k: object) -> int:
-    """``k`` search results: a whole number within 1..``MAX_K``."""
-    if type(k) is not int or not 1 <= k <= MAX_K:
-        raise ConfigError(f"k must be a whole number within 1..{MAX_K}, got {k!r}")
+def check_k(k: object, most: int | None = MAX_K) -> int:
+    """``k`` search results: a whole number within 1..``most`` (the CLI's and the servers'
+    answers are bounded; the library, in the caller's process, takes any number: the eval
+    harness ranks every candidate)."""
+    if type(k) is not int or not 1 <= k <= (k if most is None else most):
+        within = "of at least 1" if most is None else f"within 1..{most}"
+        raise ConfigError(f"k must be a whole number {within}, got {k!r}")
     return k
 
 

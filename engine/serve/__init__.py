@@ -25,6 +25,7 @@ from engine.serve._service import (
     REQUEST_TIMEOUT_S,
     WATCH_INTERVAL_S,
     Service,
+    check_k,
     resolve_checked,
 )
 
@@ -42,6 +43,7 @@ __all__ = [
     "Service",
     "build_app",
     "build_mcp_server",
+    "check_k",
     "chunk_json",
     "field",
     "files_json",

@@ -71,6 +71,7 @@ __all__ = [
     "REQUEST_TIMEOUT_S",
     "WATCH_INTERVAL_S",
     "Service",
+    "check_k",
     "resolve_checked",
 ]
 
