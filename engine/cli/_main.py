@@ -345,7 +345,17 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         shown = bad.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         print(f"cortex: an argument is not valid UTF-8: {shown!r}", file=sys.stderr)
         return EXIT_USAGE
-    args = _parser().parse_args(given)
+    # Claude Code reads a hook's exit 2 as "block this prompt (or tool call)": whatever
+    # goes wrong in `cortex session hook` (a payload it does not take, a bad setting) is
+    # an error (1) that never stops the user's agent.
+    hook = given[:2] == ["session", "hook"]
+    usage = EXIT_ERROR if hook else EXIT_USAGE
+    try:
+        args = _parser().parse_args(given)
+    except SystemExit as exc:
+        if hook and exc.code == EXIT_USAGE:
+            return usage
+        raise
     func: Callable[[argparse.Namespace, Config, TextIO], int] = args.func
     try:
         config = _config_from(args)
@@ -353,7 +363,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return func(args, config, out)
     except ConfigError as exc:
         print(f"cortex: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage
     except CortexError as exc:
         print(f"cortex: {exc}", file=sys.stderr)
         return EXIT_ERROR

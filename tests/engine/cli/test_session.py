@@ -119,9 +119,13 @@ def test_claude_code_hook_on_recorded_payloads(tmp_path: Path) -> None:
     assert TOKEN not in steps[3].text and "[REDACTED:" in steps[3].text
 
 
-def test_hook_refuses_other_events(tmp_path: Path) -> None:
-    """A payload of another event, or not JSON, is a clear error (exit 2), never a crash."""
+def test_hook_refuses_other_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A payload of another event, not JSON, a bad setting or a bad option is a clear error,
+    never a crash, and never exit 2: Claude Code reads a hook's 2 as "block this prompt"."""
     repo = _repo(tmp_path)
     stop = json.dumps({"session_id": "x", "cwd": str(repo), "hook_event_name": "Stop"})
-    assert _run("session", "hook", "--path", str(repo), stdin=stop.encode())[0] == 2
-    assert _run("session", "hook", "--path", str(repo), stdin=b"{nope")[0] == 2
+    assert _run("session", "hook", "--path", str(repo), stdin=stop.encode())[0] == 1
+    assert _run("session", "hook", "--path", str(repo), stdin=b"{nope")[0] == 1
+    assert _run("session", "hook", "--bogus", stdin=b"{}")[0] == 1
+    monkeypatch.setenv("CORTEX_REFRESH", "bogus")
+    assert _run("session", "hook", "--path", str(repo), stdin=stop.encode())[0] == 1
