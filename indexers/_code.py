@@ -22,6 +22,7 @@ How a file becomes sections:
 from __future__ import annotations
 
 import posixpath
+import re
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -399,7 +400,11 @@ def _clean_name(raw: str) -> str:
     head, keyword, symbol = raw.partition("operator")
     if keyword and (not head or head.endswith("::")) and not symbol[:1].isidentifier():
         return _clean_name(head[:-2]) + "." * bool(head) + keyword + "".join(symbol.split())
-    return "".join(raw.split("<", 1)[0].split()).replace("::", ".")
+    # Words before the name are macros the grammar took for part of it (simdjson's
+    # `SIMDJSON_DISABLE_… simdjson_inline error_code json_iterator::skip_child`): the name
+    # is the last word.
+    words = re.sub(r"\s*::\s*", "::", raw.split("<", 1)[0]).split()
+    return words[-1].replace("::", ".") if words else ""
 
 
 def _name(node: tree_sitter.Node | None) -> str:

@@ -613,3 +613,17 @@ def test_operators_friends_enum_members_and_builtin_impls_are_named(
     assert symbols <= {c.symbol for c in chunks}
     assert all(c.symbol for c in chunks if c.kind is not ChunkKind.MODULE)
     _assert_covered(data, chunks)
+
+
+def test_macros_before_a_cpp_definition_are_not_its_name() -> None:
+    """simdjson writes `simdjson_inline error_code json_iterator::skip_child() noexcept`:
+    the grammar reads the macros into the declarator, and the name was every word glued
+    (`simdjson_inlineerror_codejson_iterator.skip_child`)."""
+    data = (b"namespace ondemand {\n"
+            b"simdjson_warn_unused simdjson_inline error_code json_iterator::skip_child(int d)"
+            b" noexcept {\n  return SUCCESS;\n}\n}\n")  # fmt: skip
+    chunks = chunk_file("iter-inl.h", data, counter=COUNTER).chunks
+    assert [c.symbol for c in chunks if c.kind is not ChunkKind.MODULE] == [
+        "ondemand.json_iterator.skip_child"
+    ]
+    assert any(c.defines == ("skip_child",) for c in chunks)
