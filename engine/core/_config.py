@@ -166,11 +166,17 @@ class Config:
             if raw is None:
                 continue
             values[f.name] = _parse(f.name, raw, f.default)
+        from_env = set(values)
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
             return cls(**values)
         except TypeError as exc:
             raise ConfigError(str(exc)) from exc
+        except ConfigError as exc:  # say which variable, when one set the value refused
+            named = [n for n in from_env - set(overrides) if str(exc).startswith(f"{n} ")]
+            if named:
+                raise ConfigError(f"{ENV_PREFIX}{named[0].upper()}: {exc}") from exc
+            raise
 
 
 def _parse(name: str, raw: str, default: object) -> object:

@@ -49,3 +49,11 @@ def test_file_ranking_is_chosen_by_name_and_reaches_the_context_settings() -> No
     assert config.context_settings().file_ranking is FileRanking.SECTIONS
     with pytest.raises(ConfigError, match=r"'learned' or 'sections'.*'best'"):
         Config(file_ranking="best")
+
+
+def test_a_refused_value_names_the_variable_that_set_it() -> None:
+    """`CORTEX_REFRESH=bogus` said "refresh must be …" without the variable's name."""
+    with pytest.raises(ConfigError, match=r"^CORTEX_REFRESH: refresh must be"):
+        Config.from_env({"CORTEX_REFRESH": "bogus"})
+    with pytest.raises(ConfigError, match=r"^refresh must be"):  # an argument, not a variable
+        Config.from_env({"CORTEX_REFRESH": "auto"}, refresh="bogus")
