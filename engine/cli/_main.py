@@ -112,8 +112,9 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     index = _command(sub, "index", cmd_index, positional=True)
-    index.add_argument("--rebuild", action="store_true", help="build the index again from scratch, beside the one in use "
-                       "(which answers until the new one is whole), then swap it in")
+    index.add_argument("--rebuild", action="store_true",
+                       help="build the index again from scratch, beside the one in use "
+                            "(which answers until the new one is whole), then swap it in")
     index.add_argument(
         "--dense",
         dest="dense_model",
@@ -145,7 +146,8 @@ def _parser() -> argparse.ArgumentParser:
     context.add_argument(
         "--goal", help="the task's goal, pinned verbatim and searched too (default: the query)"
     )
-    context.add_argument("--budget", type=int, default=None, help="token budget (default 8000, or CORTEX_BUDGET_TOKENS)")
+    context.add_argument("--budget", type=int, default=None,
+                         help="token budget (default 8000, or CORTEX_BUDGET_TOKENS)")
     context.add_argument(
         "--signal",
         action="append",
