@@ -89,8 +89,8 @@ class Forgetter:
                 segments += 1 if found.chunks else 0
                 keys |= found.vector_keys
             vectors = 0
-            if keys and not dry_run and state.cache_path.exists():
-                vectors = state.cache.delete(keys)
+            if keys and state.cache_path.exists():  # a dry run counts what would go
+                vectors = state.cache.held(keys) if dry_run else state.cache.delete(keys)
             purged = LedgerPurge(0, 0, 0)
             if state.has_journal():
                 note: dict[str, JSON] = {"files": list(targets), "text": text is not None}

@@ -57,7 +57,7 @@ class ForgetReport:
     touched: list[str]  # files that lost the chunks holding the string
     chunks: int  # chunks dropped, over every segment
     segments: int  # bases and overlays rewritten
-    vectors: int  # cached vectors deleted
+    vectors: int  # cached vectors deleted (a dry run: that would be)
     ledger_texts: int  # stored prompts, inputs and snippet texts purged
     ledger_turns: int  # recorded turns those texts belong to
     # Chained records whose own payload holds the string (feedback tool results): a hash

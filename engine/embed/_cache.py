@@ -231,6 +231,20 @@ class EmbeddingCache:
             except sqlite3.DatabaseError as exc:
                 raise CacheError(f"cannot write embedding cache {self.path}: {exc}") from exc
 
+    def held(self, shas: Iterable[str]) -> int:
+        """How many vectors of ``shas`` (under every model) ``delete`` would drop."""
+        keys = [bytes.fromhex(sha) for sha in dict.fromkeys(shas)]
+        found = 0
+        with self._lock:
+            db = self._conn()
+            for start in range(0, len(keys), _MAX_PARAMS):
+                part = keys[start : start + _MAX_PARAMS]
+                marks = ",".join("?" * len(part))
+                row = db.execute(f"SELECT COUNT(*) FROM vectors WHERE sha256 IN ({marks})",
+                                 part).fetchone()  # fmt: skip
+                found += int(row[0])
+        return found
+
     def delete(self, shas: Iterable[str]) -> int:
         """Drop the vectors of ``shas`` under every model, then rewrite the file so the
         freed pages leave the disk; returns how many vectors went."""

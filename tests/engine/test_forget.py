@@ -109,6 +109,7 @@ def test_forgetting_a_string_leaves_no_byte_and_a_verifiable_chain(tmp_path: Pat
         report = ws.forget(text=NEEDLE)
 
         assert report.chunks == dry.chunks and report.ledger_texts == dry.ledger_texts
+        assert report.vectors == dry.vectors  # the dry run said 0 where vectors went
         assert report.touched == ["notes.md", "shipping.py"]
         assert report.still_present == ["notes.md", "shipping.py"]
         assert report.ledger_chained == 0
