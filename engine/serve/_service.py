@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -276,10 +277,7 @@ class Service:
         Paths are relative to the workspace: a caller learns nothing of the machine's
         layout (where the state lives outside the workspace, only that it does)."""
         st = self.ws.status(check_files=check_files)
-        root = st.root.resolve()
-        state = st.state_dir.resolve()
-        where = str(state.relative_to(root)) if state.is_relative_to(root) else "(outside)"
-        body = to_json(st) | {"root": ".", "state_dir": where}
+        body = to_json(st) | {"root": ".", "state_dir": _shown(st.state_dir, st.root)}
         return body | {"refresh": self._refresh_state()}
 
     # -- sessions -----------------------------------------------------------------------
@@ -417,8 +415,11 @@ class Service:
         return self.ws.memory.archive(note_id, archived)
 
     def memory_stats(self) -> MemoryStats:
-        """``Memory.stats``: counts of what this caller can see."""
-        return self.ws.memory.stats()
+        """``Memory.stats``: counts of what this caller can see; the store's path relative
+        to the workspace, as ``status`` gives paths (a caller learns nothing of the
+        machine's layout)."""
+        stats = self.ws.memory.stats()
+        return replace(stats, path=_shown(Path(stats.path), self.ws.root))
 
     def _refresh_state(self) -> dict[str, JSON]:
         with self._refresh_lock:
@@ -473,6 +474,12 @@ _check_text = check_text
 def _check_items(name: str, items: Sequence[object]) -> None:
     if len(items) > MAX_ITEMS:
         raise ConfigError(f"{name} has over {MAX_ITEMS} items")
+
+
+def _shown(path: Path, root: Path) -> str:
+    """``path`` relative to the workspace ``root``, or "(outside)"."""
+    real, top = path.resolve(), root.resolve()
+    return str(real.relative_to(top)) if real.is_relative_to(top) else "(outside)"
 
 
 def resolve_checked(ws: Workspace, uri: str, proof: Proof | None) -> dict[str, JSON]:

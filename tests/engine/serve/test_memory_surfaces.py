@@ -184,3 +184,12 @@ def test_a_dated_note_on_every_surface(server: Server, tmp_path: Path,  # noqa: 
         assert json.loads(text)["created"] == when
     with pytest.raises(SystemExit):
         _cli("memory", "save", "--title", "t", "--created", "last tuesday", "--path", str(folder))
+
+
+def test_memory_stats_name_no_path_of_the_machine(tmp_path: Path) -> None:
+    """The admin tools' memory_stats (MCP and HTTP) gave the store's absolute path, though
+    status gives paths relative to the workspace."""
+    with Workspace.open(tmp_path, Config(dense_model="hash")) as ws:
+        service = Service(ws)
+        service.memory_save("Use make test", "config", what="the suite runs with make test")
+        assert service.memory_stats().path == ".cortex/memory.sqlite"
