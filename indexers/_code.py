@@ -22,7 +22,6 @@ How a file becomes sections:
 from __future__ import annotations
 
 import posixpath
-import re
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -31,6 +30,12 @@ from typing import TYPE_CHECKING
 from indexers._chunk import ChunkKind, DocType
 from indexers._draft import Draft
 from indexers._languages import GrammarNotInstalledError, Language, grammar
+from indexers._names import (
+    declared_names,
+    definition_name,
+    first_type_name,
+    node_text,
+)
 from indexers._sizing import Candidate, Sizer, lines_of
 from indexers._syntax import Syntax, syntax_for
 from indexers._text import SourceText
@@ -43,71 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["code_drafts", "is_header_file", "window_drafts"]
 
 _MAX_HEADER_LINES = 3  # a class header shown as context; long signatures are cut after this
-_IDENTIFIER_TYPES = frozenset(
-    {
-        "identifier",
-        "type_identifier",
-        "field_identifier",
-        "property_identifier",
-        "constant",
-        "namespace_identifier",
-        "qualified_identifier",
-        "scoped_identifier",
-        "scoped_type_identifier",
-        "operator_name",
-        "destructor_name",
-        "package_identifier",
-        "private_property_identifier",  # JS/TS `#render`
-        "name",  # PHP
-        "simple_identifier",  # Swift
-    }
-)
-# Built-in types an impl can be for (Rust `impl Summary for bool`, `for ()`): its name.
-_BUILTIN_TYPES = frozenset({"primitive_type", "unit_type"})
-# C and C++ declarators that wrap the declarator holding the name without a field.
-_INNER_DECLARATORS = frozenset(
-    {
-        "reference_declarator",  # `int& x()`
-        "parenthesized_declarator",  # `(*handler_fn)`, `(*signal(int))`
-        "function_declarator",
-        "pointer_declarator",
-        "array_declarator",
-    }
-)
-# Nodes followed from a definition to its name: `void (*signal(int, void (*)(int)))(int)`
-# takes six; the bound only stops a pathological nesting.
-_MAX_NAME_DEPTH = 16
-# Fields and node types followed to find the names a module-level statement defines.
-_NAME_FIELDS = ("name", "left", "declarator", "bound_identifier", "property")
-_DECLARING_CHILDREN = frozenset(
-    {
-        "assignment",
-        "expression_statement",
-        "variable_declarator",
-        "init_declarator",
-        "const_spec",
-        "var_spec",
-        "type_spec",
-        "pattern_list",
-        "tuple_pattern",
-        "pointer_declarator",
-        "array_declarator",
-        "reference_declarator",  # C++ `int& counter();`
-        "parenthesized_declarator",  # C `void (*handlers[4])(int);`
-        "function_declarator",
-        "variable_declaration",  # C#, Kotlin
-        "lexical_declaration",  # JS/TS `export const X = ...` (inside an export statement)
-        "assignment_expression",  # JS `exports.parse = ...`, PHP `$handler = ...`
-        "var_spec_list",  # Go `var ( A = ...; B = ... )`
-        "const_element",  # PHP
-        "property_element",  # PHP
-        "variable_name",  # PHP
-    }
-)
-# Nodes whose identifier children (other than a type) are the names they declare.
-_NAME_LISTS = frozenset(
-    {"pattern_list", "tuple_pattern", "variable_declaration", "const_element", "variable_name"}
-)
 _local = threading.local()
 
 
@@ -122,12 +62,6 @@ def _parser(language: Language) -> tree_sitter.Parser:
 
         parser = cache[language.name] = tree_sitter.Parser(grammar(language))
     return parser
-
-
-def _text(node: tree_sitter.Node | None) -> str:
-    if node is None or node.text is None:
-        return ""
-    return node.text.decode("utf-8", errors="replace")
 
 
 def is_header_file(path: str, language: Language) -> bool:
@@ -185,8 +119,8 @@ class _Chunker:
             return _Definition(node, found.inner, found.kind, found.name, found.body)
         if kind_name in syntax.functions:
             if kind_name == "method_declaration" and node.child_by_field_name("receiver"):
-                receiver = _first_type_name(node.child_by_field_name("receiver"))
-                name = _name(node)
+                receiver = first_type_name(node.child_by_field_name("receiver"))
+                name = definition_name(node)
                 return _Definition(node, node, ChunkKind.METHOD, _join(receiver, name), None)
             return _Definition(node, node, ChunkKind.FUNCTION, self._name(node), None)
         if kind_name in syntax.containers:
@@ -198,25 +132,27 @@ class _Chunker:
         if kind_name in syntax.types:
             if kind_name == "type_declaration":  # Go: the name is on the spec
                 spec = next((c for c in node.named_children if c.type.startswith("type_")), None)
-                return _Definition(node, node, ChunkKind.TYPE, _name(spec) if spec else "", None)
-            return _Definition(node, node, ChunkKind.TYPE, _name(node), None)
+                spec_name = definition_name(spec) if spec else ""
+                return _Definition(node, node, ChunkKind.TYPE, spec_name, None)
+            return _Definition(node, node, ChunkKind.TYPE, definition_name(node), None)
         if kind_name in syntax.variable_declarations:
             declarators = [c for c in node.named_children if c.type == "variable_declarator"]
             if len(declarators) == 1:
                 value = declarators[0].child_by_field_name("value")
                 if value is not None and value.type in syntax.function_values:
-                    return _Definition(node, node, ChunkKind.FUNCTION, _name(declarators[0]), None)
+                    var_name = definition_name(declarators[0])
+                    return _Definition(node, node, ChunkKind.FUNCTION, var_name, None)
         if kind_name in syntax.function_fields:  # `#onClick = (e) => {…}` in a class body
             value = node.child_by_field_name("value")
             if value is not None and value.type in syntax.function_values:
                 key = node.child_by_field_name("name") or node.child_by_field_name("property")
-                return _Definition(node, node, ChunkKind.FUNCTION, _name(key), None)
+                return _Definition(node, node, ChunkKind.FUNCTION, definition_name(key), None)
         return None
 
     def _name(self, node: tree_sitter.Node) -> str:
         """A definition's name, or the language's fixed name for one the grammar leaves
         unnamed (Swift ``init``, whose ``name`` fields, if any, belong to its parameters)."""
-        return self.syntax.implicit_names.get(node.type) or _name(node)
+        return self.syntax.implicit_names.get(node.type) or definition_name(node)
 
     # -- structure ------------------------------------------------------------------
 
@@ -284,7 +220,7 @@ class _Chunker:
             return True
         mark = syntax.test_attribute
         return mark is not None and any(
-            node.type in syntax.attributes and mark.match(_text(node)) for node in attached
+            node.type in syntax.attributes and mark.match(node_text(node)) for node in attached
         )
 
     def _gap(
@@ -311,7 +247,7 @@ class _Chunker:
         end = max(lines_of(n)[1] for n in kept)
         affixes = self.syntax.name_affixes
         defines = _names(
-            (name.strip(affixes), lines_of(n)[0]) for n in kept for name in _declared(n)
+            (name.strip(affixes), lines_of(n)[0]) for n in kept for name in declared_names(n)
         )
         return [Candidate(start, end, kind, prefix, context, depth, defines, kept)]
 
@@ -392,86 +328,6 @@ def _names(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
     for name, line in pairs:
         first.setdefault(name, line)
     return tuple(first.items())
-
-
-def _clean_name(raw: str) -> str:
-    # `Foo<T>` -> `Foo`, `ns::Foo` -> `ns.Foo`, whitespace out; an operator keeps its
-    # symbol (`operator<`, `operator<<` and `operator<=` are three names).
-    head, keyword, symbol = raw.partition("operator")
-    if keyword and (not head or head.endswith("::")) and not symbol[:1].isidentifier():
-        return _clean_name(head[:-2]) + "." * bool(head) + keyword + "".join(symbol.split())
-    # Words before the name are macros the grammar took for part of it (simdjson's
-    # `SIMDJSON_DISABLE_… simdjson_inline error_code json_iterator::skip_child`): the name
-    # is the last word.
-    words = re.sub(r"\s*::\s*", "::", raw.split("<", 1)[0]).split()
-    return words[-1].replace("::", ".") if words else ""
-
-
-def _name(node: tree_sitter.Node | None) -> str:
-    """The defined name of a definition node, through C-style declarators if needed."""
-    seen = 0
-    while node is not None and seen < _MAX_NAME_DEPTH:
-        seen += 1
-        if node.type in _IDENTIFIER_TYPES:
-            return _clean_name(_text(node))
-        if node.type in _BUILTIN_TYPES:  # Rust `impl FromValue for bool`
-            return _text(node)
-        if node.type == "operator_cast":  # C++ `explicit operator bool()`
-            return f"operator {_clean_name(_text(node.child_by_field_name('type')))}"
-        found = (
-            node.child_by_field_name("name")
-            or node.child_by_field_name("declarator")
-            or node.child_by_field_name("type")  # Rust `impl Type`, `impl X for &str`
-            or node.child_by_field_name("element")  # Rust `impl X for [u8]`
-        )
-        if found is None:
-            # Swift `extension Invoice`: the name is a type node's identifier. C's `&` and
-            # `(*…)` declarators (`int& x()`, `typedef void (*handler)(int)`) hold the inner
-            # declarator as an unnamed child.
-            children = node.named_children
-            name = next((c for c in children if c.type in _IDENTIFIER_TYPES), None)
-            if name is not None:
-                return _clean_name(_text(name))
-            found = next((c for c in children if c.type in _INNER_DECLARATORS), None)
-        node = found
-    return ""
-
-
-def _first_type_name(node: tree_sitter.Node | None) -> str:
-    """First type identifier below ``node`` (a Go receiver ``(c *Circle)`` -> ``Circle``)."""
-    if node is None:
-        return ""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type == "type_identifier":
-            return _text(current)
-        stack.extend(reversed(current.named_children))
-    return ""
-
-
-def _declared(node: tree_sitter.Node, depth: int = 0) -> list[str]:
-    """Names a module-level statement defines (assignments, constants, declarators)."""
-    if depth > 4:
-        return []
-    names: list[str] = []
-    for field_name in _NAME_FIELDS:
-        child = node.child_by_field_name(field_name)
-        if child is None:
-            continue
-        if child.type in _IDENTIFIER_TYPES:
-            names.append(_clean_name(_text(child)))
-        else:
-            names.extend(_declared(child, depth + 1))
-    if not names:
-        for i, child in enumerate(node.children):
-            if not child.is_named or node.field_name_for_child(i) == "type":  # C# `Foo x;`
-                continue
-            if child.type in _IDENTIFIER_TYPES and node.type in _NAME_LISTS:
-                names.append(_text(child))
-            elif child.type in _DECLARING_CHILDREN:
-                names.extend(_declared(child, depth + 1))
-    return [n for n in names if n]
 
 
 def window_drafts(
