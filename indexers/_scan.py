@@ -38,7 +38,7 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 # 11: redaction finds a token passed to a call (``Github("ghp_...")``), SSH2 and PuTTY private
 #    keys and a URL's short password: an index made before may hold them in clear
 # 12: a C++ `.h` is C++; no line lost to a parse error or held by two sections; more names
-#    (C declarators, operators); split parts define their own names; Cargo workspace licences
+#    (C declarators, operators, macros before a name); Cargo workspace licences
 CHUNKER_VERSION = 12
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
