@@ -149,7 +149,7 @@ def _when(text: str) -> float:
 
 
 def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    """Notes an agent saved: save, search, get, timeline, relate, graph, forget, stats."""
+    """Notes an agent saved: save, search, get, timeline, relate, graph, forget, archive, stats."""
     with Workspace.open(args.where, config) as ws:
         m = ws.memory
         if args.action == "save":
