@@ -183,8 +183,8 @@ class Service:
         state: SessionState | None = None,
     ) -> ContextPack:
         """``Workspace.build_context`` with the servers' input limits."""
-        _check_text("goal", goal)
-        _check_text("query", query)
+        check_text("goal", goal)
+        check_text("query", query)
         _check_items("tool_signals", tool_signals)
         if state is not None:
             _check_items("recent_turns", state.recent_turns)
@@ -192,7 +192,7 @@ class Service:
             _check_items("subgoals", state.subgoals)
             for item in (*(t.text for t in state.recent_turns), *state.constraints,
                          *state.subgoals):  # fmt: skip
-                _check_text("state", item)
+                check_text("state", item)
         if sum(len(s.encode()) for s in tool_signals) > MAX_SIGNAL_BYTES:
             raise ConfigError(f"tool_signals are over {MAX_SIGNAL_BYTES} bytes; send less")
         if budget_tokens is not None:
@@ -217,9 +217,9 @@ class Service:
         if said > MAX_SIGNAL_BYTES:
             raise ConfigError(f"tool_results are over {MAX_SIGNAL_BYTES} characters; send less")
         if outcome is not None:
-            _check_text("outcome", outcome)
+            check_text("outcome", outcome)
         if reason is not None:
-            _check_text("reason", reason)
+            check_text("reason", reason)
         ws = self._ready()
         if ws.config.ledger:
             self._known(replay_key)
@@ -229,10 +229,10 @@ class Service:
         self, goal: str, objects: Sequence[str] = (), budget: int = DEFAULT_BUNDLE_BUDGET
     ) -> Bundle:
         """``Workspace.bundle`` with the servers' input limits."""
-        _check_text("goal", goal)
+        check_text("goal", goal)
         _check_items("objects", objects)
         for o in objects:
-            _check_text("objects", o)
+            check_text("objects", o)
         return self._ready().bundle(goal, list(objects), budget)
 
     def search(
@@ -261,13 +261,13 @@ class Service:
         return self.ws.replay(replay_key)
 
     def _known(self, replay_key: str) -> None:
-        _check_text("replay_key", replay_key)
+        check_text("replay_key", replay_key)
         if self.ws.journal.find(replay_key) is None:
             raise unknown_replay_key(replay_key)
 
     def resolve(self, uri: str, proof: Proof | None = None) -> dict[str, JSON]:
         """``resolve_checked`` on this service's workspace (see there)."""
-        _check_text("uri", uri)
+        check_text("uri", uri)
         # A note or a session step lives outside the index: readable before the first one.
         ws = self.ws if uri.strip().startswith(_RECORD_SCHEMES) else self._ready()
         return resolve_checked(ws, uri, proof)
@@ -293,27 +293,27 @@ class Service:
         exit_status: int | None = None,
     ) -> Step:
         """``Session.add`` with the servers' input limits."""
-        _check_text("session", session)
+        check_text("session", session)
         if len(text.encode("utf-8", errors="replace")) > MAX_STEP_BYTES:
             raise PayloadTooLargeError(
                 f"text is over {MAX_STEP_BYTES} bytes; add a step this large with "
                 "`cortex session add` (TEXT - reads standard input)"
             )
-        _check_text("tool", tool or "")
+        check_text("tool", tool or "")
         return self.ws.session(session).add(role, text, tool, is_error, exit_status)
 
     def session_decide(self, session: str, text: str, rationale: str = "",
                        evidence: Sequence[str | int] = ()) -> Step:  # fmt: skip
         """``Session.decide`` with the servers' input limits."""
         for name, value in (("session", session), ("text", text), ("rationale", rationale)):
-            _check_text(name, value)
+            check_text(name, value)
         _check_items("evidence", evidence)
         return self.ws.session(session).decide(text, rationale, evidence)
 
     def session_show(self, session: str, step: int | None = None) -> dict[str, JSON]:
         """One step in full, or the session's steps without their text (``chars`` says
         how long each is): ``NotFoundError`` for a session with no step."""
-        _check_text("session", session)
+        check_text("session", session)
         s = self.ws.session(session)
         if step is not None:
             return to_json(s.step(step))
@@ -338,7 +338,7 @@ class Service:
     ) -> Compaction:
         """``Session.compact``: journals a checkpoint; ``BudgetUnreachableError`` rather
         than truncate. ``in_context``: the steps the planner's context holds (None: all)."""
-        _check_text("session", session)
+        check_text("session", session)
         _check_items("load_bearing", load_bearing)
         if in_context is not None:
             _check_items("in_context", in_context)
@@ -348,7 +348,7 @@ class Service:
                            budget_tokens: int = 4000) -> Compaction:  # fmt: skip
         """Journal a checkpoint at ``step`` or, with ``load``, read the latest one there
         back as written."""
-        _check_text("session", session)
+        check_text("session", session)
         if load:
             return self.ws.session(session).load_checkpoint(step)
         return self.session_compact(session, (), budget_tokens, step)
@@ -356,7 +356,7 @@ class Service:
     def session_end(self, session: str, scope: str = "personal") -> SaveResult:
         """``Workspace.end_session``: the session's summary saved as a memory note (ending
         it again updates that note)."""
-        _check_text("session", session)
+        check_text("session", session)
         return self.ws.end_session(session, scope)
 
     # -- memory -------------------------------------------------------------------------
@@ -466,9 +466,6 @@ class Service:
                     self.refresh()
             except Exception as exc:  # the watcher must outlive a bad moment (a file mid-write)
                 print(f"cortex: watch: {exc}", file=sys.stderr)
-
-
-_check_text = check_text
 
 
 def _check_items(name: str, items: Sequence[object]) -> None:
