@@ -252,16 +252,17 @@ def changed_paths(root: Path, base: str, exclude: Sequence[str] = ()) -> set[str
         spec = _pathspec(exclude)
         diff = cmd.diff("--name-only", "-z", "--no-renames", "--relative", base, *spec)
         others = cmd.ls_files("--others", "--exclude-standard", "-z", *spec)
-        tagged = cmd.ls_files("-v", "-z", *spec)
-        staged = cmd.ls_files("-s", "-z", *spec)
+        # One line per tracked path, "TAG MODE SHA STAGE\tPATH": the tag H is plain, S is
+        # skip-worktree, lowercase is assume-unchanged; mode 120000 is a symbolic link.
+        listed = _split(cmd.ls_files("-v", "-s", "-z", *spec))
+        entries = [e.split("\t", 1) for e in listed if "\t" in e]
     except git.GitCommandError:
         return None
     finally:
         repo.close()
-    # ``-v`` tags each path: H is plain; S is skip-worktree, lowercase is assume-unchanged.
-    hidden = {entry[2:] for entry in _split(tagged) if entry[:2] != "H "}
+    hidden = {path for head, path in entries if not head.startswith("H ")}
     changed = set(_split(diff)) | set(_split(others)) | hidden
-    links = [e.split("\t", 1)[1] for e in _split(staged) if e.startswith("120000 ")]
+    links = [path for head, path in entries if head[2:].startswith("120000 ")]
     return changed | _links_to(root, links, changed)
 
 
