@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from overlays._diff import _git, _repo
 
 __all__ = ["Hunk", "diff_sides", "git_tracks", "head_commit", "working_diff"]
 
@@ -81,23 +82,20 @@ def working_diff(root: Path, *, max_bytes: int = 1 << 20) -> list[Hunk]:
     about prefixes and quoting, with spaces, quotes or any script in them; a rename is a
     deletion and an addition.
     """
-    try:
-        import git
-    except ImportError:
-        return []
-    try:
-        repo = git.Repo(root, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+    repo = _repo(root)  # None outside git and before the first commit
+    if repo is None:
         return []
     repo.close()
+    import git
+
     try:  # run in ``root`` (GitPython's ``repo.git`` runs at the top, where "." is all)
-        raw = git.Git(str(root)).execute(
+        raw = _git(root).execute(
             ["git", "-c", "core.quotePath=false", "-c", "diff.noprefix=false",
              "-c", "diff.mnemonicPrefix=false", "diff", "HEAD", "--relative", "--no-color",
              "--no-ext-diff", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/", "-U3",
-             "--", "."], env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})  # fmt: skip
+             "--", "."])  # fmt: skip
     except git.GitCommandError:
-        return []  # no HEAD yet
+        return []
     # Bytes no UTF-8 reads (a Latin-1 file, a name from another system) as U+FFFD, as the
     # indexers read them: kept as surrogates they would fail every later encode.
     text = str(raw).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
@@ -157,13 +155,12 @@ def diff_sides(root: Path, path: str) -> tuple[bytes | None, bytes | None]:
     except ImportError:
         return None, None
     try:
-        repo = git.Repo(root, search_parent_directories=True)
+        git.Repo(root, search_parent_directories=True).close()
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None, None
-    repo.close()
     try:  # ``HEAD:./P`` is P relative to the folder git runs in
-        old: bytes | None = git.Git(str(root)).execute(["git", "show", f"HEAD:./{path}"],
-                                                       stdout_as_string=False)  # fmt: skip
+        old: bytes | None = _git(root).execute(["git", "show", f"HEAD:./{path}"],
+                                               stdout_as_string=False)  # fmt: skip
     except git.GitCommandError:
         old = None
     try:
