@@ -11,11 +11,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from engine import DEFAULT_BUNDLE_BUDGET, Config, ConfigError, CortexError, SearchMode, Workspace
+from engine import (
+    DEFAULT_BUNDLE_BUDGET,
+    Config,
+    ConfigError,
+    ConfigWarning,
+    CortexError,
+    SearchMode,
+    Workspace,
+)
 from engine.cli._bundle import cmd_bundle
 from engine.cli._commands import (
     EXIT_ERROR,
@@ -360,6 +369,22 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return usage
         raise
     func: Callable[[argparse.Namespace, Config, TextIO], int] = args.func
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line
+        return _run(func, args, out, usage)
+
+
+def _one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+              file: TextIO | None = None, line: str | None = None) -> None:  # fmt: skip
+    """cortex's own warnings as one ``cortex: warning:`` line; others as Python prints them."""
+    if issubclass(category, ConfigWarning):
+        print(f"cortex: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def _run(func: Callable[[argparse.Namespace, Config, TextIO], int], args: argparse.Namespace,
+         out: TextIO, usage: int) -> int:  # fmt: skip
     try:
         config = _config_from(args)
         args.where = _where(args, config)

@@ -18,7 +18,7 @@ from engine.core._chunks import (
     is_trivial,
     page_text,
 )
-from engine.core._config import DEFAULT_BUDGET, ENV_PREFIX, Config
+from engine.core._config import DEFAULT_BUDGET, ENV_PREFIX, Config, ConfigWarning
 from engine.core._errors import (
     BudgetUnreachableError,
     CacheError,
@@ -153,6 +153,7 @@ __all__ = [
     "Compaction",
     "Config",
     "ConfigError",
+    "ConfigWarning",
     "ContextPack",
     "ContextSettings",
     "Contribution",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import PurePosixPath
@@ -27,9 +29,16 @@ from indexers import (
     WalkOptions,
 )
 
-__all__ = ["ENV_PREFIX", "Config"]
+__all__ = ["ENV_PREFIX", "Config", "ConfigWarning"]
 
 ENV_PREFIX = "CORTEX_"
+# CORTEX_ variables that are not ``Config`` fields, each read where it is used:
+# CORTEX_TOKEN (engine.serve: the HTTP bearer token, a secret kept out of Config) and
+# CORTEX_BACKEND / CORTEX_QDRANT_* (engine.backend's settings).
+OTHER_ENV = ("TOKEN", "BACKEND", "QDRANT_URL", "QDRANT_COLLECTION", "QDRANT_API_KEY")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+_warned: set[str] = set()  # each unknown variable is said once per process
 DEFAULT_MAX_FILE_BYTES = 1 << 20  # 1 MiB: larger files are data or generated, not code to read
 DEFAULT_STATE_DIR = ".cortex"  # under the workspace root unless an absolute path is given
 # The dense index's model. "static" (MiniLM's vocabulary rows tuned on MiniLM's vectors,
@@ -160,6 +169,10 @@ class Config:
         (``CORTEX_EXCLUDE=docs/**,*.json``).
         """
         environ = os.environ if environ is None else environ
+        for message in unknown_env(environ):
+            if message not in _warned:
+                _warned.add(message)
+                warnings.warn(message, ConfigWarning, stacklevel=2)
         values: dict[str, Any] = {}
         for f in fields(cls):
             raw = environ.get(ENV_PREFIX + f.name.upper())
@@ -179,9 +192,33 @@ class Config:
             raise
 
 
+class ConfigWarning(UserWarning):
+    """A setting cortex reads past (an unknown ``CORTEX_`` variable); the CLI prints it as
+    one ``cortex: warning:`` line."""
+
+
+def unknown_env(environ: Mapping[str, str]) -> list[str]:
+    """One message per ``CORTEX_`` variable that names no setting, with the nearest one:
+    a misspelt variable would otherwise be ignored without a word."""
+    known = [f.name.upper() for f in fields(Config)] + list(OTHER_ENV)
+    out = []
+    for key in sorted(k for k in environ if k.startswith(ENV_PREFIX)):
+        name = key[len(ENV_PREFIX):]
+        if name in known:
+            continue
+        near = difflib.get_close_matches(name.upper(), known, n=1, cutoff=0.6)
+        hint = f" (did you mean {ENV_PREFIX}{near[0]}?)" if near else ""
+        out.append(f"{key} is not a cortex setting and is ignored{hint}")
+    return out
+
+
 def _parse(name: str, raw: str, default: object) -> object:
     if isinstance(default, bool):
-        return raw.strip().lower() in ("1", "true", "yes", "on")
+        word = raw.strip().lower()
+        if word not in _TRUE + _FALSE:
+            raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be one of 1/0, true/false, "
+                              f"yes/no, on/off, got {raw!r}")  # fmt: skip
+        return word in _TRUE
     if isinstance(default, float):
         try:
             return float(raw)

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import warnings
+from pathlib import Path
 
 import pytest
 
-from engine import Config, ConfigError, CortexError, FileRanking
+from engine import Config, ConfigError, ConfigWarning, CortexError, FileRanking
+from engine.cli import main
+from engine.core import _config as config_module
+from engine.core._config import unknown_env
 
 
 def test_defaults_and_options() -> None:
@@ -57,3 +63,54 @@ def test_a_refused_value_names_the_variable_that_set_it() -> None:
         Config.from_env({"CORTEX_REFRESH": "bogus"})
     with pytest.raises(ConfigError, match=r"^refresh must be"):  # an argument, not a variable
         Config.from_env({"CORTEX_REFRESH": "auto"}, refresh="bogus")
+
+
+def test_a_misspelt_variable_is_named_with_the_nearest_setting() -> None:
+    """`CORTEX_BUDGETTOKENS=2000` was ignored without a word; it now warns, once, with the
+    setting meant. Variables read elsewhere (the HTTP token, the backend) are no warning."""
+    env = {"CORTEX_BUDGETTOKENS": "2000", "CORTEX_TOKEN": "t", "CORTEX_BACKEND": "embedded",
+           "CORTEX_QDRANT_URL": "", "CORTEX_ZZZ": "1", "OTHER": "x"}  # fmt: skip
+    with pytest.warns(ConfigWarning) as seen:
+        config = Config.from_env(env)
+    assert config.budget_tokens == Config().budget_tokens
+    said = sorted(str(w.message) for w in seen)
+    assert said == [
+        "CORTEX_BUDGETTOKENS is not a cortex setting and is ignored "
+        "(did you mean CORTEX_BUDGET_TOKENS?)",
+        "CORTEX_ZZZ is not a cortex setting and is ignored",
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Config.from_env(env)  # said once a process
+        Config.from_env({"CORTEX_LEDGER": "0", "CORTEX_LEARN_RATE": "0.1"})
+
+
+def test_every_cortex_variable_the_code_reads_is_known() -> None:
+    """The list of variables that are not settings keeps up with the code that reads them."""
+    root = Path(__file__).resolve().parents[3]
+    named = set()
+    for package in ("engine", "indexers", "overlays", "ledger"):
+        for path in (root / package).rglob("*.py"):
+            named |= set(re.findall(r"\bCORTEX_([A-Z][A-Z_]*[A-Z])\b", path.read_text("utf-8")))
+    assert unknown_env({f"CORTEX_{n}": "" for n in named if n != "QDRANT"}) == []
+
+
+def test_a_yes_no_variable_refuses_other_words() -> None:
+    """`CORTEX_LEDGER=maybe` turned the ledger off; only the usual words are taken."""
+    assert Config.from_env({"CORTEX_LEDGER": "off"}).ledger is False
+    assert Config.from_env({"CORTEX_LEDGER": "Yes"}).ledger is True
+    with pytest.raises(ConfigError, match=r"^CORTEX_LEDGER must be one of .* got 'maybe'"):
+        Config.from_env({"CORTEX_LEDGER": "maybe"})
+
+
+def test_the_cli_says_a_misspelt_variable_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the command line the warning is one `cortex: warning:` line on stderr."""
+    monkeypatch.setenv("CORTEX_BUDGET_TOKEN", "2000")
+    monkeypatch.setattr(config_module, "_warned", set())
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    assert main(["chunks", str(tmp_path / "a.py")]) == 0
+    err = capsys.readouterr().err
+    assert err == ("cortex: warning: CORTEX_BUDGET_TOKEN is not a cortex setting and is "
+                   "ignored (did you mean CORTEX_BUDGET_TOKENS?)\n")  # fmt: skip
