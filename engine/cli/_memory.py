@@ -113,7 +113,8 @@ def _note(note: Note, out: TextIO) -> None:
     day = time.strftime("%Y-%m-%d %H:%M", time.gmtime(note.updated))
     key = f", topic {note.topic_key} rev {note.revision}" if note.topic_key else ""
     out.write(
-        f"memory:{note.id}  [{note.type.value}, {note.scope.value}{key}] {note.title}\n"
+        f"memory:{note.id}  [{note.type.value}, {note.scope.value}{key}"
+        f"{', archived' if note.archived else ''}] {note.title}\n"
         f"updated {day}, read {note.access_count} times, importance "
         f"{note.importance.score:.3f} ("
         + ", ".join(f"{n} {v:.2f}x{w}" for n, v, w in note.importance.parts)
@@ -218,6 +219,7 @@ def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                 kinds = ", ".join(f"{t} {n}" for t, n in stats.by_type) or "none"
                 out.write(
                     f"{stats.path}: {stats.notes} notes ({kinds}), {stats.deleted} "
-                    f"deleted, {stats.superseded} superseded, {stats.edges} edges\n"
+                    f"deleted, {stats.superseded} superseded, {stats.archived} archived, "
+                    f"{stats.edges} edges\n"
                 )
     return EXIT_OK

@@ -177,6 +177,7 @@ class Note:
     access_count: int
     importance: Importance
     deleted: bool = False
+    archived: bool = False  # out of search, timeline and the lane; ``get`` still finds it
     superseded_by: tuple[int, ...] = ()
     contradicts: tuple[tuple[int, str], ...] = ()  # (id, title) of each other side
     edges: tuple[Edge, ...] = ()
@@ -260,6 +261,7 @@ class MemoryStats:
     deleted: int
     superseded: int
     edges: int
+    archived: int  # among ``notes``: out of search and prompts until brought back
     by_type: tuple[tuple[str, int], ...]
     by_scope: tuple[tuple[str, int], ...]
     dense_model: str

@@ -531,6 +531,9 @@ class Memory:
         edges = self.store.read(
             f"SELECT count(*) FROM edges e JOIN notes ON notes.id = e.src WHERE {cond}", args
         )[0][0]
+        archived = self.store.read(
+            f"SELECT count(*) FROM notes WHERE {cond} AND notes.archived != 0", args
+        )[0][0]
         model = self.store.embedder.model_id if self.store.embedder is not None else ""
         return MemoryStats(
             str(self.store.path),
@@ -538,6 +541,7 @@ class Memory:
             gone,
             len(self.store.superseded()),
             edges,
+            archived,
             tuple((t, n) for t, n in by_type),
             tuple((s, n) for s, n in by_scope),
             model,

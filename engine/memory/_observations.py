@@ -94,7 +94,7 @@ _FTS_RANK_NOW = "SELECT v FROM notes_fts_config WHERE k = 'rank'"
 _E = TypeVar("_E", NoteType, Scope, EdgeKind)
 _COLUMNS = (
     "id, type, scope, title, what, why, place, learned, topic_key, revision, "
-    "entities, links, created, updated, accessed, access_count, deleted"
+    "entities, links, created, updated, accessed, access_count, deleted, archived"
 )
 
 
@@ -454,6 +454,7 @@ class NoteStore:
             accessed,
             count,
             deleted,
+            archived,
         ) = row
         kind = NoteType(kind)
         return Note(
@@ -475,6 +476,7 @@ class NoteStore:
             count,
             importance(kind, count, accessed, created, incoming, now),
             deleted is not None,
+            bool(archived),
         )
 
     def get(self, note_id: int | str, *, touch: bool = True) -> Note:
@@ -491,7 +493,7 @@ class NoteStore:
                     "UPDATE notes SET accessed = ?, access_count = access_count + 1 WHERE id = ?",
                     (now, note_id),
                 )
-            row = (*row[:14], now, row[15] + 1, row[16])
+            row = (*row[:14], now, row[15] + 1, *row[16:])
         edges = self.edges_of([note_id])
         note = self.note(row, sum(1 for e in edges if e.dst == note_id), {}, now)
         live = self.rows(sorted({e.src for e in edges} | {e.dst for e in edges}))

@@ -24,6 +24,7 @@ from engine.core import (
 from engine.embed import make_embedder
 from engine.memory import Memory, NoteStore
 from engine.segment import code_terms
+from engine.serve._encode import to_json
 
 EMBEDDER = make_embedder("hash", Config())
 _WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=3, max_size=9)
@@ -382,3 +383,21 @@ def test_a_search_answers_after_another_connection_opens_and_hard_deletes(
         db.execute("INSERT INTO notes_fts (notes_fts, rank) VALUES ('rank', 'bm25(2.0, 1.0)')")
     assert [h.id for h in reader.search("parser empty")][:1] == [1]
     reader.close()
+
+
+def test_an_archived_note_says_so_and_is_counted(mem: Memory) -> None:
+    """Archiving was not observable: the note, the stats and the CLI's line were the same
+    before and after. The note now says `archived`, stats count them, `--undo` clears it."""
+    kept = mem.save("retry budget lives in the transport", "decision", what="retry budget")
+    other = mem.save("retry jitter is random", "discovery", what="retry jitter")
+    assert mem.get(kept.id).archived is False
+    assert mem.stats().archived == 0
+    note = mem.archive(kept.id)
+    assert note.archived is True and mem.get(kept.id).archived is True
+    assert [h.id for h in mem.search("retry")] == [other.id]
+    stats = mem.stats()
+    assert (stats.notes, stats.archived) == (2, 1)
+    assert to_json(note)["archived"] is True
+    assert mem.archive(kept.id, False).archived is False
+    assert mem.stats().archived == 0
+    assert sorted(h.id for h in mem.search("retry")) == sorted([kept.id, other.id])
