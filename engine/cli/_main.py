@@ -128,7 +128,8 @@ def _parser() -> argparse.ArgumentParser:
         "--dense",
         dest="dense_model",
         metavar="MODEL",
-        help="dense model: static (default), static-distilled, minilm, none, or a model name/path",
+        help="dense model: static (default), static-distilled, minilm, none, hash (tests), or a "
+        "model name/path",
     )
     index.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
 

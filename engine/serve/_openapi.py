@@ -9,7 +9,8 @@ _ERR = {"$ref": "#/components/schemas/Error"}
 _Q = {"in": "query", "schema": {"type": "string"}}
 _OK = {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}
 _ERRS = {str(c): {"description": d, "content": {"application/json": {"schema": _ERR}}}
-         for c, d in ((400, "bad input"), (401, "missing or wrong token"), (404, "unknown key"),
+         for c, d in ((400, "bad input"), (401, "missing or wrong token"),
+                      (403, "an admin route this server does not offer"), (404, "unknown key"),
                       (413, "body too large"), (503, "index not ready, busy or unusable"),
                       (504, "timeout"))}
 
@@ -150,9 +151,21 @@ OPENAPI: dict[str, Any] = {
                            {"name": "k", "in": "query", "schema": {"type": "integer"}},
                            {"name": "types", **_Q}, {"name": "include_superseded", **_Q}],
             "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/stats": {"get": {
+            "summary": "Counts of the notes you can see (admin profile: --tools admin; "
+                       "403 admin_only otherwise)",
+            "responses": {"200": _OK, **_ERRS}}},
         "/v1/memory/{id}": {"get": {
             "summary": "One note in full, its code links re-checked",
-            "parameters": [_NID], "responses": {"200": _OK, **_ERRS}}},
+            "parameters": [_NID], "responses": {"200": _OK, **_ERRS}}, "delete": {
+            "summary": "Forget a note (hard=1: out of the file; admin profile: --tools admin; "
+                       "403 admin_only otherwise)",
+            "parameters": [_NID, {"name": "hard", **_Q}], "responses": {"200": _OK, **_ERRS}}},
+        "/v1/memory/{id}/archive": {"post": {
+            "summary": "Take a note out of search and prompts (archived=false: bring it back; "
+                       "admin profile: --tools admin; 403 admin_only otherwise)",
+            "parameters": [_NID], "requestBody": _body({"archived": {"type": "boolean"}}, []),
+            "responses": {"200": _OK, **_ERRS}}},
         "/v1/memory/{id}/timeline": {"get": {
             "summary": "The notes saved around one, oldest first",
             "parameters": [_NID, {"name": "before", "in": "query", "schema": {"type": "integer"}},

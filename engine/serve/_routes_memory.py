@@ -3,10 +3,11 @@ in the admin profile, delete, archive and stats."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from engine.core import ConfigError
-from engine.serve._answers import answer, json_body, whole
+from engine.serve._answers import answer, error, json_body, whole
 from engine.serve._encode import notes_json, to_json
 from engine.serve._requests import field, only
 from engine.serve._service import Service
@@ -112,26 +113,30 @@ def memory_routes(service: Service, admin: set[str]) -> list[Route]:
 
         return await answer(work)
 
+    def gated(name: str, handler: Callable[[Request], Awaitable[Response]]
+              ) -> Callable[[Request], Awaitable[Response]]:  # fmt: skip
+        """``handler`` where this server offers the admin tool ``name``; else an answer that
+        says so (it was "no note 'stats'" or a bare 405)."""
+        if name in admin:
+            return handler
+
+        async def refused(request: Request) -> Response:
+            message = (f"{name} is an admin route, which this server does not offer: "
+                       f"start it with --tools admin (or name {name})")  # fmt: skip
+            return error(403, "admin_only", message)
+
+        return refused
+
     return [
         Route("/v1/memory", memory_save, methods=["POST"]),
         Route("/v1/memory/search", memory_search, methods=["GET"]),
-        *(
-            [Route("/v1/memory/stats", memory_stats, methods=["GET"])]
-            if "memory_stats" in admin
-            else []
-        ),
+        Route("/v1/memory/stats", gated("memory_stats", memory_stats), methods=["GET"]),
         Route("/v1/memory/{id}", memory_get, methods=["GET"]),
-        *(
-            [Route("/v1/memory/{id}", memory_delete, methods=["DELETE"])]
-            if "memory_delete" in admin
-            else []
-        ),
+        Route("/v1/memory/{id}", gated("memory_delete", memory_delete), methods=["DELETE"]),
         Route("/v1/memory/{id}/timeline", memory_timeline, methods=["GET"]),
         Route("/v1/memory/{id}/edges", memory_edges, methods=["POST"]),
         Route("/v1/memory/{id}/graph", memory_graph, methods=["GET"]),
-        *(
-            [Route("/v1/memory/{id}/archive", memory_archive, methods=["POST"])]
-            if "memory_archive" in admin
-            else []
+        Route(
+            "/v1/memory/{id}/archive", gated("memory_archive", memory_archive), methods=["POST"]
         ),
     ]

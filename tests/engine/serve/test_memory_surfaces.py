@@ -56,12 +56,25 @@ def test_memory_routes(server: Server) -> None:  # noqa: F811
         ("GET", f"/v1/memory/{other}/graph?depth=11", None, 400),
         ("POST", f"/v1/memory/{other}/edges", {"dst": other, "kind": "supersedes"}, 400),
         ("POST", f"/v1/memory/{other}/edges", {"dst": 999999, "kind": "relates_to"}, 404),
-        ("GET", "/v1/memory/stats", None, 404),
-        ("DELETE", f"/v1/memory/{other}", None, 405),
     ]
     for method, path, body, code in bad:
         status, err = server.request(method, path, body)
         assert status == code, (method, path, body, status, err)
+    # The agent profile's server answered "no note 'stats'" and a bare 405 for the admin
+    # routes; each now says it is an admin route and how to offer it.
+    for method, path, body, tool in (
+        ("GET", "/v1/memory/stats", None, "memory_stats"),
+        ("DELETE", f"/v1/memory/{other}", None, "memory_delete"),
+        ("POST", f"/v1/memory/{other}/archive", {"archived": True}, "memory_archive"),
+    ):
+        status, err = server.request(method, path, body)
+        assert status == 403 and err["error"]["type"] == "admin_only", (path, err)
+        assert err["error"]["message"].startswith(f"{tool} is an admin route")
+        assert "--tools admin" in err["error"]["message"]
+    assert server.request("GET", f"/v1/memory/{other}")[0] == 200  # nothing was deleted
+    paths = server.request("GET", "/openapi.json")[1]["paths"]
+    assert {"delete"} <= set(paths["/v1/memory/{id}"]) and "/v1/memory/stats" in paths
+    assert "/v1/memory/{id}/archive" in paths
 
 
 def test_memory_tools_over_mcp_answer_as_http(server: Server) -> None:  # noqa: F811
@@ -193,3 +206,25 @@ def test_memory_stats_name_no_path_of_the_machine(tmp_path: Path) -> None:
         service = Service(ws)
         service.memory_save("Use make test", "config", what="the suite runs with make test")
         assert service.memory_stats().path == ".cortex/memory.sqlite"
+
+
+def test_admin_routes_over_http(tmp_path: Path) -> None:
+    """With --tools admin, stats, archive and delete answer over HTTP (no test called them)."""
+    from starlette.testclient import TestClient
+
+    from engine.serve import build_app
+
+    ws = Workspace.open(tmp_path, Config(dense_model="hash"))
+    app = build_app(Service(ws), tools="admin")
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+        saved = client.post("/v1/memory", json={"title": "Use make test"}).json()
+        note = client.post(f"/v1/memory/{saved['id']}/archive", json={}).json()
+        assert note["archived"] is True
+        stats = client.get("/v1/memory/stats").json()
+        assert (stats["notes"], stats["archived"]) == (1, 1)
+        back = client.post(f"/v1/memory/{saved['id']}/archive", json={"archived": False})
+        assert back.json()["archived"] is False
+        gone = client.delete(f"/v1/memory/{saved['id']}").json()
+        assert gone["forgotten"] is True
+        assert client.get(f"/v1/memory/{saved['id']}").status_code == 404
+    ws.close()
