@@ -56,6 +56,7 @@ from engine.retrieval import (
     is_question,
     learned_file_scores,
     locations,
+    lone_name,
     query_identifiers,
     rank_files,
     recall,
@@ -96,6 +97,8 @@ class Request:
         ask = clean_query(query or goal)
         signal_text = "\n".join(s.text for s in signals)
         idents = query_identifiers(f"{goal}\n{ask}\n{signal_text}")
+        if (word := lone_name(ask)) and word not in idents:
+            idents.append(word)
         places = locations(signal_text) if signal_text else []
         goal_ask = clean_query(goal) if query.strip() else ""
         if goal_ask.strip() == ask.strip():

@@ -21,6 +21,7 @@ __all__ = [
     "clean_query",
     "is_question",
     "locations",
+    "lone_name",
     "phrase_match",
     "query_identifiers",
     "request_intents",
@@ -33,6 +34,7 @@ KEEP_HEAD_LINES = 8
 KEEP_TAIL_LINES = 8
 _MIN_IDENT = 3  # `id`, `io` and `os` match too much to be evidence of intent
 
+_LONE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _FENCE = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1[ \t]*$", re.S | re.M)
 _VERSIONS_HEADING = re.compile(
@@ -261,6 +263,17 @@ def query_identifiers(text: str) -> list[str]:
             if _CAMEL.fullmatch(piece) or _SNAKE.fullmatch(piece):
                 add(piece)
     return list(found)
+
+
+def lone_name(text: str) -> str | None:
+    """The request's one word, when that is all it is and could name code (``configure``):
+    searched as a name too, so its definition comes before the sections that use the word.
+    ``query_identifiers`` leaves such a plain word to BM25 inside a longer request."""
+    word = text.strip().strip("`")
+    if (len(word) >= _MIN_IDENT and _LONE.fullmatch(word) and word.lower() not in _STOP
+            and not word.isdigit()):  # fmt: skip
+        return word
+    return None
 
 
 def _frame_name(func: str) -> str | None:

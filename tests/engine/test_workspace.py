@@ -549,3 +549,31 @@ def test_leftovers_of_a_killed_run_are_cleared_and_status_says_what_is_behind(
         overlay = ws.layers.segment(ws.layers.overlay_dir(info.branch))
         overlay.meta.set_info(f"dense:{status.dense_model}:generation", "0")
         assert not ws.status(check_files=False).dense_current
+
+
+def test_a_one_word_search_finds_the_definition_first(tmp_path: Path) -> None:
+    """Sections that said "configure" five times ranked above `Server.configure` itself."""
+    (tmp_path / "app.py").write_text(textwrap.dedent('''\
+        """The app: configure it first, then configure the plugins, then configure logging."""
+
+
+        def start(settings):
+            """Start after you configure: configure must run first; configure reads them."""
+            configure(settings)
+            return run(settings)
+
+
+        def run(settings):
+            """Run. Call configure before run; configure sets the options run reads."""
+            return settings
+
+
+        class Server:
+            def configure(self, options):
+                self.options = dict(options)
+                return self
+        '''))
+    with Workspace.open(tmp_path, CONFIG) as ws:
+        ws.index()
+        for mode in ("hybrid", "bm25"):
+            assert ws.search("configure", mode=mode, k=3)[0].chunk.symbol == "Server.configure"

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import cast
 
-from engine.retrieval import Location, clean_query, locations, query_identifiers, word_forms
+from engine.retrieval import (
+    Location,
+    clean_query,
+    locations,
+    lone_name,
+    query_identifiers,
+    word_forms,
+)
 from indexers import Chunk
 
 
@@ -292,3 +299,12 @@ def test_a_built_javascript_frame_finds_the_source_it_was_built_from() -> None:
     ]
     assert _indexed(view, "app/node_modules/pkg/plugin/utc.py", exact=False) == []  # type: ignore[arg-type]
     assert _indexed(view, "node_modules/dayjs/plugin/utc.js", exact=True) == []  # type: ignore[arg-type]
+
+
+def test_a_request_of_one_word_is_a_name_too() -> None:
+    """`configure` alone was a plain word for BM25, and sections that used the word ranked
+    above the method of that name; a lone word that could name code is now a name."""
+    assert lone_name("configure") == "configure"
+    assert lone_name("  `parse_args` ") == "parse_args"
+    for text in ("configure the server", "the", "id", "42", "a.b", "fix #12", ""):
+        assert lone_name(text) is None, text
