@@ -98,6 +98,15 @@ _COLUMNS = (
 )
 
 
+def _unwritable(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite refused for want of write access (a read-only file or folder), not
+    because the file is damaged."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "readonly" in text or "read-only" in text or "unable to open" in text
+    )
+
+
 def parse_enum(kind: type[_E], value: object, what: str) -> _E:
     """``value`` as a member of ``kind``; a ``ConfigError`` listing the choices otherwise."""
     if isinstance(value, kind):
@@ -163,6 +172,11 @@ class NoteStore:
                     db.execute(_FTS_TABLE)
                     _set_rank(db)
         except sqlite3.DatabaseError as exc:
+            if _unwritable(exc):  # a read-only copy: nothing is wrong with the file
+                raise MemoryStateError(
+                    f"cannot write the memory store {self.path} ({exc}): make its folder "
+                    "writable, or set CORTEX_STATE_DIR to a writable copy"
+                ) from exc
             raise MemoryStateError(
                 f"the memory store {self.path} cannot be used ({exc}); move it aside to "
                 "start an empty one"

@@ -340,6 +340,11 @@ def test_a_read_only_copy_can_be_audited(tmp_path: Path) -> None:
         assert key in run("ledger", "log").stdout
         refused = run("feedback", key, "1")
         assert refused.returncode == EXIT_ERROR and "read-only" in refused.stderr
+        # What needs to write says so, and never advises moving a sound store aside.
+        for argv in (("memory", "search", "handler"), ("search", "handler"), ("status",)):
+            said = run(*argv)
+            assert said.returncode == EXIT_ERROR, argv
+            assert "writ" in said.stderr and "move it aside" not in said.stderr, said.stderr
         assert sorted((p, p.stat().st_mtime_ns) for p in copy.rglob("*")) == before
     finally:
         subprocess.run(["chmod", "-R", "u+w", str(copy)], check=True)
