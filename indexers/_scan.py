@@ -39,7 +39,9 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 #    keys and a URL's short password: an index made before may hold them in clear
 # 12: a C++ `.h` is C++; no line lost to a parse error or held by two sections; more names
 #    (C declarators, operators, macros before a name); Cargo workspace licences
-CHUNKER_VERSION = 12
+# 13: in docs, shell scripts, env files and Dockerfiles an unquoted `PASSWORD=value` is
+#    redacted (an index made before may hold one in clear)
+CHUNKER_VERSION = 13
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
 _LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import importlib
 import itertools
+import posixpath
 import re
 import string
 import threading
@@ -57,6 +58,7 @@ _END_KEY = re.compile(r"-{4,5} ?END[A-Z0-9 ]*PRIVATE KEY( BLOCK)? ?-{4,5}|Privat
 # provider's token passed to a call (``Github("ghp_…")``), so it is applied to that one only.
 _INDIRECT = "detect_secrets.filters.heuristic.is_indirect_reference"
 _KEYWORD = "Secret Keyword"
+_KEYWORD_KIND = "secret-keyword"
 _URL_CREDENTIALS = "basic-auth-credentials"
 # A shorter literal ("AC", "gh", "cl") is in most lines of code: its patterns are tried
 # only where a long token stands (their secrets are all long).
@@ -67,6 +69,15 @@ _LITERAL, _SUBPATTERN, _BRANCH = (_sre_constants.LITERAL, _sre_constants.SUBPATT
                                   _sre_constants.BRANCH)  # fmt: skip
 _TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-+/=.~")
 _MIN_VALUE = 6  # shorter "secrets" are placeholders or noise; never replaced file-wide
+# Free text (a note, a goal, a tool's output) and the files written like it: there a
+# `PASSWORD=value` or `secret: value` needs no quotes, which the keyword plugin asks for
+# outside configuration files. Such text is also read as an .ini file is, and a value
+# found only that way is kept when it looks made, not written (see ``_credible``).
+_FREE_FORM = (".md", ".markdown", ".rst", ".txt", ".adoc", ".sh", ".bash", ".zsh", ".fish",
+              ".env", ".envrc", ".conf", ".cmd", ".bat", ".ps1", ".log")  # fmt: skip
+_FREE_NAMES = ("dockerfile", "containerfile", "makefile", "procfile", "jenkinsfile")
+_AS_CONFIG = "text.ini"
+_MAX_PER_LINE = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +314,47 @@ def _replace_short(line: str, value: str, marker: str) -> str:
     return re.sub(pattern, marker, line)
 
 
+def _free_form(path: str) -> bool:
+    """Whether ``path`` is free text (no path: a note, a goal, a tool's output) or a file
+    written like it: docs, shell scripts, environment files, Dockerfiles."""
+    if not path:
+        return True
+    name = posixpath.basename(path.replace("\\", "/")).lower()
+    return (name.endswith(_FREE_FORM) or name.startswith((".env", *_FREE_NAMES))
+            or name in _FREE_NAMES)  # fmt: skip
+
+
+def _credible(value: str) -> bool:
+    """Whether an unquoted value looks made, not written: 8+ characters of two or more of
+    lowercase, uppercase, digits and symbols, and no call or subscript (``hunter2hunter2``
+    and ``Xk29fjQ8zLp3Qa`` are; ``expected:``, ``changeme`` and ``get()`` are not)."""
+    v = value.rstrip(":;,.")
+    kinds = (any(c.islower() for c in v), any(c.isupper() for c in v),
+             any(c.isdigit() for c in v), any(not c.isalnum() for c in v))  # fmt: skip
+    return len(v) >= 8 and sum(kinds) >= 2 and not any(c in v for c in "()[]{}$<>")
+
+
+def _findings(detector: _Detector, path: str, number: int, line: str) -> list[tuple[str, str]]:
+    """What detect-secrets finds on the line as the file ``path`` is read, and in free
+    text also what it finds reading the line as configuration (``_FREE_FORM``)."""
+    found = detector.scan(path, number, line)
+    if not _free_form(path):
+        return found
+    seen = {value for _, value in found}
+    rest = line
+    for _ in range(_MAX_PER_LINE):  # a configuration value runs to the line's end: cut it
+        hits = [v for k, v in detector.scan(_AS_CONFIG, number, rest) if k == _KEYWORD_KIND]
+        words = hits[0].split() if hits else []
+        if not words:
+            break
+        value = words[0].rstrip(",;.")  # prose's punctuation after the value
+        if value not in seen and _credible(value):
+            seen.add(value)
+            found.append((_KEYWORD_KIND, value))
+        rest = rest[rest.find(value) + len(value):]  # then the next assignment on the line
+    return found
+
+
 def secret_kinds() -> list[str]:
     """Every kind of secret that is looked for, as ``[REDACTED:kind]`` names it."""
     return [*_get().kinds, "private-key-block"]
@@ -342,7 +394,7 @@ def redact(text: str, path: str = "") -> Redacted:
             continue
         if i not in wanted:
             continue
-        for kind, found in detector.scan(path, i + 1, line):
+        for kind, found in _findings(detector, path, i + 1, line):
             value = _whole_token(line, found)
             if kind == "private-key" or not found.strip():
                 continue

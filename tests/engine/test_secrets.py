@@ -171,3 +171,29 @@ def test_a_credential_named_file_changed_in_the_tree_shows_in_no_diff(tmp_path: 
         shown = ws.build_context("token_helper main", budget_tokens=2000).render()
     assert "--- src/app.py" in shown and gh not in shown
     assert gh.encode() not in _all_state_bytes(state)
+
+
+def test_an_unquoted_assignment_in_free_text_reaches_nothing(tmp_path: Path) -> None:
+    """`export AWS_SECRET_ACCESS_KEY=…` and `DB_PASSWORD=…` written without quotes, as agents
+    paste them, went into a note, the memory lane, a tool result in the ledger, a goal and
+    an indexed Markdown file in clear: the keyword plugin wants quotes outside config files."""
+    aws = "Zq7vN2pXr9LmT4kW8sYb3HcJ6fDa1GeUoQiR5tVy"
+    db = "Xk29fjQ8zLp3Qa"
+    line = f"CI needs: export AWS_SECRET_ACCESS_KEY={aws} and DB_PASSWORD={db}"
+    root = tmp_path / "repo"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "deploy.md").write_text(f"# Deploy to staging\n\n{line}\n")
+    (root / "deploy.py").write_text("def deploy(password):\n    return password\n")
+    state = tmp_path / "state"
+    with Workspace.open(root, Config(dense_model="hash", state_dir=str(state))) as ws:
+        ws.index()
+        ws.memory.save("staging credentials", "config", what=line)
+        pack = ws.build_context(f"deploy to staging; {line}", "deploy staging credentials")
+        ws.feedback(pack.replay_key, [1], [ToolResult("shell", True, f"$ {line}\nok")])
+        shown = [pack.render(), ws.replay(pack.replay_key).text,
+                 ws.memory.get(1).what, *(h.chunk.text for h in ws.search("deploy staging"))]  # fmt: skip
+    assert "CI needs: export AWS_SECRET_ACCESS_KEY=[REDACTED:" in shown[2]
+    assert "DB_PASSWORD=[REDACTED:" in shown[2]
+    assert not [t for t in shown if aws in t or db in t]
+    everything = _all_state_bytes(state)
+    assert aws.encode() not in everything and db.encode() not in everything

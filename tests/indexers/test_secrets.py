@@ -92,3 +92,23 @@ def test_ssh2_and_putty_private_keys_are_blanked() -> None:
            "Private-Lines: 1\nAAAAgQCsecretbody\nPrivate-MAC: 0123abcd\nafter = 1\n")  # fmt: skip
     got = redact(ppk, "deploy.txt").text
     assert "secretbody" not in got and "0123abcd" not in got and got.endswith("after = 1\n")
+
+
+def test_unquoted_assignments_in_free_text_are_redacted() -> None:
+    """In a note, a goal, a tool's output (no path) and in docs, shell scripts, env files
+    and Dockerfiles, `KEY=value` needs no quotes: such a value is redacted when it looks
+    made, each on a line, the rest of the line kept. Code keeps its unquoted names, and
+    written words, placeholders and references are no secrets."""
+    line = ("export AWS_SECRET_ACCESS_KEY=Zq7vN2pXr9LmT4kW8sYb3HcJ6fDa1GeUoQiR5tVy and "
+            "DB_PASSWORD=Xk29fjQ8zLp3Qa, then deploy")  # fmt: skip
+    for path in ("", "docs/deploy.md", "deploy.sh", "Dockerfile", ".env.local", "notes.txt"):
+        got = redact(line, path).text
+        assert got == ("export AWS_SECRET_ACCESS_KEY=[REDACTED:secret-keyword] and "
+                       "DB_PASSWORD=[REDACTED:secret-keyword], then deploy"), path  # fmt: skip
+    assert redact("password = hunter2hunter2", "").text == "password = [REDACTED:secret-keyword]"
+    left = ["the password is stored in vault", "token = self.token", "if password == expected:",
+            "password = get_password()", "DB_PASSWORD=changeme", "PASSWORD=${DB_PASSWORD}",
+            "password: <your password>", "secret: true"]  # fmt: skip
+    for text in left:
+        assert redact(text, "").text == text, text
+    assert redact("password = hunter2hunter2", "auth.py").text == "password = hunter2hunter2"
