@@ -4,6 +4,7 @@ earlier intents, and the cold-start bundle that trims every tier under one budge
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,6 +33,7 @@ from engine.core import (
     LedgerStateError,
     MemoryStateError,
     NoteType,
+    Outcome,
     PastOutcome,
     SearchMode,
     SessionState,
@@ -90,6 +92,7 @@ class Learning:
         self._notes = notes
         self._features = RecentFeatures()  # each recent turn's candidates, for learning
         self._attests = TokenBucket()  # per (actor, intent)
+        self._once = threading.Lock()  # an attest's check for an earlier one, and its record
         self._salience: SalienceState | None = None  # the fold as of the ledger's head
         self._outcomes: OutcomeIndex | None = None  # earlier attested intents
         self._counts: MemoCounter | None = None  # the bundle's: most items come back
@@ -127,38 +130,60 @@ class Learning:
             raise ConfigError(f"an outcome needs at least one citation of the turn's "
                               f"evidence [1..{len(refs)}]; none of {list(result.dropped)} "
                               "is one")  # fmt: skip
-        # Taken, not checked: of concurrent attests only those with a token write anything.
-        self._attests.take((journal.user, sha256_text(intent)))
-        state.record_feedback(turn, result, tool_results, checked.value)
-        by_id = {r.local_id: r for r in refs}
-        live = [by_id[n] for n in result.valid if n not in result.stale]
-        rows = self._features.get(replay_key)
-        if rows is None:
-            rows = self._rows_again(inputs)
-        changes = item_changes(checked, reason, cited_keys(rows, live))
-        hit, missed = split_rows(rows, [r for r in live if not r.source_uri.startswith("memory:")])
-        salience = self._salience_state()
-        settings = state.config.learn_settings()
-        after, skipped = ema_step(salience.weights, hit, missed, checked, reason, settings)
-        attest: JSON = {
-            "user": journal.user,
-            "intent": sha256_text(intent),
-            "outcome": checked.value,
-            "reason": reason,
-            "cited": list(result.valid),
-            "dropped": len(result.dropped),
-            "stale": list(result.stale),
-            "items": [[k, dc, da] for k, dc, da in changes],
-        }
-        weights = weights_payload(salience.weights, after, settings.rate, skipped)
-        try:
-            journal.append_pair(turn.turn_id, attest, weights)
-        except LedgerStateError as exc:
-            raise LedgerStateError(f"feedback was recorded but not learned from: {exc}") from exc
+        # One outcome a turn teaches, once: a retried call finds the first one (within a
+        # process the check and the record are one step; another process racing on the
+        # same turn is the token bucket's to bound).
+        with self._once:
+            if given := journal.attests(turn.turn_id):
+                first = given[0]
+                same = sorted(first.get("cited") or []) == sorted(result.valid)
+                if first.get("outcome") == checked.value and same:
+                    return replace(result, repeated=True)
+                raise ConfigError(
+                    f"this turn's outcome was given already ({first.get('outcome')}, citing "
+                    f"{first.get('cited')}): an outcome teaches once a turn; give more "
+                    "feedback without an outcome"
+                )
+            # Taken, not checked: of concurrent attests only those with a token write anything.
+            self._attests.take((journal.user, sha256_text(intent)))
+            state.record_feedback(turn, result, tool_results, checked.value)
+            by_id = {r.local_id: r for r in refs}
+            live = [by_id[n] for n in result.valid if n not in result.stale]
+            rows = self._features.get(replay_key)
+            if rows is None:
+                rows = self._rows_again(inputs)
+            changes = item_changes(checked, reason, cited_keys(rows, live))
+            code = [r for r in live if not r.source_uri.startswith("memory:")]
+            hit, missed = split_rows(rows, code)
+            salience = self._salience_state()
+            settings = state.config.learn_settings()
+            after, skipped = ema_step(salience.weights, hit, missed, checked, reason, settings)
+            attest: JSON = {
+                "user": journal.user,
+                "intent": sha256_text(intent),
+                "outcome": checked.value,
+                "reason": reason,
+                "cited": list(result.valid),
+                "dropped": len(result.dropped),
+                "stale": list(result.stale),
+                "items": [[k, dc, da] for k, dc, da in changes],
+            }
+            weights = weights_payload(salience.weights, after, settings.rate, skipped)
+            try:
+                journal.append_pair(turn.turn_id, attest, weights)
+            except LedgerStateError as exc:
+                raise LedgerStateError(
+                    f"feedback was recorded but not learned from: {exc}"
+                ) from exc
         tables = SalienceTables(self._salience_path)
         # A cache of the journal: when it lags, reads fold the records it lacks.
         with suppress(MemoryStateError):
             tables.catch_up(journal.learning_records(tables.load().seq))
+        notes = [int(r.source_uri.removeprefix("memory:")) for r in live
+                 if r.source_uri.startswith("memory:")]  # fmt: skip
+        if checked is Outcome.SUCCESS and notes:  # a note that helped was used: an access
+            with suppress(MemoryStateError, ValueError):
+                self._notes.memory.store.touch(notes)
         return result
 
     def _rows_again(self, inputs: Inputs) -> tuple[FeatureRow, ...]:

@@ -364,6 +364,10 @@ def cmd_feedback(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     if args.json:
         _dump(to_json(fb), out)
         return EXIT_OK
+    if fb.repeated:
+        out.write(f"repeated: this turn's {args.outcome} was learned from before; nothing "
+                  f"recorded (valid {list(fb.valid)})\n")  # fmt: skip
+        return EXIT_OK
     out.write(f"recorded: valid {list(fb.valid)}, dropped {list(fb.dropped)}, "
               f"stale {list(fb.stale)}\n")  # fmt: skip
     return EXIT_OK

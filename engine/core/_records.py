@@ -170,6 +170,9 @@ class FeedbackResult:
     valid: tuple[int, ...]
     dropped: tuple[str, ...]  # out-of-set or malformed, as given
     stale: tuple[int, ...]  # cited, but the source no longer matches its sha256
+    # The same outcome with the same citations was given for this turn before: it was
+    # learned from then, and nothing was recorded again (a retried call counts once).
+    repeated: bool = False
 
 
 class SignalKind(StrEnum):

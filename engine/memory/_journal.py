@@ -239,6 +239,12 @@ class Journal:
                 [(RecordKind.SALIENCE, turn_id, attest), (RecordKind.WEIGHTS, turn_id, weights)]
             )
 
+    def attests(self, turn_id: str) -> list[JSON]:
+        """This user's attest payloads for the turn, oldest first (what its outcomes
+        taught)."""
+        return [e.payload for e in self.entries(RecordKind.SALIENCE, turn_id)
+                if isinstance(e.payload, dict) and e.payload.get("user") == self.user]  # fmt: skip
+
     def turn(self, turn_id: str) -> TurnRecord | None:
         """The turn with this id (None when absent or another user's)."""
         with self._held() as ledger:

@@ -493,6 +493,17 @@ class NoteStore:
             bool(archived),
         )
 
+    def touch(self, ids: Sequence[int]) -> None:
+        """Count an access of each visible note among ``ids`` (a note a model cited in a
+        turn that succeeded)."""
+        seen = sorted(self.visible_ids(list(ids)))
+        if seen:
+            with self.write() as db:
+                db.executemany(
+                    "UPDATE notes SET accessed = ?, access_count = access_count + 1 WHERE id = ?",
+                    [(self.clock(), i) for i in seen],
+                )
+
     def get(self, note_id: int | str, *, touch: bool = True) -> Note:
         """One visible note in full, its links re-checked, its edges and the notes that
         supersede or contradict it; counts as an access (``touch``)."""

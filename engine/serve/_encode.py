@@ -12,7 +12,7 @@
                    language, doc_type, source_uri, start_line, end_line, sha256, license,
                    text
     FileHit        rank, path, score, sections [SearchHit]
-    FeedbackResult replay_key, valid, dropped, stale
+    FeedbackResult replay_key, valid, dropped, stale, repeated
     Bundle         goal, budget, items [{tier, uri, title, text, salience, tokens}], overflow
                    [uri], tokens_used, text, latency_ms
     Replay         replay_key, turn_id, time, tokens_used, text, diff, purged

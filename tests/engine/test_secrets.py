@@ -190,8 +190,8 @@ def test_an_unquoted_assignment_in_free_text_reaches_nothing(tmp_path: Path) -> 
         ws.memory.save("staging credentials", "config", what=line)
         pack = ws.build_context(f"deploy to staging; {line}", "deploy staging credentials")
         ws.feedback(pack.replay_key, [1], [ToolResult("shell", True, f"$ {line}\nok")])
-        shown = [pack.render(), ws.replay(pack.replay_key).text,
-                 ws.memory.get(1).what, *(h.chunk.text for h in ws.search("deploy staging"))]  # fmt: skip
+        found = [h.chunk.text for h in ws.search("deploy staging")]
+        shown = [pack.render(), ws.replay(pack.replay_key).text, ws.memory.get(1).what, *found]
     assert "CI needs: export AWS_SECRET_ACCESS_KEY=[REDACTED:" in shown[2]
     assert "DB_PASSWORD=[REDACTED:" in shown[2]
     assert not [t for t in shown if aws in t or db in t]

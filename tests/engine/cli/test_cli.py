@@ -205,7 +205,8 @@ def test_feedback_resolve_and_replay_commands(indexed: Path) -> None:
     cite = pack["citations"][0]
     code, text = _run("feedback", pack["replay_key"], "1", "[7]", "--outcome", "success",
                       "--path", str(indexed), "--json")  # fmt: skip
-    expected = {"replay_key": pack["replay_key"], "valid": [1], "dropped": ["[7]"], "stale": []}
+    expected = {"replay_key": pack["replay_key"], "valid": [1], "dropped": ["[7]"], "stale": [],
+                "repeated": False}
     assert code == EXIT_OK and json.loads(text) == expected
     code, text = _run("resolve", cite["source_uri"], "--sha256", cite["sha256"],
                       "--path", str(indexed))  # fmt: skip

@@ -33,8 +33,9 @@ def ws(tmp_path: Path) -> Workspace:
     return workspace
 
 
-def _hooks_id(ws: Workspace, query: str = QUERY) -> tuple[str, int]:
-    pack = ws.build_context(GOAL, query, budget_tokens=1500)
+def _hooks_id(ws: Workspace, query: str = QUERY, budget: int = 1500) -> tuple[str, int]:
+    """A turn citing hooks.py (another ``budget``: another turn of the same intent)."""
+    pack = ws.build_context(GOAL, query, budget_tokens=budget)
     cited = next(s.id for s in pack.citations if s.source_uri.startswith("hooks.py"))
     return pack.replay_key, cited
 
@@ -73,10 +74,10 @@ def test_success_attests_file_folder_and_symbol_as_a_pair(ws: Workspace) -> None
 
 def test_faulted_failure_takes_a_citation_back_to_a_floor_of_zero(ws: Workspace) -> None:
     """factual_error / wrong_assumption: -1 citation, never below 0; accesses stay."""
-    key, cited = _hooks_id(ws)
-    ws.feedback(key, [cited], outcome="success")
-    ws.feedback(key, [cited], outcome="failure", reason="factual_error")
-    ws.feedback(key, [cited], outcome="failure", reason="wrong_assumption")
+    for budget, outcome, reason in ((1500, "success", None), (1501, "failure", "factual_error"),
+                                    (1502, "failure", "wrong_assumption")):  # fmt: skip
+        key, cited = _hooks_id(ws, budget=budget)
+        ws.feedback(key, [cited], outcome=outcome, reason=reason)
     assert _items(ws)["file:hooks.py"][:2] == (0, 1)
     assert "file:hooks.py" not in ws.learned().salience
 
@@ -133,12 +134,12 @@ def test_errors_are_clear_and_leave_no_trace(ws: Workspace) -> None:
 def test_rate_limit_per_actor_and_intent_rejects_without_side_effect(ws: Workspace) -> None:
     """Five attests at once pass, the sixth is refused with nothing recorded; another
     intent has its own bucket."""
-    key, cited = _hooks_id(ws)
-    for _ in range(5):
+    turns = [_hooks_id(ws, budget=1500 + i) for i in range(6)]  # one intent, six turns
+    for key, cited in turns[:5]:
         ws.feedback(key, [cited], outcome="success")
     head, tables = ws.journal.head(), _items(ws)
     with pytest.raises(RateLimitedError) as err:
-        ws.feedback(key, [cited], outcome="success")
+        ws.feedback(turns[5][0], [turns[5][1]], outcome="success")
     assert err.value.retry_after > 0
     assert ws.journal.head() == head and _items(ws) == tables
     other, cited2 = _hooks_id(ws, "hook event registry")
@@ -169,13 +170,13 @@ def test_concurrent_attests_past_the_burst_write_nothing(ws: Workspace) -> None:
     refused one left no feedback, attest or weights record behind."""
     import threading
 
-    key, cited = _hooks_id(ws)
+    turns = [_hooks_id(ws, budget=1500 + i) for i in range(40)]  # one intent, forty turns
     head = ws.journal.head()[0]
     barrier = threading.Barrier(40)
     passed: list[int] = []
     refused: list[int] = []
 
-    def attest() -> None:
+    def attest(key: str, cited: int) -> None:
         barrier.wait()
         try:
             ws.feedback(key, [cited], outcome="success")
@@ -183,7 +184,7 @@ def test_concurrent_attests_past_the_burst_write_nothing(ws: Workspace) -> None:
         except RateLimitedError:
             refused.append(1)
 
-    threads = [threading.Thread(target=attest) for _ in range(40)]
+    threads = [threading.Thread(target=attest, args=turn) for turn in turns]
     for t in threads:
         t.start()
     for t in threads:
@@ -281,3 +282,37 @@ def test_outcomes_tier_lists_similar_earlier_intents_with_their_end(ws: Workspac
     assert ws.journal.head() == head
     with pytest.raises(ConfigError):
         ws.outcomes("x", "y", k=11)
+
+
+def test_a_turn_teaches_once_however_often_its_outcome_is_sent(ws: Workspace) -> None:
+    """A retried call (HTTP, a looping agent) counted again each time: eight successes of
+    one turn stepped the weights eight times. The same outcome again now records nothing
+    and says `repeated`; another outcome for the turn is refused; a new turn teaches."""
+    key, cited = _taught(ws)
+    first = ws.feedback(key, cited, outcome="success")
+    head, tables, learned = ws.journal.head(), _items(ws), ws.learned()
+    for _ in range(3):
+        again = ws.feedback(key, list(reversed(cited)), outcome="success")
+        assert again.repeated and sorted(again.valid) == sorted(first.valid)
+        assert not first.repeated
+    assert ws.journal.head() == head and _items(ws) == tables and ws.learned() == learned
+    with pytest.raises(ConfigError, match="outcome was given already"):
+        ws.feedback(key, cited, outcome="failure")
+    with pytest.raises(ConfigError, match="outcome was given already"):
+        ws.feedback(key, cited[:1], outcome="success")
+    assert ws.journal.head() == head
+    ws.feedback(key, cited)  # citations without an outcome are still recorded
+    assert ws.journal.head() != head
+    later, cited2 = _taught(ws)
+    assert not ws.feedback(later, cited2, outcome="success").repeated
+
+
+def test_a_cited_note_in_a_success_counts_an_access(ws: Workspace) -> None:
+    """Citing a memory note in a turn that succeeded changed nothing a user could see."""
+    saved = ws.memory.save("register_hook keeps hooks in a registry", "pattern",
+                           what="register_hook event registry")  # fmt: skip
+    before = ws.memory.store.rows([saved.id])[saved.id][15]
+    pack = ws.build_context(GOAL, QUERY, budget_tokens=1500)
+    note = next(s.id for s in pack.citations if s.source_uri == f"memory:{saved.id}")
+    ws.feedback(pack.replay_key, [note], outcome="success")
+    assert ws.memory.store.rows([saved.id])[saved.id][15] == before + 1

@@ -400,10 +400,17 @@ def test_bundle_route_and_attest_rate_limit(server: Server) -> None:
     assert status == 200 and bundle["tokens_used"] <= 400 and bundle["items"]
     status, _ = server.request("POST", "/v1/bundle", {"goal": "x", "budget": 5000})
     assert status == 400
-    _, pack = server.request("POST", "/v1/context", {"goal": "hook limits", "budget_tokens": 300})
-    body = {"replay_key": pack["replay_key"], "model_citations": [1], "outcome": "success"}
-    codes = [server.request("POST", "/v1/feedback", body)[0] for _ in range(6)]
-    assert codes == [200] * 5 + [429]
+    keys = [server.request("POST", "/v1/context", {"goal": "hook limits",
+                                                   "budget_tokens": 300 + i})[1]["replay_key"]
+            for i in range(6)]  # six turns of one intent  # fmt: skip
+    body = {"replay_key": keys[0], "model_citations": [1], "outcome": "success"}
+    status, first = server.request("POST", "/v1/feedback", body)
+    assert status == 200 and first["repeated"] is False
+    status, again = server.request("POST", "/v1/feedback", body)  # a retry: nothing counted
+    assert status == 200 and again["repeated"] is True
+    codes = [server.request("POST", "/v1/feedback", {**body, "replay_key": k})[0]
+             for k in keys[1:]]  # fmt: skip
+    assert codes == [200] * 4 + [429]
     status, _ = server.request("POST", "/v1/feedback", {**body, "outcome": None,
                                                          "reason": "factual_error"})  # fmt: skip
     assert status == 400
