@@ -134,14 +134,13 @@ class Learning:
         # process the check and the record are one step; another process racing on the
         # same turn is the token bucket's to bound).
         with self._once:
-            if given := journal.attests(turn.turn_id):
-                first = given[0]
-                same = sorted(first.get("cited") or []) == sorted(result.valid)
-                if first.get("outcome") == checked.value and same:
+            if given := journal.attested(turn.turn_id):
+                outcome_given, cited_given = given
+                if outcome_given == checked.value and sorted(cited_given) == sorted(result.valid):
                     return replace(result, repeated=True)
                 raise ConfigError(
-                    f"this turn's outcome was given already ({first.get('outcome')}, citing "
-                    f"{first.get('cited')}): an outcome teaches once a turn; give more "
+                    f"this turn's outcome was given already ({outcome_given}, citing "
+                    f"{list(cited_given)}): an outcome teaches once a turn; give more "
                     "feedback without an outcome"
                 )
             # Taken, not checked: of concurrent attests only those with a token write anything.

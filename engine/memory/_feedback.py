@@ -19,7 +19,7 @@ from ledger import TurnRecord
 
 __all__ = ["CitedRef", "RecentCitations", "check_citations", "citation_number", "still_matches"]
 
-_CITATION = re.compile(r"^\s*\[?\s*(\d{1,6})\s*\]?\s*$")
+_CITATION = re.compile(r"^\s*\[?\s*([0-9]{1,6})\s*\]?\s*$")  # ASCII digits: "٣" is no 3
 # Turns whose citations are kept in memory for ``feedback`` with the ledger off (the
 # ledger keeps them all). Only the citation refs are kept, not whole packs: hundreds of
 # packs' objects made each full garbage collection a 60-110 ms pause inside a call.
@@ -49,7 +49,8 @@ class CitedRef:
 
 
 def citation_number(raw: int | str) -> int | None:
-    """``3``, ``"3"`` and ``"[3]"`` are citation 3; anything else is malformed."""
+    """``3``, ``"3"`` and ``"[3]"`` are citation 3 (ASCII digits); anything else is not a
+    number (a ``memory:N`` uri is looked up among the turn's sources)."""
     if isinstance(raw, bool):
         return None
     if isinstance(raw, int):
@@ -67,10 +68,15 @@ def check_citations(
     """Valid citations (first mention order, each once), dropped ones (as given), and the
     valid ones whose source no longer ``matches``."""
     by_id = {r.local_id: r for r in refs}
+    # A note or a session step is also cited by the uri its Source line shows.
+    by_uri = {r.source_uri: r.local_id for r in refs
+              if r.source_uri.startswith(("memory:", "session:"))}  # fmt: skip
     valid: list[int] = []
     dropped: list[str] = []
     for raw in model_citations:
         n = citation_number(raw)
+        if n is None and isinstance(raw, str):
+            n = by_uri.get(raw.strip().strip("[]"))
         if n is None or n not in by_id:
             dropped.append(str(raw))
         elif n not in valid:

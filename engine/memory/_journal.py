@@ -239,11 +239,17 @@ class Journal:
                 [(RecordKind.SALIENCE, turn_id, attest), (RecordKind.WEIGHTS, turn_id, weights)]
             )
 
-    def attests(self, turn_id: str) -> list[JSON]:
-        """This user's attest payloads for the turn, oldest first (what its outcomes
-        taught)."""
-        return [e.payload for e in self.entries(RecordKind.SALIENCE, turn_id)
-                if isinstance(e.payload, dict) and e.payload.get("user") == self.user]  # fmt: skip
+    def attested(self, turn_id: str) -> tuple[str, tuple[int, ...]] | None:
+        """The outcome and citations of this user's first attest of the turn (None when
+        it has none)."""
+        for entry in self.entries(RecordKind.SALIENCE, turn_id):
+            body = entry.payload
+            if isinstance(body, dict) and body.get("user") == self.user:
+                cited = body.get("cited")
+                numbers = tuple(n for n in cited if isinstance(n, int)) if isinstance(
+                    cited, list) else ()  # fmt: skip
+                return str(body.get("outcome")), numbers
+        return None
 
     def turn(self, turn_id: str) -> TurnRecord | None:
         """The turn with this id (None when absent or another user's)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.core import check_k
-from engine.serve._answers import answer, json_body
+from engine.serve._answers import answer, json_body, yes_no
 from engine.serve._encode import files_json, hits_json, to_json
 from engine.serve._requests import Proof, field, only, proof_of, state_of, strings
 from engine.serve._service import Service
@@ -52,7 +52,7 @@ def context_routes(service: Service) -> list[Route]:
             if not k.isdigit():
                 check_k(k)  # the one message for a k that is no whole number
             query, mode, goal = q.get("q", ""), q.get("mode", "hybrid"), q.get("goal", "")
-            if q.get("files", "") in ("1", "true", "yes"):
+            if yes_no(q, "files"):
                 return files_json(await call(service.search_files, query, mode, int(k), goal))
             return hits_json(await call(service.search, query, mode, int(k), goal))
 
@@ -78,8 +78,10 @@ def context_routes(service: Service) -> list[Route]:
         return await answer(lambda: call(service.status))
 
     async def index(request: Request) -> Response:
-        wait = request.query_params.get("wait", "") in ("1", "true", "yes")
-        return await answer(lambda: call(service.refresh, wait=wait))
+        async def work() -> object:
+            return await call(service.refresh, wait=yes_no(request.query_params, "wait"))
+
+        return await answer(work)
 
     return [
         Route("/v1/context", context, methods=["POST"]),

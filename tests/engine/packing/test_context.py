@@ -367,3 +367,13 @@ def test_advisory_says_what_is_true_of_a_name_used_and_of_a_tiny_budget(
         assert not tiny.citations and tiny.reachable
         assert any("no evidence fits this budget" in note for note in tiny.advisory)
         assert not any("relevance floor" in note for note in tiny.advisory)
+
+
+def test_a_note_is_cited_by_its_uri_and_only_ascii_digits_are_numbers(ws: Workspace) -> None:
+    """`"memory:N"`, the Source a note's item shows, was dropped; `"٣"` counted as [3]."""
+    saved = ws.memory.save("parse_strict raises on a bad header", "bugfix",
+                           what="HeaderParser parse_strict raises ValueError")  # fmt: skip
+    pack = ws.build_context("Fix parse_strict", "HeaderParser parse_strict", budget_tokens=1200)
+    note = next(s for s in pack.citations if s.source_uri == f"memory:{saved.id}")
+    result = ws.feedback(pack.replay_key, [f"memory:{saved.id}", "٣", "memory:999"])
+    assert result.valid == (note.id,) and result.dropped == ("٣", "memory:999")

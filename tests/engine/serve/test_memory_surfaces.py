@@ -224,7 +224,10 @@ def test_admin_routes_over_http(tmp_path: Path) -> None:
         assert (stats["notes"], stats["archived"]) == (1, 1)
         back = client.post(f"/v1/memory/{saved['id']}/archive", json={"archived": False})
         assert back.json()["archived"] is False
-        gone = client.delete(f"/v1/memory/{saved['id']}").json()
+        refused = client.delete(f"/v1/memory/{saved['id']}?hard=True-ish")
+        assert refused.status_code == 400 and "hard must be" in refused.text
+        assert client.get("/v1/memory/search?q=make&include_superseded=maybe").status_code == 400
+        gone = client.delete(f"/v1/memory/{saved['id']}?hard=True").json()
         assert gone["forgotten"] is True
         assert client.get(f"/v1/memory/{saved['id']}").status_code == 404
     ws.close()
