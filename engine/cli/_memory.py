@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from engine import Config, Note, NoteHit, Workspace
+from engine.cli._text import terminal_safe
 from engine.serve import notes_json, to_json
 
 __all__ = ["cmd_memory", "memory_commands"]
@@ -103,32 +104,31 @@ def _listing(hits: Sequence[NoteHit], out: TextIO) -> None:
     for h in hits:
         stale = f"  STALE: {', '.join(h.stale)}" if h.stale else ""
         against = "".join(f"  CONTRADICTS memory:{i}" for i, _ in h.contradicts)
-        out.write(
+        out.write(terminal_safe(
             f"memory:{h.id}  [{h.type.value}] {h.title}  ({h.score:.4f}){stale}"
-            f"{against}\n    {h.preview}\n"
-        )
+            f"{against}\n    {h.preview}"
+        ) + "\n")  # fmt: skip
 
 
 def _note(note: Note, out: TextIO) -> None:
     day = time.strftime("%Y-%m-%d %H:%M", time.gmtime(note.updated))
     key = f", topic {note.topic_key} rev {note.revision}" if note.topic_key else ""
-    out.write(
+    parts = [
         f"memory:{note.id}  [{note.type.value}, {note.scope.value}{key}"
         f"{', archived' if note.archived else ''}] {note.title}\n"
         f"updated {day}, read {note.access_count} times, importance "
         f"{note.importance.score:.3f} ("
         + ", ".join(f"{n} {v:.2f}x{w}" for n, v, w in note.importance.parts)
         + ")\n"
-    )
+    ]
     if note.text:
-        out.write(note.text + "\n")
+        parts.append(note.text + "\n")
     for c in note.links:
         now = f" -> {c.now}" if c.now else ""
-        out.write(f"  link {c.link.entity}: {c.link.uri} {c.state.value}{now}\n")
-    for i in note.superseded_by:
-        out.write(f"  superseded by memory:{i}\n")
-    for i, title in note.contradicts:
-        out.write(f"  contradicted by memory:{i} ({title})\n")
+        parts.append(f"  link {c.link.entity}: {c.link.uri} {c.state.value}{now}\n")
+    parts += [f"  superseded by memory:{i}\n" for i in note.superseded_by]
+    parts += [f"  contradicted by memory:{i} ({title})\n" for i, title in note.contradicts]
+    out.write(terminal_safe("".join(parts)))
 
 
 def _when(text: str) -> float:

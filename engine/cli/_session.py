@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine import Compaction, Config, ConfigError, Step, Workspace
+from engine.cli._text import terminal_safe
 from engine.serve import to_json
 
 __all__ = ["cmd_session", "hook_step"]
@@ -90,12 +91,13 @@ def _show(session: Any, args: argparse.Namespace, out: TextIO) -> int:
                                   "compacted": [to_json(p) for p in lane.compacted]},
                                  indent=2, ensure_ascii=False) + "\n")  # fmt: skip
         else:
-            out.write(lane.text + "\n")
+            out.write(terminal_safe(lane.text) + "\n")
         return EXIT_OK
     if args.step is not None:
         step = session.step(args.step)
+        end = "" if step.text.endswith("\n") else "\n"
         out.write(json.dumps(to_json(step), indent=2, ensure_ascii=False) + "\n" if args.json
-                  else step.text + ("" if step.text.endswith("\n") else "\n"))  # fmt: skip
+                  else terminal_safe(step.text) + end)  # fmt: skip
         return EXIT_OK
     steps = session.items()
     if not steps:
@@ -111,7 +113,7 @@ def _show(session: Any, args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_OK
     for step in steps:
         first = step.text.strip().splitlines()[0][:100] if step.text.strip() else ""
-        out.write(f"{_step_line(step)}  {first}\n")
+        out.write(terminal_safe(f"{_step_line(step)}  {first}") + "\n")
     return EXIT_OK
 
 

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from typing import TextIO
 
 from engine import IndexReport, Status, Survey
 
-__all__ = ["render_index_report", "render_status", "render_summary"]
+__all__ = ["render_index_report", "render_status", "render_summary", "terminal_safe"]
+
+# Control characters but tab and newline: an escape sequence or a carriage return in a
+# saved note or a session step would recolour, hide or overwrite what a person reads.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with its control characters shown as ``\\xNN`` (tab and newline kept), for
+    the listings people read; ``--json``, ``context`` and ``replay`` give the text as is."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 _FALLBACKS_SHOWN = 5  # files named under "windows:"; --json lists them all
 

@@ -231,3 +231,26 @@ def test_admin_routes_over_http(tmp_path: Path) -> None:
         assert gone["forgotten"] is True
         assert client.get(f"/v1/memory/{saved['id']}").status_code == 404
     ws.close()
+
+
+def test_the_cli_shows_control_characters_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note holding an escape sequence or a carriage return recoloured or overwrote what
+    a person read from `cortex memory get`, `search` and `session show`; --json keeps it."""
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    at = ("--path", str(tmp_path))
+    evil = "\x1b[31mred\x1b[0m\rover\x07"
+    code, text = _cli("memory", "save", *at, "--title", "ctrl note", "--what", evil, "--json")
+    number = str(json.loads(text)["id"])
+    for argv in (("memory", "get", *at, number), ("memory", "search", *at, "ctrl note")):
+        code, text = _cli(*argv)
+        assert code == 0 and "\x1b" not in text and "\r" not in text and "\x07" not in text
+        assert "\\x1b[31mred" in text
+    code, text = _cli("memory", "get", *at, number, "--json")
+    assert json.loads(text)["what"] == evil
+    assert _cli("session", "add", *at, "--session", "s1", "--role", "tool", evil)[0] == 0
+    for argv in (("session", "show", *at, "--session", "s1"),
+                 ("session", "show", *at, "--session", "s1", "--step", "1")):  # fmt: skip
+        code, text = _cli(*argv)
+        assert code == 0 and "\x1b" not in text and "\r" not in text, text
