@@ -18,6 +18,7 @@ from engine.core import (
     NotFoundError,
     Recalled,
 )
+from engine.index import Manifest
 from engine.memory import (
     Candidate,
     CitedRef,
@@ -43,6 +44,7 @@ class Notes:
         self._state = state
         self._indexer = indexer
         self._memory: Memory | None = None
+        self._common: tuple[Path | None] | None = None  # the git common folder, once asked
 
     def close(self) -> None:
         """Close the store, if it was opened."""
@@ -52,8 +54,35 @@ class Notes:
 
     @property
     def path(self) -> Path:
-        """Where the notes live."""
-        return self._state.state_dir / "memory.sqlite"
+        """Where the notes live: the state folder's ``memory.sqlite``; in a linked git
+        working tree whose state folder is its own (a relative ``state_dir``), the main
+        working tree's, so every working tree of a repository shares one store."""
+        own = self._state.state_dir / "memory.sqlite"
+        common = self._common_dir()
+        config_dir = Path(self._state.config.state_dir)
+        if common is None or config_dir.is_absolute() or common.name != ".git":
+            return own
+        main = common.parent
+        if main.resolve() == self._state.root.resolve() or not main.is_dir():
+            return own
+        return main / config_dir / "memory.sqlite"
+
+    def _common_dir(self) -> Path | None:
+        """The repository's common git folder (None outside git); asked once."""
+        if self._common is None:
+            found = None
+            try:
+                out = subprocess.run(
+                    ["git", "-C", str(self._state.root), "rev-parse", "--path-format=absolute",
+                     "--git-common-dir"], capture_output=True, text=True, timeout=10,
+                    check=False,
+                )  # fmt: skip
+                if out.returncode == 0 and out.stdout.strip():
+                    found = Path(out.stdout.strip()).resolve()
+            except (OSError, subprocess.SubprocessError):
+                pass
+            self._common = (found,)
+        return self._common[0]
 
     def exists(self) -> bool:
         """Whether a store is open or on disk (reading never creates one)."""
@@ -69,6 +98,11 @@ class Notes:
 
                 if not state.manifest.exists():  # the state folder stays one cortex knows
                     state.manifest.write()
+                shared = Manifest(self.path.parent)  # the main working tree's, when shared
+                if shared.state_dir != state.state_dir and not shared.exists():
+                    shared.check()  # a folder of something else is refused, not written into
+                    shared.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    shared.write()
 
                 store = NoteStore(
                     self.path,
@@ -120,18 +154,8 @@ class Notes:
     def project(self) -> str:
         """What names this project for memory: the repository (its common git folder, so
         every working tree of one repository shares its notes), else the folder."""
-        root = self._state.root
-        where = str(root)
-        try:
-            out = subprocess.run(
-                ["git", "-C", str(root), "rev-parse", "--path-format=absolute",
-                 "--git-common-dir"], capture_output=True, text=True, timeout=10, check=False,
-            )  # fmt: skip
-            if out.returncode == 0 and out.stdout.strip():
-                where = str(Path(out.stdout.strip()).resolve())
-        except (OSError, subprocess.SubprocessError):
-            pass
-        return sha256_text(where)[:16]
+        common = self._common_dir()
+        return sha256_text(str(common if common is not None else self._state.root))[:16]
 
     def text_now(self, path: str) -> str | None:
         """A workspace file's text as this user's View holds it (secrets redacted), or None

@@ -577,3 +577,21 @@ def test_a_one_word_search_finds_the_definition_first(tmp_path: Path) -> None:
         ws.index()
         for mode in ("hybrid", "bm25"):
             assert ws.search("configure", mode=mode, k=3)[0].chunk.symbol == "Server.configure"
+
+
+def test_working_trees_of_one_repository_share_their_notes(tmp_path: Path) -> None:
+    """The README says every working tree of a repository shares its project notes; each
+    linked working tree had its own `.cortex/memory.sqlite`, so a note saved in one was
+    not found in another."""
+    root = make_repo(tmp_path / "repo")
+    _git(root, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "wt")
+    with Workspace.open(tmp_path / "wt", CONFIG) as ws:
+        saved = ws.memory.save("Retries live in the transport", "decision", what="retries")
+        assert ws.memory.stats().notes == 1
+    with Workspace.open(root, CONFIG) as ws:
+        assert [h.id for h in ws.memory.search("retries transport")] == [saved.id]
+    assert (root / ".cortex" / "memory.sqlite").exists()
+    assert not (tmp_path / "wt" / ".cortex" / "memory.sqlite").exists()
+    elsewhere = Config(dense_model="hash", state_dir=str(tmp_path / "shared"))
+    with Workspace.open(tmp_path / "wt", elsewhere) as ws:  # an absolute state folder: its own
+        assert ws.memory.stats().notes == 0
