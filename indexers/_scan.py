@@ -40,7 +40,8 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 # 12: a C++ `.h` is C++; no line lost to a parse error or held by two sections; more names
 #    (C declarators, operators, macros before a name); Cargo workspace licences
 # 13: in docs, shell scripts, env files and Dockerfiles an unquoted `PASSWORD=value` is
-#    redacted (an index made before may hold one in clear)
+#    redacted (an index made before may hold one in clear); a line left half-typed no
+#    longer folds the definitions after it into one unnamed section
 CHUNKER_VERSION = 13
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge

@@ -626,3 +626,40 @@ def test_macros_before_a_cpp_definition_are_not_its_name() -> None:
         "ondemand.json_iterator.skip_child"
     ]
     assert any(c.defines == ("skip_child",) for c in chunks)
+
+
+_HALF_TYPED = {
+    "svc.py": ("import os\n\n\ndef alpha(x):\n    return x + 1\n\n\ndef beta(y):\n"
+               "    result = compute(y,\n    return result\n\n\ndef gamma(z):\n    return z * 3\n"
+               "\n\nclass Delta:\n    def one(self):\n        return 1\n"),
+    "svc.ts": ("export function alpha(x: number): number {\n  return x + 1;\n}\n\n"
+               "export function beta(y: number): number {\n  const r = compute(y, {\n"
+               "  return r;\n}\n\nexport function gamma(z: number): number {\n"
+               "  return z * 3;\n}\n"),
+    "svc.rs": ("fn alpha() -> i32 {\n    1\n}\n\nfn beta() -> i32 {\n    let x = compute(1,\n"
+               "    x\n}\n\nfn gamma() -> i32 {\n    3\n}\n"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("path", sorted(_HALF_TYPED))
+def test_a_half_typed_line_does_not_swallow_the_definitions_after_it(path: str) -> None:
+    """An agent's edit leaves `compute(y,` open: the grammar folded every definition after
+    it into one unnamed section (gamma and Delta lost their names). The tree of the file
+    with that line blanked names them again; the line itself stays in beta's section."""
+    text = _HALF_TYPED[path]
+    chunks = chunk_file(path, text.encode(), counter=COUNTER).chunks
+    _assert_covered(text.encode(), chunks)
+    names = {c.symbol for c in chunks}
+    assert {"alpha", "beta", "gamma"} <= names, _listing(chunks)
+    beta = next(c for c in chunks if c.symbol == "beta")
+    assert "compute(" in beta.text and "gamma" not in beta.text
+
+
+def test_an_error_the_grammar_got_round_keeps_its_tree() -> None:
+    """A one-line error inside a function (the grammar recovered) is left as parsed: the
+    function stays whole, with the line in it."""
+    text = ("def beta(y):\n    if y > (2:\n        return y\n    return 0\n\n\n"
+            "def gamma(z):\n    return z\n")  # fmt: skip
+    chunks = chunk_file("b.py", text.encode(), counter=COUNTER).chunks
+    beta = next(c for c in chunks if c.symbol == "beta")
+    assert (beta.span.start_line, beta.span.end_line) == (1, 4)
