@@ -21,9 +21,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP) -e '.[dev]'
 	touch $@
 
+# REPO and QUERY reach the commands through the environment, so a query's backticks, quotes
+# or $ and a path with spaces are passed as written, never run by the shell.
+export REPO QUERY
 run: $(VENV)/.installed
-	$(BIN)/cortex index $(REPO)
-	$(BIN)/cortex context "$(QUERY)" --path $(REPO)
+	$(BIN)/cortex index "$$REPO"
+	$(BIN)/cortex context "$$QUERY" --path "$$REPO"
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow"
