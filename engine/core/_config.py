@@ -125,6 +125,10 @@ class Config:
             raise ConfigError(f"learn_bound must be >= 0, got {self.learn_bound}")
         if self.max_file_bytes < 1:
             raise ConfigError(f"max_file_bytes must be >= 1, got {self.max_file_bytes}")
+        if self.encoding != DEFAULT_ENCODING and self.encoding not in _encodings():
+            raise ConfigError(f"encoding must be a tiktoken encoding ({DEFAULT_ENCODING}, the "
+                              f"offline one, or {', '.join(_encodings()[1:])}), "
+                              f"got {self.encoding!r}")  # fmt: skip
 
     def with_(self, **changes: Any) -> Config:
         """A copy with ``changes`` applied (validated like a new one)."""
@@ -190,6 +194,14 @@ class Config:
             if named:
                 raise ConfigError(f"{ENV_PREFIX}{named[0].upper()}: {exc}") from exc
             raise
+
+
+def _encodings() -> list[str]:
+    """tiktoken's encodings, the offline default first (tiktoken is imported only when a
+    configuration names another)."""
+    import tiktoken
+
+    return [DEFAULT_ENCODING, *(n for n in tiktoken.list_encoding_names() if n != DEFAULT_ENCODING)]
 
 
 class ConfigWarning(UserWarning):

@@ -77,7 +77,12 @@ class EmbeddingCache:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(f"cannot create the embedding cache's folder {self.path.parent} "
+                             f"({exc.strerror or exc}): set CORTEX_EMBEDDING_CACHE to a "
+                             "writable path") from exc  # fmt: skip
         try:
             db = sqlite3.connect(
                 self.path,

@@ -285,7 +285,14 @@ class StaticEmbedder:
                         except OSError as exc:
                             raise _not_offline(self.source, exc) from exc
                         source = self.source
-                    _static.save_static_model(directory, matrix, tokenizer, source=source)
+                    try:
+                        _static.save_static_model(directory, matrix, tokenizer, source=source)
+                    except OSError as exc:
+                        why = exc.strerror or exc
+                        raise CacheError(
+                            f"cannot write the static model to {directory} ({why}): set "
+                            "CORTEX_MODEL_CACHE_DIR (or XDG_CACHE_HOME) to a writable folder"
+                        ) from exc
                 manifest = _static.read_manifest(directory)
                 if manifest.dims != self.dims:
                     raise CacheError(f"{directory} holds {manifest.dims} dims, not {self.dims}")

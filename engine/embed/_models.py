@@ -52,7 +52,8 @@ def make_embedder(name: str, config: Config) -> Embedder | None:
         return SentenceTransformerEmbedder(DEFAULT_MODEL)
     if not _loadable(name):
         raise EmbeddingModelError(
-            f"unknown dense model {name!r}: use minilm, static, static-distilled, hash[:DIM] "
+            f"unknown dense model {name!r} (CORTEX_DENSE_MODEL or --dense): use minilm, "
+            "static, static-distilled, hash[:DIM] "
             "or none, or the folder of a local sentence-transformers model (nothing is "
             "downloaded)"
         )

@@ -349,3 +349,27 @@ def test_a_read_only_copy_can_be_audited(tmp_path: Path) -> None:
         assert sorted((p, p.stat().st_mtime_ns) for p in copy.rglob("*")) == before
     finally:
         subprocess.run(["chmod", "-R", "u+w", str(copy)], check=True)
+
+
+@pytest.mark.parametrize(
+    ("env", "code", "said"),
+    [
+        ({"CORTEX_ENCODING": "nope"}, EXIT_USAGE, "CORTEX_ENCODING: encoding must be a tiktoken"),
+        ({"CORTEX_DENSE_MODEL": "xyz"}, EXIT_ERROR, "(CORTEX_DENSE_MODEL or --dense)"),
+        ({"CORTEX_DENSE_MODEL": "static", "CORTEX_MODEL_CACHE_DIR": "/proc/nope"}, EXIT_ERROR,
+         "set CORTEX_MODEL_CACHE_DIR"),
+        ({"CORTEX_EMBEDDING_CACHE": "/proc/nope/x.sqlite"}, EXIT_ERROR,
+         "set CORTEX_EMBEDDING_CACHE"),
+    ],
+)  # fmt: skip
+def test_a_bad_setting_is_one_line_naming_it(
+    indexed: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str], code: int, said: str,
+) -> None:  # fmt: skip
+    """A bad encoding, an unknown model, an unwritable model or vector cache printed a
+    Python traceback (or named no setting); each is now one `cortex:` line naming it."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert _run("search", "handler", "--path", str(indexed))[0] == code
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err and err.count("\n") == 1, err
