@@ -159,13 +159,21 @@ class SentenceTransformerEmbedder:
             with self._lock:  # two threads embedding at once must not load it twice
                 if self._model is None:
                     from sentence_transformers import SentenceTransformer
+                    from transformers.utils import logging as hf_logging
 
+                    # transformers draws a "Loading weights" bar on stderr at every load,
+                    # terminal or not: noise in every command's output. Off for the load.
+                    shown = hf_logging.is_progress_bar_enabled()
+                    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
                     try:
                         model = SentenceTransformer(
                             _resolve_model(self.model), device=self.device, local_files_only=True
                         )
                     except (OSError, ValueError) as exc:
                         raise _not_offline(self.model, exc) from exc
+                    finally:
+                        if shown:
+                            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
                     model.max_seq_length = self.max_seq_length
                     self._model = model
         return self._model
