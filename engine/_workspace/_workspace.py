@@ -491,12 +491,14 @@ class Workspace:
     def status(self, *, check_files: bool = True) -> Status:
         """What is indexed (base, this branch's overlay); with ``check_files``, also how
         many files differ from the index now (a walk that reads every file)."""
-        st = status_of(self._state.layers, self.config, check_files=check_files)
         try:
             embedder = self.embedder
             configured = embedder.model_id if embedder is not None else None
         except (EmbeddingModelError, CacheError) as exc:
+            st = status_of(self._state.layers, self.config, check_files=check_files)
             return replace(st, dense_problem=str(exc))
+        st = status_of(self._state.layers, self.config, check_files=check_files,
+                       model=configured)  # fmt: skip
         if configured and st.indexed and configured != st.dense_model:
             return replace(st, dense_problem=f"the configured model {configured} has no "
                            "vectors in this index: run `cortex index`")  # fmt: skip

@@ -271,11 +271,12 @@ class Layers:
         info = self.info(branch)
         base = self._choose_base(info)
         base_report = None
+        filled = (0, 0)  # vectors a newly configured model gave the base: (computed, reused)
         if not self._usable(base, counter):
             base_report = self._build_base(base, counter, embedder, cache, progress)
         elif embedder is not None and cache is not None:
-            ensure_dense(self.segment(self.base_dir(base)), self.config,
-                         embedder=embedder, cache=cache, progress=progress)  # fmt: skip
+            filled = ensure_dense(self.segment(self.base_dir(base)), self.config,
+                                  embedder=embedder, cache=cache, progress=progress)  # fmt: skip
         candidates = None if base == _NO_GIT else changed_paths(self.root, base, self.inside)
         far = self.config.rebase_fraction * len(self.segment(self.base_dir(base)).files())
         if candidates is not None and not self.config.base_ref and len(candidates) > far:
@@ -288,6 +289,9 @@ class Layers:
         report, record = self._build_overlay(
             base, branch, token, candidates, counter, embedder, cache, progress
         )
+        if filled != (0, 0):  # counted, or `index --dense X` said "0 computed" after 120
+            report = replace(report, embeddings_computed=report.embeddings_computed + filled[0],
+                             embeddings_reused=report.embeddings_reused + filled[1])  # fmt: skip
         if base != _NO_GIT:
             self._histories.write(self.overlay_dir(branch))
         if self.backend.kind == "embedded":  # what the View's first query would build, saved

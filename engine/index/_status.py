@@ -16,8 +16,12 @@ from overlays import head_commit
 __all__ = ["combined_report", "status_of", "tree_size"]
 
 
-def status_of(layers: Layers, config: Config, *, check_files: bool) -> Status:
-    """``Workspace.status`` (see there)."""
+def status_of(
+    layers: Layers, config: Config, *, check_files: bool, model: str | None = None
+) -> Status:
+    """``Workspace.status`` (see there). ``model``: the configured dense model's id, whose
+    vectors are reported when the base holds them (a base keeps one dense index a model);
+    else the model the base was last indexed with."""
     commit = head_commit(layers.root)
     try:
         info, token = layers.current()
@@ -31,7 +35,8 @@ def status_of(layers: Layers, config: Config, *, check_files: bool) -> Status:
     _, base_chunks, base_tokens = meta.counts()
     _, over_chunks, over_tokens = overlay.meta.counts()
     hidden = [files_ for p, files_ in base.files().items() if p in view.hidden]
-    model = meta.get_info("dense_model") or None
+    if model is None or base.dense(model) is None:
+        model = meta.get_info("dense_model") or None
     dense = base.dense(model) if model else None
     changed = added = removed = 0
     if check_files:

@@ -595,3 +595,22 @@ def test_working_trees_of_one_repository_share_their_notes(tmp_path: Path) -> No
     elsewhere = Config(dense_model="hash", state_dir=str(tmp_path / "shared"))
     with Workspace.open(tmp_path / "wt", elsewhere) as ws:  # an absolute state folder: its own
         assert ws.memory.stats().notes == 0
+
+
+def test_status_reports_the_configured_models_vectors_after_another_was_indexed(
+    repo: Path,
+) -> None:
+    """After `index --dense hash:32`, status said the configured model had no vectors (it
+    read only the last model written) though dense search answered, and running the
+    `cortex index` it advised changed nothing; that index also said "0 computed"."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        first = ws.status(check_files=False)
+    with Workspace.open(repo, Config(dense_model="hash:32")) as ws:
+        report = ws.index()
+        assert report.embeddings_computed + report.embeddings_reused == first.dense_vectors
+        assert ws.status(check_files=False).dense_model == "hash:32"
+    with Workspace.open(repo, CONFIG) as ws:
+        st = ws.status(check_files=False)
+        assert not st.dense_problem and st.dense_model == first.dense_model
+        assert st.dense_vectors == first.dense_vectors
