@@ -498,7 +498,7 @@ class Workspace:
             st = status_of(self._state.layers, self.config, check_files=check_files)
             return replace(st, dense_problem=str(exc))
         st = status_of(self._state.layers, self.config, check_files=check_files,
-                       model=configured)  # fmt: skip
+                       model=configured, counter=self.counter)  # fmt: skip
         if configured and st.indexed and configured != st.dense_model:
             return replace(st, dense_problem=f"the configured model {configured} has no "
                            "vectors in this index: run `cortex index`")  # fmt: skip

@@ -120,9 +120,15 @@ def render_status(st: Status, *, walked: bool) -> str:
         out.append(f"  dense:      NOT USABLE: {st.dense_problem}\n")
     if st.skipped:
         out.append(f"  skipped:    {', '.join(f'{k} {v:,}' for k, v in st.skipped.items())}\n")
+    if st.rechunk:
+        out.append("  chunker:    the base was chunked under other settings (a new release's "
+                   "chunker, changed file rules): answers come from it until `cortex index` "
+                   "builds it again\n")  # fmt: skip
     if walked:
         fresh = (
             "up to date"
+            if not st.stale_files and not st.rechunk
+            else "files as indexed, chunker not: run `cortex index`"
             if not st.stale_files
             else (
                 f"{st.stale_files:,} files differ ({st.changed} changed, {st.added} added, "

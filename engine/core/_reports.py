@@ -124,6 +124,9 @@ class Status:
     # (None and 0 outside git).
     history_commit: str | None = None
     history_commits: int = 0
+    # The base was chunked under other settings (a new chunker after an upgrade, changed
+    # file rules): answers come from it until the next index builds it again.
+    rechunk: bool = False
 
     @property
     def stale_files(self) -> int:

@@ -318,13 +318,17 @@ class Layers:
         """The co-change history the branch's Views read (``engine.index._history``)."""
         return self._histories.of(self.overlay_dir(branch))
 
+    def chunked_as_configured(self, base: str, counter: TokenCounter) -> bool:
+        """Whether the complete base at ``base`` was chunked as configured now."""
+        meta = self.segment(self.base_dir(base)).meta
+        return meta.get_info("chunker") == chunker_fingerprint(self.config, counter)
+
     def _usable(self, base: str, counter: TokenCounter) -> bool:
         """Whether the base at ``base`` is complete and chunked as configured now (a base is
         never patched: other chunker settings mean a new one)."""
         if not (self.base_dir(base) / "complete").exists():
             return False
-        meta = self.segment(self.base_dir(base)).meta
-        return meta.get_info("chunker") == chunker_fingerprint(self.config, counter)
+        return self.chunked_as_configured(base, counter)
 
     def _target_base(self) -> str | None:
         if self.config.base_ref:

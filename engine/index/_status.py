@@ -10,18 +10,20 @@ from pathlib import Path
 from engine.core import Config, IndexNotBuiltError, IndexReport, Status, content_sha
 from engine.index._layers import Layers
 from engine.segment import FileRecord
-from indexers import Skipped, walk
+from indexers import Skipped, TokenCounter, walk
 from overlays import head_commit
 
 __all__ = ["combined_report", "status_of", "tree_size"]
 
 
 def status_of(
-    layers: Layers, config: Config, *, check_files: bool, model: str | None = None
-) -> Status:
+    layers: Layers, config: Config, *, check_files: bool, model: str | None = None,
+    counter: TokenCounter | None = None,
+) -> Status:  # fmt: skip
     """``Workspace.status`` (see there). ``model``: the configured dense model's id, whose
     vectors are reported when the base holds them (a base keeps one dense index a model);
-    else the model the base was last indexed with."""
+    else the model the base was last indexed with. ``counter``: the configured one, to say
+    whether the base was chunked as configured now."""
     commit = head_commit(layers.root)
     try:
         info, token = layers.current()
@@ -41,10 +43,12 @@ def status_of(
     changed = added = removed = 0
     if check_files:
         changed, added, removed = _staleness(layers.root, config, files)
+    rechunk = counter is not None and not layers.chunked_as_configured(info.base, counter)
     return Status(
         root=layers.root,
         state_dir=layers.state_dir,
         indexed=True,
+        rechunk=rechunk,
         commit=commit,
         indexed_commit=info.base or None,
         indexed_at=info.built,

@@ -614,3 +614,20 @@ def test_status_reports_the_configured_models_vectors_after_another_was_indexed(
         st = ws.status(check_files=False)
         assert not st.dense_problem and st.dense_model == first.dense_model
         assert st.dense_vectors == first.dense_vectors
+
+
+def test_status_says_when_the_base_was_chunked_under_other_settings(repo: Path) -> None:
+    """After an upgrade changed the chunker, status said "up to date" while every answer
+    came from the old base; it now says the next index builds it again."""
+    from engine.cli._text import render_status
+
+    with Workspace.open(repo, replace(CONFIG, max_section_tokens=256)) as ws:
+        ws.index()
+        assert ws.status().rechunk is False
+    with Workspace.open(repo, CONFIG) as ws:
+        st = ws.status()
+        assert st.rechunk is True and st.stale_files == 0
+        text = render_status(st, walked=True)
+        assert "chunked under other settings" in text and "up to date" not in text
+        ws.index()
+        assert ws.status().rechunk is False
