@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -45,13 +46,20 @@ class BackendSettings:
         kind = env.get("CORTEX_BACKEND", "embedded").strip().lower() or "embedded"
         if kind not in ("embedded", "qdrant"):
             raise ConfigError(f"CORTEX_BACKEND={kind!r}: use 'embedded' (default) or 'qdrant'")
+        collection = env.get("CORTEX_QDRANT_COLLECTION", "").strip() or DEFAULT_COLLECTION
+        if not _COLLECTION.fullmatch(collection) or set(collection) == {"."}:
+            # an edge shard is a folder of this name: "../../x" wrote into the working tree
+            raise ConfigError(f"CORTEX_QDRANT_COLLECTION={collection!r}: use letters, digits, "
+                              "'_', '-' and '.' (at most 128), no path")  # fmt: skip
         return cls(
             "qdrant" if kind == "qdrant" else "embedded",
             env.get("CORTEX_QDRANT_URL", "").strip(),
-            env.get("CORTEX_QDRANT_COLLECTION", "").strip() or DEFAULT_COLLECTION,
+            collection,
             env.get("CORTEX_QDRANT_API_KEY", ""),
         )
 
+
+_COLLECTION = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
 # Open backends by (address, collection), with how many users hold each: an edge shard's
 # files must be opened once per process (an index rebuild opens a second Layers beside the

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from engine.core import ConfigError, IndexStateError
+from engine.core import ConfigError, IndexBusyError, IndexStateError
 
 __all__ = [
     "MIN_SERVER_VERSION",
@@ -410,6 +410,13 @@ class EdgeStore:
                 none = {_PLACEHOLDER: q.EdgeSparseVectorParams()}
                 self._shard = q.EdgeShard.create(str(directory), q.EdgeConfig(sparse_vectors=none))
         except Exception as exc:  # the engine raises plain exceptions with its message
+            if "WouldBlock" in str(exc):  # its write-ahead log is locked by another process
+                raise IndexBusyError(
+                    f"the Qdrant edge shard at {directory} is held by another cortex process "
+                    "(a `cortex serve` or `cortex mcp` on this workspace?): an edge shard "
+                    "opens in one process at a time; stop that one, ask it over HTTP or MCP, "
+                    "or use a Qdrant server (CORTEX_QDRANT_URL)"
+                ) from exc
             raise IndexStateError(f"cannot open the Qdrant edge shard at {directory}: {exc}") \
                 from exc  # fmt: skip
 

@@ -180,7 +180,12 @@ def serve(
     (``tools``: the MCP tools and memory routes, a profile or tool names)."""
     import uvicorn
 
-    token = token or os.environ.get(TOKEN_ENV) or None
+    given = token if token else os.environ.get(TOKEN_ENV)
+    if given and not given.strip():  # a blank token let the server bind anywhere, then
+        # answered 401 to every request
+        raise ConfigError(f"the token is blank (${TOKEN_ENV} or --token-file): give one, or "
+                          "unset it to serve on loopback without one")  # fmt: skip
+    token = given.strip() if given else None
     if not token and _hostname(host) not in _LOOPBACK:
         raise ConfigError(f"refusing to serve on {host} without a token: anyone who can "
                           f"reach it could read the workspace (set ${TOKEN_ENV} or "

@@ -70,3 +70,25 @@ def test_without_a_url_the_edge_engine_lives_in_the_state_folder(tmp_path: Path)
     release(again)
     backend.store.count(Where())  # still open for the first user
     release(backend)
+
+
+def test_a_collection_name_is_no_path() -> None:
+    """`CORTEX_QDRANT_COLLECTION=../../escape` made the edge shard a folder in the working
+    tree; a name holding a path is refused."""
+    for bad in ("../../escape", "a/b", "..", "x" * 129, "sp ace"):
+        with pytest.raises(ConfigError, match="CORTEX_QDRANT_COLLECTION"):
+            BackendSettings.from_env({"CORTEX_BACKEND": "qdrant",
+                                      "CORTEX_QDRANT_COLLECTION": bad})  # fmt: skip
+    ok = BackendSettings.from_env({"CORTEX_QDRANT_COLLECTION": "team-a.code_v2"})
+    assert ok.collection == "team-a.code_v2"
+
+
+def test_an_edge_shard_held_by_another_process_says_so(tmp_path: Path) -> None:
+    """A server holding the edge shard made every other command fail with the engine's
+    "Can't init WAL: Kind(WouldBlock)"; it now says another cortex process holds it."""
+    from engine.core import IndexBusyError
+
+    held = EdgeStore(tmp_path / "shard")
+    with pytest.raises(IndexBusyError, match="held by another cortex process"):
+        EdgeStore(tmp_path / "shard")
+    del held

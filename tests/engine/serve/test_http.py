@@ -114,6 +114,10 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2 and "without a token" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+    blank = subprocess.run([sys.executable, "-m", "engine.cli", "serve", str(tmp_path),
+                            "--host", "0.0.0.0", "--port", "0"], env={**env, "CORTEX_TOKEN": " "},
+                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert blank.returncode == 2 and "the token is blank" in blank.stderr  # it served, 401s
 
 
 @pytest.mark.parametrize(
