@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from engine.core import Config, IndexNotBuiltError, IndexReport, Status, content_sha
-from engine.index._layers import Layers
+from engine.index._layers import Layers, tree_size
 from engine.segment import FileRecord
 from indexers import Skipped, TokenCounter, walk
 from overlays import head_commit
@@ -133,7 +133,3 @@ def combined_report(
         redactions=dict(Counter(overlay.redactions) + Counter(base.redactions if base else {})),
         fallbacks={**(base.fallbacks if base else {}), **overlay.fallbacks},
     )
-
-
-def tree_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
