@@ -396,7 +396,9 @@ def cmd_resolve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Print the exact prompt recorded under a replay key (--rebuild: and today's diff)."""
-    with Workspace.open(args.where, config) as ws:
+    # The ledger alone answers a replay: an index of an older layout (an auditor's copy
+    # cannot be rebuilt) is checked only when --rebuild retrieves again.
+    with Workspace.open(args.where, config, check=args.rebuild) as ws:
         replay = ws.replay(args.key, rebuild=args.rebuild)
     if args.json:
         _dump(to_json(replay), out)
@@ -409,7 +411,7 @@ def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Read the evidence ledger: verify the chain, list recent records, show a turn."""
-    with Workspace.open(args.where, config) as ws:
+    with Workspace.open(args.where, config, check=False) as ws:  # the ledger, not the index
         journal = ws.recorded_journal()
         if args.action == "head":
             count, last = journal.head()

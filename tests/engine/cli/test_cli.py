@@ -373,3 +373,22 @@ def test_a_bad_setting_is_one_line_naming_it(
     assert _run("search", "handler", "--path", str(indexed))[0] == code
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err and err.count("\n") == 1, err
+
+
+def test_the_ledger_of_an_older_index_layout_still_verifies_and_replays(tmp_path: Path) -> None:
+    """After an upgrade to a new index layout, `ledger verify` and `replay` refused until
+    the index was rebuilt, though the ledger had not changed (and an auditor's read-only
+    copy cannot be rebuilt). They read the ledger alone; what needs the index still says
+    to rebuild."""
+    root = _repo(tmp_path)
+    assert _run("index", str(root))[0] == EXIT_OK
+    code, text = _run("context", "handler event", "--path", str(root), "--json")
+    key = json.loads(text)["replay_key"]
+    code, prompt = _run("replay", key, "--path", str(root))
+    manifest = root / ".cortex" / "manifest.json"
+    body = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**body, "schema": body["schema"] - 1}))
+    assert _run("replay", key, "--path", str(root)) == (EXIT_OK, prompt)
+    code, text = _run("ledger", "verify", "--path", str(root))
+    assert code == EXIT_OK and "intact" in text
+    assert _run("search", "handler", "--path", str(root))[0] == EXIT_ERROR
