@@ -35,6 +35,7 @@ class Indexer:
         """The View a call reads, refreshed first when the working tree moved (see
         ``Workspace.view``)."""
         layers = self._state.layers
+        layers.check_base_ref()
         try:
             info, token = layers.current()
         except IndexNotBuiltError:

@@ -491,6 +491,7 @@ class Workspace:
     def status(self, *, check_files: bool = True) -> Status:
         """What is indexed (base, this branch's overlay); with ``check_files``, also how
         many files differ from the index now (a walk that reads every file)."""
+        self._state.layers.check_base_ref()
         try:
             embedder = self.embedder
             configured = embedder.model_id if embedder is not None else None

@@ -122,6 +122,7 @@ class Layers:
         self.config = config
         self.user = config.user or _login()
         self.workspace = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+        self._base_ref_checked = False
         self._segments: dict[Path, Segment] = {}
         self._view: tuple[tuple[str, int, int, str], View] | None = None
         # The Views' in-memory sides, advanced from one View to the next by what changed
@@ -330,12 +331,20 @@ class Layers:
             return False
         return self.chunked_as_configured(base, counter)
 
+    def check_base_ref(self) -> None:
+        """Refuse a ``base_ref`` that names no commit on every call (once a process), not
+        only when indexing: search, status and context answered as if it were unset."""
+        if self.config.base_ref and not self._base_ref_checked:
+            self._target_base()
+            self._base_ref_checked = True
+
     def _target_base(self) -> str | None:
         if self.config.base_ref:
             commit = rev_parse(self.root, self.config.base_ref)
             if commit is None:
                 raise ConfigError(
-                    f"base_ref {self.config.base_ref!r} is not a commit in {self.root}"
+                    f"base_ref {self.config.base_ref!r} (CORTEX_BASE_REF) is not a commit in "
+                    f"{self.root}"
                 )
             return commit
         return base_commit(self.root)

@@ -642,3 +642,17 @@ def test_disk_use_counts_the_blocks_a_sparse_file_holds(tmp_path: Path) -> None:
     with (tmp_path / "sparse").open("wb") as fh:
         fh.truncate(32 << 20)
     assert tree_size(tmp_path) < 1 << 20
+
+
+def test_a_base_ref_that_names_no_commit_is_refused_on_every_call(repo: Path) -> None:
+    """CORTEX_BASE_REF=nosuchref was refused by index only: search, status and context
+    answered as if it were unset."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+    with Workspace.open(repo, replace(CONFIG, base_ref="nosuchref")) as ws:
+        with pytest.raises(ConfigError, match="CORTEX_BASE_REF"):
+            ws.search("compute")
+        with pytest.raises(ConfigError, match="CORTEX_BASE_REF"):
+            ws.status(check_files=False)
+        with pytest.raises(ConfigError, match="CORTEX_BASE_REF"):
+            ws.build_context("what does compute return", record=False)
