@@ -57,12 +57,19 @@ _TOOLS_HELP = ("the MCP tools: agent (default: context, sessions, memory save/se
 
 
 def _version() -> str:
+    """The release, and what decides whether an index made by another one is rebuilt:
+    the chunker's version and the state folder's layout (two builds of one release
+    number can differ in them)."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from engine.index import MANIFEST_SCHEMA
+    from indexers import CHUNKER_VERSION
+
     try:
-        return version("cortex-context")
+        release = version("cortex-context")
     except PackageNotFoundError:  # run from a checkout that was never installed
-        return "unknown (not installed)"
+        release = "unknown (not installed)"
+    return f"{release} (chunker {CHUNKER_VERSION}, index layout {MANIFEST_SCHEMA})"
 
 
 def _command(

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from engine.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+from engine.index import MANIFEST_SCHEMA
+from indexers import CHUNKER_VERSION
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -175,7 +177,9 @@ def test_version_and_every_command_takes_path(capsys: pytest.CaptureFixture[str]
     """``cortex --version`` names the release; every command accepts ``--path``."""
     with pytest.raises(SystemExit) as done:
         main(["--version"])
-    assert done.value.code == 0 and capsys.readouterr().out.startswith("cortex ")
+    shown = capsys.readouterr().out
+    assert done.value.code == 0 and shown.startswith("cortex ")
+    assert f"(chunker {CHUNKER_VERSION}, index layout {MANIFEST_SCHEMA})" in shown
     commands = ["chunks", "index", "search", "context", "feedback", "resolve", "replay",
                 "ledger", "status", "gc", "mcp", "serve"]  # fmt: skip
     for command in commands:
