@@ -451,7 +451,10 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         turn = journal.find(args.key)
         if turn is None:
             raise unknown_replay_key(args.key)
-        out.write(json.dumps(to_json(turn), indent=2) + "\n")
+        # The turn, then what was said of it later: its own model_citations are those given
+        # with the turn (none, as build_context records it); feedback comes after.
+        body = {**to_json(turn), "later": [to_json(r) for r in journal.later(turn.turn_id)]}
+        out.write(json.dumps(body, indent=2) + "\n")
     return EXIT_OK
 
 

@@ -239,6 +239,12 @@ class Journal:
                 [(RecordKind.SALIENCE, turn_id, attest), (RecordKind.WEIGHTS, turn_id, weights)]
             )
 
+    def later(self, turn_id: str) -> list[Any]:
+        """What was recorded about the turn after it (feedback, attest and weights records),
+        oldest first."""
+        with self._held() as ledger:
+            return [r for r in ledger.records(None, turn_id) if r.kind != RecordKind.TURN]
+
     def attested(self, turn_id: str) -> tuple[str, tuple[int, ...]] | None:
         """The outcome and citations of this user's first attest of the turn (None when
         it has none)."""

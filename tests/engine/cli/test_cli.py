@@ -396,3 +396,15 @@ def test_the_ledger_of_an_older_index_layout_still_verifies_and_replays(tmp_path
     code, text = _run("ledger", "verify", "--path", str(root))
     assert code == EXIT_OK and "intact" in text
     assert _run("search", "handler", "--path", str(root))[0] == EXIT_ERROR
+
+
+def test_ledger_show_lists_what_was_said_of_the_turn_later(indexed: Path) -> None:
+    """`ledger show KEY` printed the turn's own `model_citations: []` for a turn with
+    feedback: what came after it (feedback, attest, weights) was not shown."""
+    code, text = _run("context", "what does handler return", "--path", str(indexed), "--json")
+    key = json.loads(text)["replay_key"]
+    assert _run("feedback", key, "1", "--outcome", "success", "--path", str(indexed))[0] == 0
+    code, text = _run("ledger", "show", key, "--path", str(indexed))
+    later = json.loads(text)["later"]
+    assert code == EXIT_OK and later[0]["cited"] == [1] and later[0]["outcome"] == "success"
+    assert [r.get("kind") for r in later[1:]] == ["salience", "weights"]
