@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from engine._workspace._state import State
@@ -16,7 +17,7 @@ from engine.core import (
     IndexStateError,
     Progress,
 )
-from engine.index import Layers, WriterLock, combined_report
+from engine.index import Layers, RefreshTooFar, WriterLock, combined_report
 from overlays import View
 
 LAYOUT_DIRS = ("bases", "overlays", "segments", "checkout")  # what a rebuild replaces
@@ -30,6 +31,10 @@ class Indexer:
     def __init__(self, state: State) -> None:
         self._state = state
         self.refreshing = threading.Lock()  # one index/refresh at a time in this process
+        # Who makes a refresh too big for a request (a new base, a checkout's worth of
+        # files): None, the call itself (the library, the CLI); else this callback, in the
+        # background (a server), while calls answer from the index as it was.
+        self.far_refresh: Callable[[], object] | None = None
 
     def view(self) -> tuple[View, tuple[str, ...]]:
         """The View a call reads, refreshed first when the working tree moved (see
@@ -52,8 +57,13 @@ class Indexer:
                          "answered from the index as it was",)  # fmt: skip
             else:
                 try:
-                    self.index_locked(None, rebuild=False)
+                    self.index_locked(None, rebuild=False, quick=self.far_refresh is not None)
                     info, token = layers.current()
+                except RefreshTooFar as exc:
+                    notes = (f"stale: {exc}; answered from the index as it was while it is "
+                             "brought up to date in the background",)  # fmt: skip
+                    if self.far_refresh is not None:
+                        self.far_refresh()
                 except IndexBusyError as exc:
                     notes = (f"stale: the working tree changed and another process is "
                              f"indexing ({exc}); answered from the index as it was",)  # fmt: skip
@@ -66,8 +76,10 @@ class Indexer:
         with self.refreshing:
             return self.index_locked(progress, rebuild=rebuild)
 
-    def index_locked(self, progress: Progress | None, *, rebuild: bool) -> IndexReport:
-        """``index``, for a caller holding ``refreshing``."""
+    def index_locked(
+        self, progress: Progress | None, *, rebuild: bool, quick: bool = False
+    ) -> IndexReport:
+        """``index``, for a caller holding ``refreshing`` (``quick``: see ``Layers.refresh``)."""
         state = self._state
         with WriterLock(state.state_dir / "lock"):
             self.finish_swap()
@@ -88,6 +100,7 @@ class Indexer:
                 embedder=embedder,
                 cache=state.cache if embedder is not None else None,
                 progress=progress,
+                quick=quick,
             )
             skipped = info.skipped_counts(state.layers.segment(state.layers.base_dir(info.base)))
             return combined_report(base, overlay, before, state.layers.view(info).files(), skipped)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -166,6 +166,13 @@ class Workspace:
         refresh they did not start. Raises ``IndexNotBuiltError`` before the first index.
         """
         return self._indexer.view()
+
+    def defer_far_refresh(self, refresh: Callable[[], object] | None) -> None:
+        """Where a call finds the working tree moved far (a new base to build, or more than
+        ``QUICK_FILES`` files the index has not seen: a checkout, a pull), answer from the
+        index as it was, with a note, and call ``refresh`` (a server's background index)
+        instead of building first. None (the default): the call builds first."""
+        self._indexer.far_refresh = refresh
 
     @property
     def counter(self) -> TokenCounter:

@@ -3,7 +3,7 @@ per-branch overlays (``Layers``), the writer lock, the state folder's manifest, 
 ``status`` and ``index`` report, and the survey behind ``cortex chunks``."""
 
 from engine.index._forget import SegmentForget, forget_in_segment, matches_path, segment_dirs
-from engine.index._layers import Layers, OverlayInfo
+from engine.index._layers import QUICK_FILES, Layers, OverlayInfo, RefreshTooFar
 from engine.index._lock import WriterLock
 from engine.index._manifest import MANIFEST_SCHEMA, Manifest, locate
 from engine.index._memories import MEMORY_FILE
@@ -14,9 +14,11 @@ from engine.index._update import ensure_dense, update_segment
 __all__ = [
     "MANIFEST_SCHEMA",
     "MEMORY_FILE",
+    "QUICK_FILES",
     "Layers",
     "Manifest",
     "OverlayInfo",
+    "RefreshTooFar",
     "SegmentForget",
     "Survey",
     "WriterLock",

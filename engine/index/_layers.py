@@ -69,7 +69,16 @@ from overlays import (
 if TYPE_CHECKING:
     from engine.embed import Embedder, EmbeddingCache
 
-__all__ = ["Layers", "OverlayInfo", "tree_size"]
+__all__ = ["QUICK_FILES", "Layers", "OverlayInfo", "RefreshTooFar", "tree_size"]
+
+# A refresh a request makes on the way (``quick``) takes at most this many files the index
+# has not seen; more (a checkout, a pull) is left to a full index, in the background on a
+# server: 400 files took ~25 s of overlay refresh on this 2-core machine.
+QUICK_FILES = 200
+
+
+class RefreshTooFar(Exception):  # noqa: N818 (a signal, not an error a caller sees)
+    """A quick refresh would build a base or take too many files: do a full one."""
 
 _NO_GIT = "tree"  # the base of a folder outside git: its content at the first index
 _INFO = "overlay.json"
@@ -262,23 +271,34 @@ class Layers:
         embedder: Embedder | None,
         cache: EmbeddingCache | None,
         progress: Progress | None = None,
+        quick: bool = False,
     ) -> tuple[IndexReport, OverlayInfo, IndexReport | None]:
         """Bring this branch's overlay (and, when needed, a base) up to the working tree.
 
         Returns (overlay report, overlay record, base report or None when no base was built).
-        Call under the workspace's writer lock.
+        ``quick``: raise ``RefreshTooFar``, before writing anything, where a base must be
+        built or the overlay would take more than ``QUICK_FILES`` new files (a request
+        should not wait a minute for it). Call under the workspace's writer lock.
         """
         branch, token = self.token()
         info = self.info(branch)
         base = self._choose_base(info)
         base_report = None
         filled = (0, 0)  # vectors a newly configured model gave the base: (computed, reused)
+        if quick and not self._usable(base, counter):
+            raise RefreshTooFar(f"a new base at {base[:12]} must be built (a far move, or "
+                                "the chunker or file rules changed)")  # fmt: skip
         if not self._usable(base, counter):
             base_report = self._build_base(base, counter, embedder, cache, progress)
         elif embedder is not None and cache is not None:
             filled = ensure_dense(self.segment(self.base_dir(base)), self.config,
                                   embedder=embedder, cache=cache, progress=progress)  # fmt: skip
         candidates = None if base == _NO_GIT else changed_paths(self.root, base, self.inside)
+        if quick and candidates is not None and info is not None:
+            new = len(set(candidates) - set(info.paths))
+            if new > QUICK_FILES:
+                raise RefreshTooFar(f"{new:,} files differ from the index (a checkout or a "
+                                    "pull)")  # fmt: skip
         far = self.config.rebase_fraction * len(self.segment(self.base_dir(base)).files())
         if candidates is not None and not self.config.base_ref and len(candidates) > far:
             target = self._target_base()

@@ -108,6 +108,9 @@ class Service:
         self._last: dict[str, JSON] = {}
         self._stop = threading.Event()
         self._limiter: anyio.CapacityLimiter | None = None
+        # A far move (a pull, a checkout) is indexed in the background, never inside a
+        # request: one waited 53 s on Django, and 60 s (a 504) on the standard library.
+        ws.defer_far_refresh(lambda: self.refresh())
         if watch > 0:
             threading.Thread(target=self._watch, args=(watch,), daemon=True).start()
 

@@ -656,3 +656,38 @@ def test_a_base_ref_that_names_no_commit_is_refused_on_every_call(repo: Path) ->
             ws.status(check_files=False)
         with pytest.raises(ConfigError, match="CORTEX_BASE_REF"):
             ws.build_context("what does compute return", record=False)
+
+
+def test_a_far_move_is_deferred_to_the_background_where_a_server_asks(tmp_path: Path) -> None:
+    """A server's request after a pull waited for a whole base (53 s on Django; a 504 at
+    60 s on the standard library). With ``defer_far_refresh`` a call that finds more than
+    QUICK_FILES unseen files, or a base to build, answers from the index as it was, says
+    so, and hands the refresh over; the library and the CLI still build first."""
+    from engine.index import QUICK_FILES
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    for i in range(QUICK_FILES + 20):
+        (root / f"m{i}.py").write_text(f"def f{i}(x):\n    return x + {i}\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.email=t@e", "-c", "user.name=T", "commit", "-qm", "init")
+    with Workspace.open(root, CONFIG) as ws:
+        ws.index()
+    for i in range(QUICK_FILES + 10):  # a pull's worth of changed files
+        (root / f"m{i}.py").write_text(f"def f{i}(x):\n    return x * {i}\n")
+    asked: list[int] = []
+    with Workspace.open(root, CONFIG) as ws:
+        ws.defer_far_refresh(lambda: asked.append(1))
+        pack = ws.build_context("what does f3 return", record=False)
+        assert asked == [1] and any(a.startswith("stale: ") for a in pack.advisory)
+        assert "x + 3" in pack.render()  # the index as it was
+        assert ws.status(check_files=False).overlay_files == 0
+    with Workspace.open(root, CONFIG) as ws:  # no one to hand it to: built first
+        pack = ws.build_context("what does f3 return", record=False)
+        assert "x * 3" in pack.render() and not any(a.startswith("stale") for a in pack.advisory)
+    with Workspace.open(root, replace(CONFIG, max_section_tokens=256)) as ws:
+        ws.defer_far_refresh(lambda: asked.append(2))  # another chunker: a base to build
+        (root / "m1.py").write_text("def f1(x):\n    return x - 1\n")
+        pack = ws.build_context("what does f1 return", record=False)
+        assert asked == [1, 2] and any("new base" in a for a in pack.advisory)
