@@ -35,6 +35,7 @@ class Indexer:
         # files): None, the call itself (the library, the CLI); else this callback, in the
         # background (a server), while calls answer from the index as it was.
         self.far_refresh: Callable[[], object] | None = None
+        self.seen_token = ""  # the working tree's token as the last view() read it
 
     def view(self) -> tuple[View, tuple[str, ...]]:
         """The View a call reads, refreshed first when the working tree moved (see
@@ -69,6 +70,7 @@ class Indexer:
                              f"indexing ({exc}); answered from the index as it was",)  # fmt: skip
                 finally:
                     self.refreshing.release()
+        self.seen_token = token
         return layers.view(info), notes
 
     def index(self, progress: Progress | None, *, rebuild: bool) -> IndexReport:
