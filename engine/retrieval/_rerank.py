@@ -132,6 +132,8 @@ def rerank(
     for intent in sorted(intents):
         for doc_type, value in _INTENT_PRIOR[intent].items():
             prior[doc_type] = max(prior.get(doc_type, 0.0), value)
+    for doc_type in _only_outside_code(cands, wanted):
+        prior[doc_type] = max(prior.get(doc_type, 0.0), _SOURCE_PRIOR[DocType.IMPLEMENTATION])
     per_file = file_scores(cands)
     cosines = [
         float(np.dot(vectors[c.chunk.id], query_vector))
@@ -200,6 +202,23 @@ def _cochange(
             for p in files}  # fmt: skip
     top = max(sums.values(), default=0.0)
     return [sums[c.chunk.path] / top if top > 0 else 0.0 for c in cands]
+
+
+def _only_outside_code(cands: Sequence[Candidate], wanted: set[str]) -> set[DocType]:
+    """The doc types of the candidates naming a name the request asks about, when no code
+    candidate names one: such a name lives in the docs, a test or a text file, and the
+    code prior would bury the only sections that hold it under code that shares not a
+    word with the request (`ZEBRA_RETRY_LIMIT`, set in two docs, gave forty unrelated
+    helpers and left both docs out as weak)."""
+    if not wanted:
+        return set()
+    found: set[DocType] = set()
+    for c in cands:
+        if wanted & set(c.chunk.references) or wanted & set(c.chunk.defines):
+            if c.chunk.doc_type in (DocType.IMPLEMENTATION, DocType.DEFINITION):
+                return set()
+            found.add(c.chunk.doc_type)
+    return found
 
 
 def _source_prior(prior: dict[DocType, float], chunk: Chunk) -> float:

@@ -718,3 +718,18 @@ def test_the_working_tree_diff_is_read_again_only_when_the_tree_moved(
         target.write_text(target.read_text() + "\n# a second edit\n")
         third = ws.build_context("what changed", record=False)
         assert len(calls) == 2 and "a second edit" in third.render()
+
+
+def test_a_name_that_lives_only_in_docs_brings_the_docs(tmp_path: Path) -> None:
+    """`ZEBRA_RETRY_LIMIT`, set in two docs and in no code, gave forty unrelated helpers
+    and left both docs out as weak: the code prior buried the only sections naming it."""
+    for i in range(40):
+        (tmp_path / f"h{i}.py").write_text(f"def helper_{i}(x):\n    return x * {i}\n")
+    (tmp_path / "notes.txt").write_text("Retry notes\n\nSet ZEBRA_RETRY_LIMIT to bound retries.\n")
+    (tmp_path / "guide.md").write_text("# Guide\n\nThe ZEBRA_RETRY_LIMIT setting caps retries.\n")
+    with Workspace.open(tmp_path, CONFIG) as ws:
+        ws.index()
+        top = [h.chunk.path for h in ws.search("ZEBRA_RETRY_LIMIT", k=2)]
+        assert sorted(top) == ["guide.md", "notes.txt"]
+        pack = ws.build_context("where is ZEBRA_RETRY_LIMIT set", record=False)
+        assert {s.source_uri.split("#")[0] for s in pack.citations} >= {"guide.md", "notes.txt"}
