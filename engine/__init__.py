@@ -88,7 +88,7 @@ from engine.core import (
     WorkspaceError,
     WorkspaceNotFoundError,
 )
-from engine.index import Survey, survey
+from engine.index import MANIFEST_SCHEMA, Survey, survey
 from engine.memory import Memory, Session
 from engine.retrieval import rank_files
 from indexers import Chunk, Span, TiktokenCounter, TokenCounter
@@ -96,6 +96,7 @@ from ledger import ToolResult
 
 __all__ = [
     "DEFAULT_BUNDLE_BUDGET",
+    "MANIFEST_SCHEMA",
     "MAX_BUNDLE_BUDGET",
     "Block",
     "BudgetUnreachableError",

@@ -62,7 +62,7 @@ def _version() -> str:
     number can differ in them)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from engine.index import MANIFEST_SCHEMA
+    from engine import MANIFEST_SCHEMA
     from indexers import CHUNKER_VERSION
 
     try:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from engine import MANIFEST_SCHEMA
 from engine.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
-from engine.index import MANIFEST_SCHEMA
 from indexers import CHUNKER_VERSION
 
 
