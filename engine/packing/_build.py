@@ -181,7 +181,8 @@ def retrieve(
         related = (view.related({c.chunk.path for c in cands})
                    if cands and settings.weights.cochange else {})  # fmt: skip
         return rerank(cands, request.identifiers, qvec, vectors, mtimes, settings.weights,
-                      request.intents, request.phrases, related)  # fmt: skip
+                      request.intents, request.phrases, related,
+                      is_question(request.ask))  # fmt: skip
 
     scored = ranked(cands)
     if cands and view.history is not None and settings.recall.cochange_from and (
