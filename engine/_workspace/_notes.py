@@ -56,11 +56,13 @@ class Notes:
     def path(self) -> Path:
         """Where the notes live: the state folder's ``memory.sqlite``; in a linked git
         working tree whose state folder is its own (a relative ``state_dir``), the main
-        working tree's, so every working tree of a repository shares one store."""
+        working tree's, so every working tree of a repository shares one store (a linked
+        tree that already has a store of its own, made before, keeps it: nothing saved
+        there goes missing)."""
         own = self._state.state_dir / "memory.sqlite"
         common = self._common_dir()
         config_dir = Path(self._state.config.state_dir)
-        if common is None or config_dir.is_absolute() or common.name != ".git":
+        if common is None or config_dir.is_absolute() or common.name != ".git" or own.exists():
             return own
         main = common.parent
         if main.resolve() == self._state.root.resolve() or not main.is_dir():

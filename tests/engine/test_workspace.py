@@ -733,3 +733,27 @@ def test_a_name_that_lives_only_in_docs_brings_the_docs(tmp_path: Path) -> None:
         assert sorted(top) == ["guide.md", "notes.txt"]
         pack = ws.build_context("where is ZEBRA_RETRY_LIMIT set", record=False)
         assert {s.source_uri.split("#")[0] for s in pack.citations} >= {"guide.md", "notes.txt"}
+
+
+def test_a_linked_working_tree_with_a_store_of_its_own_keeps_it(tmp_path: Path) -> None:
+    """Notes saved in a linked working tree's own store before it shared the main one's
+    are not left unread."""
+    from engine.memory import Memory, NoteStore
+    from engine.segment import code_terms
+
+    root = make_repo(tmp_path / "repo")
+    _git(root, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "wt")
+    with Workspace.open(tmp_path / "wt", CONFIG) as ws:
+        project = ws._notes.project  # as the earlier release stamped its rows
+    from engine.index import Manifest
+
+    old = tmp_path / "wt" / ".cortex" / "memory.sqlite"
+    (tmp_path / "wt" / ".cortex").mkdir()
+    Manifest(old.parent).write()  # a state folder an earlier release made
+    store = NoteStore(old, project=project, user=ws.layers.user, terms=code_terms)
+    Memory(store).save("Saved before the upgrade", "note", what="kept")
+    store.close()
+    with Workspace.open(tmp_path / "wt", CONFIG) as ws:
+        assert [h.title for h in ws.memory.search("saved before the upgrade")] == [
+            "Saved before the upgrade"
+        ]
