@@ -22,7 +22,7 @@ from pathlib import Path
 
 from engine import Config, Workspace
 from eval.bench_context import _pct, _queries
-from eval.bench_overlays import _append, _copy_corpus, _git, _say
+from eval.bench_overlays import _append, _committed_corpus, _git, _say
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,10 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="cortex-bench-diff-") as tmp:
         repo = Path(tmp) / "repo"
         repo.mkdir()
-        files, size = _copy_corpus(repo, args.corpus, rng)
-        _git(repo, "init", "-q", "-b", "main")
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", "stdlib")
+        files, size = _committed_corpus(repo, args.corpus, rng)
         _say(f"corpus: {files:,} files, {size / 1e6:.1f} MB, committed")
         tracked = sorted(p for p in _git(repo, "ls-files", "*.py").splitlines() if p)
         for i, rel in enumerate(sorted(rng.sample(tracked, min(args.files, len(tracked))))):

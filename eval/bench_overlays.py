@@ -73,6 +73,15 @@ def _copy_corpus(dest: Path, cap: int, rng: random.Random) -> tuple[int, int]:
     return len(found), sum(p.stat().st_size for p in found)
 
 
+def _committed_corpus(repo: Path, cap: int, rng: random.Random) -> tuple[int, int]:
+    """``_copy_corpus`` into ``repo``, committed to a fresh git repository on ``main``."""
+    files, size = _copy_corpus(repo, cap, rng)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "stdlib")
+    return files, size
+
+
 def _append(path: Path, tag: str) -> None:
     with path.open("ab") as f:
         f.write(f'\n\ndef bench_overlay_{tag}(value: int) -> str:\n    """Marker {tag} '
@@ -160,10 +169,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, work: Path, rng: random.Random, command: str) -> int:
     repo = work / "repo"
     repo.mkdir()
-    files, size = _copy_corpus(repo, args.files, rng)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "stdlib")
+    files, size = _committed_corpus(repo, args.files, rng)
     _say(f"corpus: {files:,} files, {size / 1e6:.1f} MB in {repo} (git, branch main)")
     rows: list[Row] = []
     overlay: dict[str, Row] = {}
