@@ -316,3 +316,28 @@ def test_a_cited_note_in_a_success_counts_an_access(ws: Workspace) -> None:
     note = next(s.id for s in pack.citations if s.source_uri == f"memory:{saved.id}")
     ws.feedback(pack.replay_key, [note], outcome="success")
     assert ws.memory.store.rows([saved.id])[saved.id][15] == before + 1
+
+
+def test_concurrent_retries_of_one_turn_record_one_attest(ws: Workspace) -> None:
+    """Forty threads sending one turn's outcome at once (a client's retries): one attest
+    and one weights record, the other thirty-nine answered as repeats."""
+    import threading
+
+    key, cited = _hooks_id(ws)
+    head = ws.journal.head()[0]
+    barrier = threading.Barrier(40)
+    repeated: list[bool] = []
+
+    def attest() -> None:
+        barrier.wait()
+        repeated.append(ws.feedback(key, [cited], outcome="success").repeated)
+
+    threads = [threading.Thread(target=attest) for _ in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(repeated) == [False] + [True] * 39
+    with Ledger.open(ws.ledger_path) as ledger:
+        kinds = [r.kind for r in ledger.records() if r.seq > head]
+    assert kinds.count(RecordKind.SALIENCE) == 1 and kinds.count(RecordKind.WEIGHTS) == 1
