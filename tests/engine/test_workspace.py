@@ -757,3 +757,29 @@ def test_a_linked_working_tree_with_a_store_of_its_own_keeps_it(tmp_path: Path) 
         assert [h.title for h in ws.memory.search("saved before the upgrade")] == [
             "Saved before the upgrade"
         ]
+
+
+def test_every_long_step_of_a_first_index_has_a_progress_stage(repo: Path) -> None:
+    """Reading every chunk back and looking it up in the vector cache took 4-8 s of the
+    standard library's first index with no bar at all; each is a stage now, ended."""
+    events: list[tuple[str, str]] = []
+
+    class Recorder:
+        def stage(self, name: str, total: int | None, unit: str) -> None:
+            events.append(("stage", name))
+
+        def advance(self, n: int = 1) -> None:
+            pass
+
+        def end(self) -> None:
+            events.append(("end", ""))
+
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index(progress=Recorder())
+    names = [n for kind, n in events if kind == "stage"]
+    assert any(n.endswith("reading chunks") for n in names), names
+    assert any(n.endswith("looking up the cache") for n in names), names
+    assert names.index(next(n for n in names if n.startswith("embedding"))) > names.index(
+        next(n for n in names if n.endswith("looking up the cache"))
+    )
+    assert events[-1] == ("end", "")  # the last stage is closed
