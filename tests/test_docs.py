@@ -14,7 +14,7 @@ README = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
 TOOLS = ("build_context", "feedback", "search", "resolve", "replay", "status", "index",
          "memory_save", "memory_search", "memory_get", "memory_timeline", "memory_relate",
          "memory_graph", "memory_delete", "memory_stats", "memory_archive",
-         "session_end")  # fmt: skip
+         "session_end", "learned")  # fmt: skip
 
 
 def _commands() -> list[str]:

@@ -25,13 +25,14 @@ from engine import (
     Workspace,
     survey,
 )
-from engine.cli._text import render_index_report, render_status, render_summary
+from engine.cli._text import render_index_report, render_status, render_summary, terminal_safe
 from engine.serve import (
     Proof,
     check_k,
     chunk_json,
     files_json,
     hits_json,
+    learned_json,
     resolve_checked,
     to_json,
     unknown_replay_key,
@@ -50,6 +51,7 @@ __all__ = [
     "cmd_forget",
     "cmd_gc",
     "cmd_index",
+    "cmd_learned",
     "cmd_ledger",
     "cmd_mcp",
     "cmd_replay",
@@ -232,6 +234,28 @@ def cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         _dump(to_json(st), out)
         return EXIT_OK
     out.write(render_status(st, walked=not args.fast))
+    return EXIT_OK
+
+
+def cmd_learned(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    """Show what outcomes taught this workspace: rerank offsets and the most salient items."""
+    with Workspace.open(args.where, config) as ws:
+        body = learned_json(ws, args.k)
+    if args.json:
+        _dump(body, out)
+        return EXIT_OK
+    if not body["digest"]:
+        out.write("nothing learned yet: give feedback with an outcome (success or failure)\n")
+        return EXIT_OK
+    weights = body["weights"]
+    assert isinstance(weights, dict) and isinstance(body["salience"], list)
+    moved = ", ".join(f"{name} {value:+.3f}" for name, value in weights.items()) or "none"
+    shown = len(body["salience"])
+    out.write(f"learned state {body['digest']}: rerank offsets {moved}\n"
+              f"{body['items']:,} salient items; the {shown} strongest:\n")  # fmt: skip
+    for row in body["salience"]:
+        assert isinstance(row, dict)
+        out.write(f"  {row['salience']:.3f}  {terminal_safe(str(row['item']))}\n")
     return EXIT_OK
 
 

@@ -37,6 +37,7 @@ from engine.cli._commands import (
     cmd_forget,
     cmd_gc,
     cmd_index,
+    cmd_learned,
     cmd_ledger,
     cmd_mcp,
     cmd_replay,
@@ -237,6 +238,9 @@ def _parser() -> argparse.ArgumentParser:
 
     status = _command(sub, "status", cmd_status, positional=True)
     status.add_argument("--fast", action="store_true", help="skip the walk that counts changes")
+
+    learned = _command(sub, "learned", cmd_learned, positional=True)
+    learned.add_argument("-k", type=int, default=20, help="salient items shown (default 20)")
 
     gc = _command(sub, "gc", cmd_gc, positional=True)
     gc.add_argument("--dry-run", action="store_true", help="only say what would be removed")

@@ -26,6 +26,7 @@ from engine.serve._service import (
     WATCH_INTERVAL_S,
     Service,
     check_k,
+    learned_json,
     resolve_checked,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "field",
     "files_json",
     "hits_json",
+    "learned_json",
     "note_json",
     "notes_json",
     "pack_json",

@@ -180,6 +180,10 @@ MEMORY_ARCHIVE = """\
 Archive a note (out of search, timeline and prompts; get still finds it), or with
 archived=false bring it back."""
 
+LEARNED = """\
+What this workspace learned from the outcomes given with feedback: the rerank offsets per
+feature, the most salient files, folders, symbols and notes, and the state's digest."""
+
 INDEX = """\
 Refresh the index after you add, edit or delete files (build_context already shows your
 uncommitted diff, but changed code is searchable only after a refresh). Runs in the
@@ -190,7 +194,7 @@ background while answers keep coming from the previous index; wait=true blocks u
 # counting are an administrator's (a model's tool call should not erase what it learned).
 AGENT_MEMORY_TOOLS = ("memory_save", "memory_search", "memory_get", "memory_timeline",
                       "memory_relate", "memory_graph")  # fmt: skip
-ADMIN_TOOLS = ("memory_delete", "memory_stats", "memory_archive")
+ADMIN_TOOLS = ("memory_delete", "memory_stats", "memory_archive", "learned")
 _BASE_TOOLS = ("build_context", "feedback", "bundle", "search", "resolve", "replay", "status",
                "index", "session_add", "session_decide", "session_show", "session_compact",
                "session_checkpoint", "session_end")  # fmt: skip
@@ -538,6 +542,10 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=MEMORY_ARCHIVE, annotations=writes)
     async def memory_archive(id: NoteId, archived: Bool = True) -> CallToolResult:
         return result(to_json(await run(service.memory_archive, id, archived)))
+
+    @server.tool(description=LEARNED, annotations=reads)
+    async def learned(k: Int = 20) -> CallToolResult:
+        return result(await run(service.learned, k))
 
     for name in PROFILES["admin"]:
         if name not in enabled:

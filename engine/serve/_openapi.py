@@ -183,6 +183,11 @@ OPENAPI: dict[str, Any] = {
             "parameters": [_NID, {"name": "depth", "in": "query", "schema": {"type": "integer"}},
                            {"name": "kinds", **_Q}],
             "responses": {"200": _OK, **_ERRS}}},
+        "/v1/learned": {"get": {
+            "summary": "What outcomes taught: rerank offsets, the k most salient items "
+                       "(admin profile: --tools admin; 403 admin_only otherwise)",
+            "parameters": [{"name": "k", "in": "query", "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}}},
         "/healthz": {"get": {"summary": "Liveness (no token needed)", "security": [],
                              "responses": {"200": _OK}}},
     },

@@ -1,5 +1,5 @@
 """Saved notes over HTTP: ``/v1/memory`` (save, search, get, timeline, edges, graph) and,
-in the admin profile, delete, archive and stats."""
+in the admin profile, delete, archive and stats, and ``/v1/learned`` (what outcomes taught)."""
 
 from __future__ import annotations
 
@@ -110,6 +110,12 @@ def memory_routes(service: Service, admin: set[str]) -> list[Route]:
 
         return await answer(work)
 
+    async def learned(request: Request) -> Response:
+        async def work() -> object:
+            return await call(service.learned, whole(request.query_params, "k", 20))
+
+        return await answer(work)
+
     async def memory_stats(request: Request) -> Response:
         async def work() -> object:
             return to_json(await call(service.memory_stats))
@@ -142,4 +148,5 @@ def memory_routes(service: Service, admin: set[str]) -> list[Route]:
         Route(
             "/v1/memory/{id}/archive", gated("memory_archive", memory_archive), methods=["POST"]
         ),
+        Route("/v1/learned", gated("learned", learned), methods=["GET"]),
     ]

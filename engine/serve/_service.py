@@ -73,6 +73,7 @@ __all__ = [
     "WATCH_INTERVAL_S",
     "Service",
     "check_k",
+    "learned_json",
     "resolve_checked",
 ]
 
@@ -417,6 +418,10 @@ class Service:
         """``Memory.archive``: out of search and the lane, still found by get."""
         return self.ws.memory.archive(note_id, archived)
 
+    def learned(self, k: int = 20) -> dict[str, JSON]:
+        """``learned_json`` of this workspace."""
+        return learned_json(self.ws, k)
+
     def memory_stats(self) -> MemoryStats:
         """``Memory.stats``: counts of what this caller can see; the store's path relative
         to the workspace, as ``status`` gives paths (a caller learns nothing of the
@@ -469,6 +474,18 @@ class Service:
                     self.refresh()
             except Exception as exc:  # the watcher must outlive a bad moment (a file mid-write)
                 print(f"cortex: watch: {exc}", file=sys.stderr)
+
+
+def learned_json(ws: Workspace, k: int = 20) -> dict[str, JSON]:
+    """What ``ws`` learned from outcomes, as every surface gives it: the rerank offsets per
+    feature, the ``k`` most salient items (file, folder, symbol, note; best first) and how
+    many there are, and the digest that replay keys carry ("" when nothing was learned)."""
+    check_k(k)
+    state = ws.learned()
+    top = sorted(state.salience.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    return {"weights": {name: value for name, value in state.weights},
+            "salience": [{"item": key, "salience": value} for key, value in top],
+            "items": len(state.salience), "digest": state.digest}  # fmt: skip
 
 
 def _check_items(name: str, items: Sequence[object]) -> None:

@@ -254,3 +254,40 @@ def test_the_cli_shows_control_characters_escaped(
                  ("session", "show", *at, "--session", "s1", "--step", "1")):  # fmt: skip
         code, text = _cli(*argv)
         assert code == 0 and "\x1b" not in text and "\r" not in text, text
+
+
+def test_learned_state_is_shown_on_every_surface(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No surface showed what outcomes taught (stop 44's review): `cortex learned`,
+    `GET /v1/learned` and the MCP tool `learned` (both in the admin profile) give one JSON."""
+    from starlette.testclient import TestClient
+
+    from engine.serve import build_app, learned_json
+
+    (tmp_path / "hooks.py").write_text("def register_hook(event):\n    return event\n")
+    ws = Workspace.open(tmp_path, Config(dense_model="hash"))
+    ws.index()
+    assert learned_json(ws) == {"weights": {}, "salience": [], "items": 0, "digest": ""}
+    pack = ws.build_context("where are hooks registered", "register_hook")
+    ws.feedback(pack.replay_key, [1], outcome="success")
+    body = learned_json(ws, k=2)
+    assert body["items"] == 3 and len(body["salience"]) == 2 and body["digest"]
+    assert body["salience"][0]["item"].startswith(("dir:", "file:", "symbol:"))
+    with TestClient(build_app(Service(ws), tools="admin"),
+                    base_url="http://127.0.0.1:8765") as client:  # fmt: skip
+        assert client.get("/v1/learned?k=2").json() == body
+        assert client.get("/v1/learned?k=0").status_code == 400
+    with TestClient(build_app(Service(ws)), base_url="http://127.0.0.1:8765") as client:
+        refused = client.get("/v1/learned")
+        assert refused.status_code == 403 and "learned is an admin route" in refused.text
+    admin = build_mcp_server(Service(ws), "admin")
+    assert "learned" in {t.name for t in anyio.run(admin.list_tools)}
+    agent = build_mcp_server(Service(ws), "agent")
+    assert "learned" not in {t.name for t in anyio.run(agent.list_tools)}
+    ws.close()
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    code, text = _cli("learned", str(tmp_path), "-k", "2", "--json")
+    assert code == 0 and json.loads(text) == body
+    code, text = _cli("learned", str(tmp_path))
+    assert code == 0 and f"learned state {body['digest']}" in text and "3 salient items" in text
