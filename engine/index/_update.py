@@ -407,7 +407,8 @@ def _read_all(meta: MetaStore, progress: Progress, model_id: str) -> list[Chunk]
 
 
 class _EmbedStage:
-    """Opens a progress stage on the first batch (nothing to embed: no bar at all)."""
+    """Opens a progress stage on the first batch (nothing to embed: no bar at all); the
+    caller ends it."""
 
     def __init__(self, progress: Progress, name: str) -> None:
         self.progress = progress
@@ -420,7 +421,3 @@ class _EmbedStage:
             self.done = 0
         self.progress.advance(done - self.done)
         self.done = done
-
-    def finish(self) -> None:
-        if self.done >= 0:
-            self.progress.end()
