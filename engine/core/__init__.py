@@ -58,6 +58,7 @@ from engine.core._limits import (
     check_model_citations,
     check_text,
     unknown_replay_key,
+    yes_no,
 )
 from engine.core._notes import (
     EDGE_KINDS,
@@ -236,4 +237,5 @@ __all__ = [
     "preview",
     "salience_keys",
     "unknown_replay_key",
+    "yes_no",
 ]

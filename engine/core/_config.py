@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.core._errors import ConfigError
 from engine.core._learning import DEFAULT_LEARN_BOUND, DEFAULT_LEARN_RATE, LearnSettings
-from engine.core._limits import check_budget
+from engine.core._limits import check_budget, yes_no
 from engine.core._settings import (
     DEFAULT_WORD_FORMS,
     ContextSettings,
@@ -36,8 +36,6 @@ ENV_PREFIX = "CORTEX_"
 # CORTEX_TOKEN (engine.serve: the HTTP bearer token, a secret kept out of Config) and
 # CORTEX_BACKEND / CORTEX_QDRANT_* (engine.backend's settings).
 OTHER_ENV = ("TOKEN", "BACKEND", "QDRANT_URL", "QDRANT_COLLECTION", "QDRANT_API_KEY")
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off", "")
 _warned: set[str] = set()  # each unknown variable is said once per process
 DEFAULT_MAX_FILE_BYTES = 1 << 20  # 1 MiB: larger files are data or generated, not code to read
 DEFAULT_STATE_DIR = ".cortex"  # under the workspace root unless an absolute path is given
@@ -226,11 +224,7 @@ def unknown_env(environ: Mapping[str, str]) -> list[str]:
 
 def _parse(name: str, raw: str, default: object) -> object:
     if isinstance(default, bool):
-        word = raw.strip().lower()
-        if word not in _TRUE + _FALSE:
-            raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be one of 1/0, true/false, "
-                              f"yes/no, on/off, got {raw!r}")  # fmt: skip
-        return word in _TRUE
+        return yes_no(f"{ENV_PREFIX}{name.upper()}", raw)
     if isinstance(default, float):
         try:
             return float(raw)

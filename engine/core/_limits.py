@@ -18,6 +18,7 @@ __all__ = [
     "check_model_citations",
     "check_text",
     "unknown_replay_key",
+    "yes_no",
 ]
 
 MIN_BUDGET_TOKENS = 64  # below this not even the instruction and a goal fit
@@ -62,6 +63,18 @@ def check_model_citations(cited: object) -> None:
         if isinstance(c, bool) or not isinstance(c, int | str):
             raise ConfigError(f"model_citations must be a list of numbers or \"[n]\" markers, "
                               f"not {type(c).__name__} {c!r}")  # fmt: skip
+
+
+def yes_no(name: str, raw: str) -> bool:
+    """A yes or a no as a setting or a query flag is written (1/0, true/false, yes/no,
+    on/off; empty is no); other words are refused: ``CORTEX_LEDGER=maybe`` turned the ledger
+    off, ``hard=True`` left a note's text in the file."""
+    word = raw.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("", "0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be one of 1/0, true/false, yes/no, on/off, got {raw!r}")
 
 
 def unknown_replay_key(replay_key: str) -> UnknownReplayKeyError:

@@ -17,6 +17,7 @@ from engine.core import (
     NotFoundError,
     PayloadTooLargeError,
     RateLimitedError,
+    yes_no,
 )
 from engine.serve._service import REQUEST_TIMEOUT_S
 
@@ -109,15 +110,9 @@ async def json_body(request: Request) -> dict[str, Any]:
     return body
 
 
-def yes_no(params: Mapping[str, str], name: str) -> bool:
-    """A query parameter that is a yes or a no (absent: no). ``hard=True`` read as "no"
-    left a secret the caller meant to erase in the file: other words are refused."""
-    raw = params.get(name, "").strip().lower()
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("", "0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{name} must be 1/0, true/false, yes/no or on/off, got {params[name]!r}")
+def flag(params: Mapping[str, str], name: str) -> bool:
+    """A query parameter that is a yes or a no (absent: no; ``engine.core.yes_no``)."""
+    return yes_no(name, params.get(name, ""))
 
 
 def whole(params: Mapping[str, str], name: str, default: int) -> int:

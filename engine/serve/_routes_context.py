@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.core import check_k
-from engine.serve._answers import answer, json_body, yes_no
+from engine.serve._answers import answer, flag, json_body
 from engine.serve._encode import files_json, hits_json, to_json
 from engine.serve._requests import Proof, field, only, proof_of, state_of, strings
 from engine.serve._service import Service
@@ -52,7 +52,7 @@ def context_routes(service: Service) -> list[Route]:
             if not k.isdigit():
                 check_k(k)  # the one message for a k that is no whole number
             query, mode, goal = q.get("q", ""), q.get("mode", "hybrid"), q.get("goal", "")
-            if yes_no(q, "files"):
+            if flag(q, "files"):
                 return files_json(await call(service.search_files, query, mode, int(k), goal))
             return hits_json(await call(service.search, query, mode, int(k), goal))
 
@@ -79,7 +79,7 @@ def context_routes(service: Service) -> list[Route]:
 
     async def index(request: Request) -> Response:
         async def work() -> object:
-            return await call(service.refresh, wait=yes_no(request.query_params, "wait"))
+            return await call(service.refresh, wait=flag(request.query_params, "wait"))
 
         return await answer(work)
 

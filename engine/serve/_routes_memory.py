@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from engine.core import ConfigError
-from engine.serve._answers import answer, error, json_body, whole, yes_no
+from engine.serve._answers import answer, error, flag, json_body, whole
 from engine.serve._encode import notes_json, to_json
 from engine.serve._requests import field, only
 from engine.serve._service import Service
@@ -49,7 +49,7 @@ def memory_routes(service: Service, admin: set[str]) -> list[Route]:
         async def work() -> object:
             q = request.query_params
             types = [t for t in q.get("types", "").split(",") if t]
-            superseded = yes_no(q, "include_superseded")
+            superseded = flag(q, "include_superseded")
             hits = await call(service.memory_search, q.get("q", ""), whole(q, "k", 10),
                               types, superseded)  # fmt: skip
             return notes_json(hits)
@@ -95,7 +95,7 @@ def memory_routes(service: Service, admin: set[str]) -> list[Route]:
 
     async def memory_delete(request: Request) -> Response:
         async def work() -> object:
-            hard = yes_no(request.query_params, "hard")
+            hard = flag(request.query_params, "hard")
             return await call(service.memory_forget, request.path_params["id"], hard)
 
         return await answer(work)
