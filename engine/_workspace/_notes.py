@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Sequence
 from contextlib import suppress
+from functools import cached_property
 from pathlib import Path
 
 from engine._workspace._index import Indexer
@@ -44,7 +45,6 @@ class Notes:
         self._state = state
         self._indexer = indexer
         self._memory: Memory | None = None
-        self._common: tuple[Path | None] | None = None  # the git common folder, once asked
 
     def close(self) -> None:
         """Close the store, if it was opened."""
@@ -60,7 +60,7 @@ class Notes:
         tree that already has a store of its own, made before, keeps it: nothing saved
         there goes missing)."""
         own = self._state.state_dir / "memory.sqlite"
-        common = self._common_dir()
+        common = self._common_dir
         config_dir = Path(self._state.config.state_dir)
         if common is None or config_dir.is_absolute() or common.name != ".git" or own.exists():
             return own
@@ -69,22 +69,18 @@ class Notes:
             return own
         return main / config_dir / "memory.sqlite"
 
+    @cached_property
     def _common_dir(self) -> Path | None:
         """The repository's common git folder (None outside git); asked once."""
-        if self._common is None:
-            found = None
-            try:
-                out = subprocess.run(
-                    ["git", "-C", str(self._state.root), "rev-parse", "--path-format=absolute",
-                     "--git-common-dir"], capture_output=True, text=True, timeout=10,
-                    check=False,
-                )  # fmt: skip
-                if out.returncode == 0 and out.stdout.strip():
-                    found = Path(out.stdout.strip()).resolve()
-            except (OSError, subprocess.SubprocessError):
-                pass
-            self._common = (found,)
-        return self._common[0]
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(self._state.root), "rev-parse", "--path-format=absolute",
+                 "--git-common-dir"], capture_output=True, text=True, timeout=10, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return Path(out.stdout.strip()).resolve() if out.returncode == 0 and out.stdout.strip() \
+            else None  # fmt: skip
 
     def exists(self) -> bool:
         """Whether a store is open or on disk (reading never creates one)."""
@@ -156,7 +152,7 @@ class Notes:
     def project(self) -> str:
         """What names this project for memory: the repository (its common git folder, so
         every working tree of one repository shares its notes), else the folder."""
-        common = self._common_dir()
+        common = self._common_dir
         return sha256_text(str(common if common is not None else self._state.root))[:16]
 
     def text_now(self, path: str) -> str | None:
