@@ -130,11 +130,15 @@ def rerank(
     if not cands:
         return []
     wanted = set(identifiers)
+    defines = [1.0 if wanted & set(c.chunk.defines) else 0.0 for c in cands]
+    mentions = [min(1.0, len(wanted & set(c.chunk.references)) / max(1, min(len(wanted), 5)))
+                for c in cands]  # fmt: skip
     prior = dict(_SOURCE_PRIOR)
     for intent in sorted(intents):
         for doc_type, value in _INTENT_PRIOR[intent].items():
             prior[doc_type] = max(prior.get(doc_type, 0.0), value)
-    for doc_type in _only_outside_code(cands, wanted) if question else ():
+    named = [c for c, d, m in zip(cands, defines, mentions, strict=True) if d or m]
+    for doc_type in _only_outside_code(named) if question else ():
         prior[doc_type] = max(prior.get(doc_type, 0.0), _SOURCE_PRIOR[DocType.IMPLEMENTATION])
     per_file = file_scores(cands)
     cosines = [
@@ -149,11 +153,8 @@ def rerank(
         "recall": _scaled([c.fused for c in cands]),
         "file": strength,
         "cosine": _scaled(cosines),
-        "defines": [1.0 if wanted & set(c.chunk.defines) else 0.0 for c in cands],
-        "mentions": [
-            min(1.0, len(wanted & set(c.chunk.references)) / max(1, min(len(wanted), 5)))
-            for c in cands
-        ],
+        "defines": defines,
+        "mentions": mentions,
         "signal": [1.0 if "signal" in c.ranks else 0.0 for c in cands],
         "place": [1.0 if "place" in c.ranks else 0.0 for c in cands],
         "phrase": [phrase_match(phrases, c.chunk.text) if phrases else 0.0 for c in cands],
@@ -206,23 +207,17 @@ def _cochange(
     return [sums[c.chunk.path] / top if top > 0 else 0.0 for c in cands]
 
 
-def _only_outside_code(cands: Sequence[Candidate], wanted: set[str]) -> set[DocType]:
-    """The doc types of the candidates naming a name the request asks about, when no code
-    candidate names one: such a name lives in the docs, a test or a text file, and the
-    code prior would bury the only sections that hold it under code that shares not a
-    word with the request (`ZEBRA_RETRY_LIMIT`, set in two docs, gave forty unrelated
-    helpers and left both docs out as weak). Only for a short request: a long report names
-    test and doc names beside the code's, and there the rule cost three of five dev
-    instances their place (sphinx-9367 Acc@1, jq-2654 the 4k context, preact-2927 Acc@5)."""
-    if not wanted:
-        return set()
-    found: set[DocType] = set()
-    for c in cands:
-        if wanted & set(c.chunk.references) or wanted & set(c.chunk.defines):
-            if c.chunk.doc_type in (DocType.IMPLEMENTATION, DocType.DEFINITION):
-                return set()
-            found.add(c.chunk.doc_type)
-    return found
+def _only_outside_code(named: Sequence[Candidate]) -> set[DocType]:
+    """The doc types of the candidates ``named`` (those defining or mentioning a name the
+    request asks about), when none of them is code: such a name lives in the docs, a test
+    or a text file, and the code prior would bury the only sections that hold it under
+    code that shares not a word with the request (`ZEBRA_RETRY_LIMIT`, set in two docs,
+    gave forty unrelated helpers and left both docs out as weak). Only for a short
+    request: a long report names test and doc names beside the code's, and there the rule
+    cost three of five dev instances their place (sphinx-9367 Acc@1, jq-2654 the 4k
+    context, preact-2927 Acc@5)."""
+    types = {c.chunk.doc_type for c in named}
+    return set() if types & {DocType.IMPLEMENTATION, DocType.DEFINITION} else types
 
 
 def _source_prior(prior: dict[DocType, float], chunk: Chunk) -> float:
