@@ -58,7 +58,6 @@ _END_KEY = re.compile(r"-{4,5} ?END[A-Z0-9 ]*PRIVATE KEY( BLOCK)? ?-{4,5}|Privat
 # provider's token passed to a call (``Github("ghp_…")``), so it is applied to that one only.
 _INDIRECT = "detect_secrets.filters.heuristic.is_indirect_reference"
 _KEYWORD = "Secret Keyword"
-_KEYWORD_KIND = "secret-keyword"
 _URL_CREDENTIALS = "basic-auth-credentials"
 # A shorter literal ("AC", "gh", "cl") is in most lines of code: its patterns are tried
 # only where a long token stands (their secrets are all long).
@@ -283,6 +282,9 @@ def _get() -> _Detector:
 
 def _slug(secret_type: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", secret_type.lower()).strip("-")
+
+
+_KEYWORD_KIND = _slug(_KEYWORD)  # "secret-keyword", as scan names the keyword plugin's finds
 
 
 def _is_alphabet(value: str) -> bool:
