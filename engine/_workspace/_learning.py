@@ -38,6 +38,7 @@ from engine.core import (
     SearchMode,
     SessionState,
     Tier,
+    check_text,
 )
 from engine.memory import (
     LEARN_POOL,
@@ -224,6 +225,39 @@ class Learning:
     def learned(self) -> Learned:
         """What this workspace learned from outcomes (see ``Workspace.learned``)."""
         return self._salience_state().learned()
+
+    def reset(self, reason: str | None) -> Learned:
+        """Forget what outcomes taught (see ``Workspace.reset_learned``): one attest/weights
+        pair, journaled like an outcome's, that folds every item's citations to zero and
+        the offsets to none. Returns the state it forgot; records nothing when that is
+        empty."""
+        if reason is not None:
+            if not isinstance(reason, str):
+                raise ConfigError(f"reason must be a string, not {type(reason).__name__}")
+            check_text("reason", reason)
+        state = self._state
+        if not state.config.ledger or not state.has_journal():
+            return Learned()
+        journal = state.journal
+        settings = state.config.learn_settings()
+        with self._once:  # not between an attest's check and its record
+            before = self._salience_state()
+            forgotten = before.learned()
+            if not forgotten:
+                return forgotten
+            attest: JSON = {
+                "user": journal.user,
+                "reset": True,
+                "reason": scrub(reason) if reason else None,
+                "items": [[k, -i.citations, 0] for k, i in sorted(before.items.items())
+                          if i.citations],
+            }
+            weights = weights_payload(before.weights, {}, settings.rate, False)
+            journal.append_pair(None, attest, weights)
+        tables = SalienceTables(self._salience_path)
+        with suppress(MemoryStateError):  # a cache of the journal, as after an attest
+            tables.catch_up(journal.learning_records(tables.load().seq))
+        return forgotten
 
     def outcomes(self, goal: str, query: str, k: int) -> list[PastOutcome]:
         """The outcomes tier (see ``Workspace.outcomes``)."""

@@ -463,6 +463,16 @@ class Workspace:
         feature): what ranking adds as the ``salience`` and ``learned`` features."""
         return self._learning.learned()
 
+    def reset_learned(self, reason: str | None = None) -> Learned:
+        """Forget what outcomes taught this workspace: every item's salience and every
+        rerank offset go back to none, for every user of this ledger. The reset is a
+        journal record like an outcome's (with ``reason``, scrubbed of secrets), so the
+        ledger keeps the audit trail, earlier turns still replay, and later outcomes teach
+        from zero. The outcomes tier (earlier intents and what they cited) is history and
+        stays; ``forget`` removes text. Returns the state forgotten (empty, and nothing
+        recorded, when nothing was learned)."""
+        return self._learning.reset(reason)
+
     # -- resolve --------------------------------------------------------------------
 
     def resolve(self, uri: str, proof: Mapping[str, str] | None = None) -> Resolved:

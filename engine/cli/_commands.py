@@ -33,12 +33,13 @@ from engine.serve import (
     files_json,
     hits_json,
     learned_json,
+    reset_json,
     resolve_checked,
     to_json,
     unknown_replay_key,
 )
 from indexers import ChunkedFile, Skipped
-from ledger import FeedbackRecord, TurnRecord
+from ledger import JSON, FeedbackRecord, TurnRecord
 
 __all__ = [
     "EXIT_ERROR",
@@ -238,8 +239,13 @@ def cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 
 def cmd_learned(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    """Show what outcomes taught this workspace: rerank offsets and the most salient items."""
+    """Show what outcomes taught this workspace: rerank offsets and the most salient items
+    (``--reset``: forget them, journaled with ``--reason``)."""
+    if args.reason is not None and not args.reset:
+        raise ConfigError("--reason goes with --reset")
     with Workspace.open(args.where, config) as ws:
+        if args.reset:
+            return _reset_learned(reset_json(ws, args.reason or ""), args.json, out)
         body = learned_json(ws, args.k)
     if args.json:
         _dump(body, out)
@@ -256,6 +262,20 @@ def cmd_learned(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     for row in body["salience"]:
         assert isinstance(row, dict)
         out.write(f"  {row['salience']:.3f}  {terminal_safe(str(row['item']))}\n")
+    return EXIT_OK
+
+
+def _reset_learned(body: dict[str, JSON], as_json: bool, out: TextIO) -> int:
+    if as_json:
+        _dump(body, out)
+    elif not body["reset"]:
+        out.write("nothing learned yet: nothing to reset\n")
+    else:
+        weights = body["weights"]
+        assert isinstance(weights, dict)
+        out.write(f"reset learned state {body['digest_before']}: forgot {body['items']:,} "
+                  f"salient items and {len(weights)} rerank offsets (journaled in the "
+                  "ledger; earlier turns still replay)\n")  # fmt: skip
     return EXIT_OK
 
 

@@ -241,6 +241,10 @@ def _parser() -> argparse.ArgumentParser:
 
     learned = _command(sub, "learned", cmd_learned, positional=True)
     learned.add_argument("-k", type=int, default=20, help="salient items shown (default 20)")
+    learned.add_argument("--reset", action="store_true",
+                         help="forget it all: salience and rerank offsets back to none, every "
+                              "user's (journaled; earlier turns still replay)")  # fmt: skip
+    learned.add_argument("--reason", metavar="TEXT", help="with --reset: why (journaled)")
 
     gc = _command(sub, "gc", cmd_gc, positional=True)
     gc.add_argument("--dry-run", action="store_true", help="only say what would be removed")

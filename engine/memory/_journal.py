@@ -231,9 +231,10 @@ class Journal:
         with self._held() as ledger:
             return [r for r in ledger.records(kind, key, after) if isinstance(r, JournalEntry)]
 
-    def append_pair(self, turn_id: str, attest: JSON, weights: JSON) -> list[JournalEntry]:
+    def append_pair(self, turn_id: str | None, attest: JSON, weights: JSON
+                    ) -> list[JournalEntry]:  # fmt: skip
         """The attest record (seq N) and the weights record (N+1), in one transaction:
-        a crash leaves both or neither."""
+        a crash leaves both or neither (``turn_id`` None: a reset, of no turn)."""
         with self._held() as ledger:
             return ledger.append_entries(
                 [(RecordKind.SALIENCE, turn_id, attest), (RecordKind.WEIGHTS, turn_id, weights)]

@@ -27,6 +27,7 @@ from engine.serve._service import (
     Service,
     check_k,
     learned_json,
+    reset_json,
     resolve_checked,
 )
 
@@ -54,6 +55,7 @@ __all__ = [
     "notes_json",
     "pack_json",
     "proof_of",
+    "reset_json",
     "resolve_checked",
     "run_stdio",
     "serve",

@@ -22,7 +22,7 @@ For planners that do not speak MCP::
     GET  /v1/memory/{id}    GET /v1/memory/{id}/timeline?before=&after=
     POST /v1/memory/{id}/edges {dst, kind}   GET /v1/memory/{id}/graph?depth=&kinds=
     (admin profile) DELETE /v1/memory/{id}?hard=1   POST /v1/memory/{id}/archive {archived}
-                    GET /v1/memory/stats
+                    GET /v1/memory/stats   GET /v1/learned?k=   DELETE /v1/learned?reason=
     GET  /healthz           GET /openapi.json
 
 Every route but ``/healthz`` checks the bearer token when one is set. Answers are the one

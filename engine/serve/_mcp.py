@@ -184,6 +184,10 @@ LEARNED = """\
 What this workspace learned from the outcomes given with feedback: the rerank offsets per
 feature, the most salient files, folders, symbols and notes, and the state's digest."""
 
+LEARNED_RESET = """\
+Forget what outcomes taught this workspace (every user's): salience and rerank offsets
+back to none, journaled with the reason; earlier turns still replay. Says what was forgotten."""
+
 INDEX = """\
 Refresh the index after you add, edit or delete files (build_context already shows your
 uncommitted diff, but changed code is searchable only after a refresh). Runs in the
@@ -194,7 +198,7 @@ background while answers keep coming from the previous index; wait=true blocks u
 # counting are an administrator's (a model's tool call should not erase what it learned).
 AGENT_MEMORY_TOOLS = ("memory_save", "memory_search", "memory_get", "memory_timeline",
                       "memory_relate", "memory_graph")  # fmt: skip
-ADMIN_TOOLS = ("memory_delete", "memory_stats", "memory_archive", "learned")
+ADMIN_TOOLS = ("memory_delete", "memory_stats", "memory_archive", "learned", "learned_reset")
 _BASE_TOOLS = ("build_context", "feedback", "bundle", "search", "resolve", "replay", "status",
                "index", "session_add", "session_decide", "session_show", "session_compact",
                "session_checkpoint", "session_end")  # fmt: skip
@@ -299,6 +303,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     server: MCPServer = StrictServer("cortex", instructions=INSTRUCTIONS, log_level="WARNING")
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    erases = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
     async def run(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         try:
@@ -531,7 +536,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     ) -> CallToolResult:
         return result(to_json(await run(service.memory_graph, id, depth, kinds)))
 
-    @server.tool(description=MEMORY_DELETE, annotations=writes)
+    @server.tool(description=MEMORY_DELETE, annotations=erases)
     async def memory_delete(id: NoteId, hard: Bool = False) -> CallToolResult:
         return result(await run(service.memory_forget, id, hard))
 
@@ -546,6 +551,10 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=LEARNED, annotations=reads)
     async def learned(k: Int = 20) -> CallToolResult:
         return result(await run(service.learned, k))
+
+    @server.tool(description=LEARNED_RESET, annotations=erases)
+    async def learned_reset(reason: str = "") -> CallToolResult:
+        return result(await run(service.learned_reset, reason))
 
     for name in PROFILES["admin"]:
         if name not in enabled:

@@ -187,6 +187,11 @@ OPENAPI: dict[str, Any] = {
             "summary": "What outcomes taught: rerank offsets, the k most salient items "
                        "(admin profile: --tools admin; 403 admin_only otherwise)",
             "parameters": [{"name": "k", "in": "query", "schema": {"type": "integer"}}],
+            "responses": {"200": _OK, **_ERRS}},
+            "delete": {
+            "summary": "Forget what outcomes taught (salience and offsets, every user's; "
+                       "journaled with the reason); says what was forgotten (admin profile)",
+            "parameters": [{"name": "reason", **_Q}],
             "responses": {"200": _OK, **_ERRS}}},
         "/healthz": {"get": {"summary": "Liveness (no token needed)", "security": [],
                              "responses": {"200": _OK}}},

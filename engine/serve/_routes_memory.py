@@ -116,6 +116,12 @@ def memory_routes(service: Service, admin: set[str]) -> list[Route]:
 
         return await answer(work)
 
+    async def learned_reset(request: Request) -> Response:
+        async def work() -> object:
+            return await call(service.learned_reset, request.query_params.get("reason", ""))
+
+        return await answer(work)
+
     async def memory_stats(request: Request) -> Response:
         async def work() -> object:
             return to_json(await call(service.memory_stats))
@@ -149,4 +155,5 @@ def memory_routes(service: Service, admin: set[str]) -> list[Route]:
             "/v1/memory/{id}/archive", gated("memory_archive", memory_archive), methods=["POST"]
         ),
         Route("/v1/learned", gated("learned", learned), methods=["GET"]),
+        Route("/v1/learned", gated("learned_reset", learned_reset), methods=["DELETE"]),
     ]

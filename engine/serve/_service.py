@@ -74,6 +74,7 @@ __all__ = [
     "Service",
     "check_k",
     "learned_json",
+    "reset_json",
     "resolve_checked",
 ]
 
@@ -422,6 +423,10 @@ class Service:
         """``learned_json`` of this workspace."""
         return learned_json(self.ws, k)
 
+    def learned_reset(self, reason: str = "") -> dict[str, JSON]:
+        """``reset_json`` of this workspace."""
+        return reset_json(self.ws, reason)
+
     def memory_stats(self) -> MemoryStats:
         """``Memory.stats``: counts of what this caller can see; the store's path relative
         to the workspace, as ``status`` gives paths (a caller learns nothing of the
@@ -486,6 +491,16 @@ def learned_json(ws: Workspace, k: int = 20) -> dict[str, JSON]:
     return {"weights": {name: value for name, value in state.weights},
             "salience": [{"item": key, "salience": value} for key, value in top],
             "items": len(state.salience), "digest": state.digest}  # fmt: skip
+
+
+def reset_json(ws: Workspace, reason: str = "") -> dict[str, JSON]:
+    """``Workspace.reset_learned``, as every surface gives it: whether anything was
+    forgotten, the offsets and the count of salient items forgotten, the digest they had,
+    and the digest now ("" unless an outcome came in since)."""
+    gone = ws.reset_learned(reason or None)
+    return {"reset": bool(gone), "weights": {name: value for name, value in gone.weights},
+            "items": len(gone.salience), "digest_before": gone.digest,
+            "digest": ws.learned().digest}  # fmt: skip
 
 
 def _check_items(name: str, items: Sequence[object]) -> None:

@@ -341,3 +341,47 @@ def test_concurrent_retries_of_one_turn_record_one_attest(ws: Workspace) -> None
     with Ledger.open(ws.ledger_path) as ledger:
         kinds = [r.kind for r in ledger.records() if r.seq > head]
     assert kinds.count(RecordKind.SALIENCE) == 1 and kinds.count(RecordKind.WEIGHTS) == 1
+
+
+def test_reset_forgets_what_was_learned_and_keeps_the_trail(ws: Workspace) -> None:
+    """No command undid learning (stop 44's review): ``reset_learned`` folds salience and
+    offsets to none as one journaled pair (with its reason, scrubbed), rebuilds the same
+    from empty, keeps the outcomes tier and earlier turns' replays, and learning starts
+    again from zero; a second reset, with nothing learned, records nothing."""
+    key, cited = _taught(ws)
+    ws.feedback(key, cited, outcome="success")
+    learned = ws.learned()
+    assert learned.weights and learned.salience
+    head = ws.journal.head()[0]
+    secret = "DB_PASSWORD=Xk29vQ7pLm2sRt"
+    gone = ws.reset_learned(f"bad habit {secret}")
+    assert gone == learned and not ws.learned() and ws.learned().digest == ""
+    records = ws.journal.learning_records(head)
+    assert [r.kind for r in records] == [RecordKind.SALIENCE, RecordKind.WEIGHTS]
+    assert all(r.turn_id is None for r in records)
+    assert isinstance(records[0].payload, dict) and records[0].payload["reset"] is True
+    assert "Xk29vQ7pLm2sRt" not in str(records[0].payload) and "bad habit" in str(
+        records[0].payload)  # fmt: skip
+    assert all(c == 0 for c, _, _ in _items(ws).values())  # accesses stay: they happened
+    state = SalienceState()
+    for record in ws.journal.learning_records(0):
+        state.apply(record)
+    assert state.learned() == ws.learned()
+    with Ledger.open(ws.ledger_path) as ledger:
+        assert ledger.verify(blobs=True).ok
+    assert ws.replay(key).text  # an earlier turn still replays
+    assert ws.outcomes("Fix hooks", "register a hook for an event")  # history stays
+    assert ws.reset_learned() == type(learned)() and ws.journal.head()[0] == head + 2
+    key, cited = _hooks_id(ws, budget=1501)
+    ws.feedback(key, [cited], outcome="success")
+    assert ws.learned().salience["file:hooks.py"] == pytest.approx(1 / 3)  # one citation
+
+
+def test_reset_refuses_a_bad_reason_before_recording(ws: Workspace) -> None:
+    key, cited = _hooks_id(ws)
+    ws.feedback(key, [cited], outcome="success")
+    head = ws.journal.head()
+    for reason in (7, "x" * (200 << 10)):
+        with pytest.raises(ConfigError, match="reason"):
+            ws.reset_learned(reason)  # type: ignore[arg-type]
+    assert ws.journal.head() == head and ws.learned()

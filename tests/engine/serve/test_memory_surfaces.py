@@ -291,3 +291,52 @@ def test_learned_state_is_shown_on_every_surface(
     assert code == 0 and json.loads(text) == body
     code, text = _cli("learned", str(tmp_path))
     assert code == 0 and f"learned state {body['digest']}" in text and "3 salient items" in text
+
+
+def test_learned_state_is_reset_on_every_surface(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing undid learning (stop 44's review): `cortex learned --reset`, `DELETE
+    /v1/learned` and the MCP tool `learned_reset` (admin) say what they forgot, in one
+    JSON; a second reset forgets nothing."""
+    from starlette.testclient import TestClient
+
+    from engine.serve import build_app, learned_json
+
+    (tmp_path / "hooks.py").write_text("def register_hook(event):\n    return event\n")
+    ws = Workspace.open(tmp_path, Config(dense_model="hash"))
+    ws.index()
+
+    def teach(budget: int) -> str:
+        pack = ws.build_context("where are hooks registered", "register_hook", budget_tokens=budget)
+        ws.feedback(pack.replay_key, [1], outcome="success")
+        return learned_json(ws)["digest"]  # type: ignore[return-value]
+
+    digest = teach(1500)
+    with TestClient(build_app(Service(ws)), base_url="http://127.0.0.1:8765") as client:
+        refused = client.delete("/v1/learned")
+        assert refused.status_code == 403 and "learned_reset is an admin route" in refused.text
+    with TestClient(build_app(Service(ws), tools="admin"),
+                    base_url="http://127.0.0.1:8765") as client:  # fmt: skip
+        body = client.delete("/v1/learned?reason=wrong habit").json()
+        assert body == {"reset": True, "weights": {}, "items": 3, "digest_before": digest,
+                        "digest": ""}  # fmt: skip
+        assert client.delete("/v1/learned").json()["reset"] is False
+    assert ws.journal.learning_records(0)[-2].payload["reason"] == "wrong habit"  # type: ignore[index]
+    digest = teach(1501)
+    admin = build_mcp_server(Service(ws), "admin")
+    assert "learned_reset" in {t.name for t in anyio.run(admin.list_tools)}
+    agent = build_mcp_server(Service(ws), "agent")
+    assert "learned_reset" not in {t.name for t in anyio.run(agent.list_tools)}
+    called = anyio.run(admin.call_tool, "learned_reset", {"reason": "again"})
+    assert f'"digest_before": "{digest}"' in str(called)
+    digest = teach(1502)
+    ws.close()
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    code, text = _cli("learned", str(tmp_path), "--reset", "--reason", "third")
+    assert code == 0 and f"reset learned state {digest}: forgot 3 salient items" in text
+    code, text = _cli("learned", str(tmp_path), "--reset", "--json")
+    assert code == 0 and json.loads(text)["reset"] is False
+    capsys.readouterr()
+    code, _ = _cli("learned", str(tmp_path), "--reason", "x")
+    assert code == 2 and "--reason goes with --reset" in capsys.readouterr().err
