@@ -169,8 +169,11 @@ class QdrantBackend:
     """``overlays.Backend`` over one Qdrant collection (``Store``); ``mirror`` writes a
     segment into a layer, upserting and deleting only the files that changed."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, owned: bool = False) -> None:
         self.store = store
+        # Whether every layer in the collection is this state folder's (its own edge
+        # shard), so ``gc`` may drop the layers of bases that folder no longer has.
+        self.owned = owned
         store.ensure_indexes(KEYWORDS, TEXTS)
         # Document counts and token totals per scope, forgotten whenever this backend writes.
         self._stats = ScopeStatistics(store)
@@ -430,6 +433,16 @@ class QdrantBackend:
         self._forget()
         self.store.delete(Where(must=(Cond("layer", (layer,)),)))
 
+    def layers(self) -> dict[str, int]:
+        """Every layer the collection holds, with its files: those with a record and
+        those a mirror killed before its first record left points in."""
+        found: dict[str, int] = {}
+        for p in self.store.scroll(Where(must=(Cond("t", ("pages",)),)), ("layer",)):
+            found[p["layer"]] = found.get(p["layer"], 0) + 1
+        for r in self.store.scroll(Where(must=(Cond("t", ("layers",)),)), ("layer",)):
+            found.setdefault(r["layer"], 0)
+        return found
+
     def forget(
         self, in_paths: Callable[[str], bool] | None, text: str | None, *, dry_run: bool = False
     ) -> int:
@@ -460,8 +473,12 @@ class QdrantBackend:
             self._withdraw(layer, self._record(layer))  # a purge killed half way is redone
             self.store.delete(where)
         if removed and not dry_run:
-            self.store.compact(KEYWORDS, TEXTS)
+            self.compact()
         return removed
+
+    def compact(self) -> None:
+        """Leave no byte of deleted points in the store's files (``Store.compact``)."""
+        self.store.compact(KEYWORDS, TEXTS)
 
     def layer_keys(self, layer: str) -> dict[str, str]:
         """Per path held in ``layer``: the key its documents were written with."""

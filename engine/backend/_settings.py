@@ -58,8 +58,21 @@ class BackendSettings:
             env.get("CORTEX_QDRANT_API_KEY", ""),
         )
 
+    def address(self, state_dir: Path) -> str:
+        """Where the Qdrant backend lives: ``CORTEX_QDRANT_URL``, else the edge shard's
+        folder in the state folder ``state_dir`` (what ``connect`` opens)."""
+        return self.url or f"edge:{state_dir / EDGE_FOLDER}"
+
+    def describe(self, state_dir: Path) -> str:
+        """The backend in words, for ``status`` (a URL's user and password left out)."""
+        if self.kind != "qdrant":
+            return "embedded (tantivy, faiss and SQLite in the state folder)"
+        where = _USERINFO.sub(r"\1", self.address(state_dir))
+        return f"qdrant {where} (collection {self.collection})"
+
 
 _COLLECTION = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
 
 # Open backends by (address, collection), with how many users hold each: an edge shard's
 # files must be opened once per process (an index rebuild opens a second Layers beside the
@@ -74,13 +87,15 @@ def connect(settings: BackendSettings, state_dir: Path) -> QdrantBackend | None:
     checked here, with a ``ConfigError`` that says what to do."""
     if settings.kind != "qdrant":
         return None
-    url = settings.url or f"edge:{state_dir / EDGE_FOLDER}"
+    url = settings.address(state_dir)
     key = (url, settings.collection)
     with _OPEN_LOCK:
         backend, users = _OPEN.get(key, (None, 0))
         if backend is None:
             store = open_store(url, settings.collection, api_key=settings.api_key or None)
-            backend = QdrantBackend(store)
+            # The shard in the state folder is that folder's alone; any other place may
+            # hold other workspaces' layers.
+            backend = QdrantBackend(store, owned=not settings.url)
         _OPEN[key] = (backend, users + 1)
         return backend
 

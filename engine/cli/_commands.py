@@ -350,9 +350,13 @@ def cmd_gc(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         out.write(f"{verb} overlay {overlay}\n")
     for base in report.bases:
         out.write(f"{verb} base {base[:12]}\n")
+    for layer in report.layers:
+        out.write(f"{verb} qdrant layer {layer}\n")
+    layers = f" and {len(report.layers)} qdrant layers" if report.layers else ""
+    about = "about " if args.dry_run and report.layers else ""
     out.write(
-        f"{verb} {len(report.overlays)} overlays and {len(report.bases)} bases: "
-        f"{report.freed_bytes / 1e6:.1f} MB\n"
+        f"{verb} {len(report.overlays)} overlays and {len(report.bases)} bases{layers}: "
+        f"{about}{report.freed_bytes / 1e6:.1f} MB\n"
     )
     return EXIT_OK
 

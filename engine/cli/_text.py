@@ -136,5 +136,6 @@ def render_status(st: Status, *, walked: bool) -> str:
             )
         )
         out.append(f"  freshness:  {fresh}\n")
+    out.append(f"  backend:    {st.backend}\n")
     out.append(f"  disk:       {st.disk_bytes / 1e6:.1f} MB in {st.state_dir}\n")
     return "".join(out)

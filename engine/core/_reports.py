@@ -44,6 +44,9 @@ class GcReport:
     overlays: list[str]
     bases: list[str]
     freed_bytes: int
+    # Layers dropped from this state folder's own Qdrant edge shard (CORTEX_BACKEND=qdrant):
+    # the bases gone and those chunked under older settings.
+    layers: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,9 @@ class Status:
     # The base was chunked under other settings (a new chunker after an upgrade, changed
     # file rules): answers come from it until the next index builds it again.
     rechunk: bool = False
+    # Where the indexes are served from: the embedded engines, or Qdrant (where, which
+    # collection); "" before the first index.
+    backend: str = ""
 
     @property
     def stale_files(self) -> int:

@@ -29,7 +29,7 @@ import re
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
@@ -159,12 +159,15 @@ class Layers:
     def qdrant(self) -> QdrantBackend | None:
         """The Qdrant backend when ``CORTEX_BACKEND=qdrant`` (connected once), else None."""
         if self.backend.kind == "qdrant" and self._qdrant is None:
-            # The configured state folder, not this Layers' own: a rebuild stages its
-            # segments elsewhere but must write the workspace's edge shard.
-            state = Path(self.config.state_dir).expanduser()
-            home = state if state.is_absolute() else self.root / state
-            self._qdrant = connect(self.backend, home)
+            self._qdrant = connect(self.backend, self.backend_home)
         return self._qdrant
+
+    @property
+    def backend_home(self) -> Path:
+        """The configured state folder, not this Layers' own: a rebuild stages its segments
+        elsewhere but must write the workspace's edge shard."""
+        state = Path(self.config.state_dir).expanduser()
+        return state if state.is_absolute() else self.root / state
 
     def base_layer(self, base: str) -> str:
         """The Qdrant layer of the base at ``base``: one per commit and chunker settings,
@@ -631,16 +634,49 @@ class Layers:
                 if qdrant is not None and info is not None:  # overlays are per user: ours
                     qdrant.drop_layer(self.overlay_layer(info.branch))
         gone_bases: list[str] = []
+        kept: list[str] = []  # complete bases that stay
         for directory in sorted((self.state_dir / "bases").glob("*")):
             name = (directory / "complete").read_text("utf-8").strip() if (
                 directory / "complete").exists() else directory.name  # fmt: skip
             if name in keep_bases:
+                if (directory / "complete").exists():
+                    kept.append(name)
                 continue
             freed += tree_size(directory)
             gone_bases.append(name)
             if not dry_run:
                 self._drop(directory)
-        return GcReport(removed, gone_bases, freed)
+        layers, shard_bytes = self._gc_layers(kept, dry_run=dry_run)
+        return GcReport(removed, gone_bases, freed + shard_bytes, layers)
+
+    def _gc_layers(self, kept: Sequence[str], *, dry_run: bool) -> tuple[list[str], int]:
+        """Drop the base layers of this state folder's own Qdrant edge shard that no kept
+        base is (old commits' bases, bases chunked before an upgrade), then compact the
+        shard; returns the layers and the bytes freed (a dry run: the shard's bytes in
+        proportion to the files those layers hold). A shard or server elsewhere may hold
+        other workspaces' layers: left to its operator."""
+        qdrant = self.qdrant()
+        if qdrant is None or not qdrant.owned:
+            return [], 0
+        keep = {self.base_layer(name) for name in kept}
+        ours = f"base:tree-{self.workspace}:"
+        held = qdrant.layers()
+        doomed = sorted(
+            layer for layer in held
+            if layer.startswith("base:") and layer not in keep
+            and (not layer.startswith("base:tree-") or layer.startswith(ours))
+        )  # fmt: skip
+        if not doomed:
+            return [], 0
+        shard = getattr(qdrant.store, "directory", None)
+        before = tree_size(shard) if isinstance(shard, Path) else 0
+        if dry_run:
+            files = sum(held.values()) or 1
+            return doomed, before * sum(held[layer] for layer in doomed) // files
+        for layer in doomed:
+            qdrant.drop_layer(layer)
+        qdrant.compact()
+        return doomed, max(0, before - tree_size(shard)) if isinstance(shard, Path) else 0
 
     def _drop(self, directory: Path) -> None:
         segment = self._segments.pop(directory, None)

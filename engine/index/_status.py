@@ -69,6 +69,7 @@ def status_of(
         added=added,
         removed=removed,
         disk_bytes=tree_size(layers.state_dir),
+        backend=layers.backend.describe(layers.backend_home),
         branch=info.branch,
         user=info.user,
         overlay_files=len(info.paths),

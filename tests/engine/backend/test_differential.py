@@ -166,3 +166,39 @@ def test_a_rebuild_writes_the_workspace_shard_and_gc_drops_dead_overlays(tmp_pat
             assert qdrant.layer_keys(topic) == {}
         finally:
             ws.close()
+
+
+def test_gc_drops_the_layers_of_gone_bases_from_the_state_folders_shard(
+    tmp_path: Path,
+) -> None:
+    """The edge shard in the state folder kept every old base's layer: ``gc`` left them
+    (stop 44's review). It now drops the layers no kept base is and compacts the shard
+    (a dry run says which, and about how much); ``status`` names the backend."""
+    root = start_repo(tmp_path / "repo")
+    env = {"CORTEX_BACKEND": "qdrant", "CORTEX_QDRANT_URL": ""}
+    with mock.patch.dict(os.environ, env):
+        ws = Workspace.open(root, CONFIG.with_(state_dir=str(tmp_path / "state")))
+        try:
+            ws.index()
+            qdrant = ws.layers.qdrant()
+            assert qdrant is not None and qdrant.owned
+            first = {n for n in qdrant.layers() if n.startswith("base:")}
+            (root / "m_new.py").write_text(_module(7, 3))
+            _git(root, "add", "-A")
+            _git(root, "commit", "-q", "-m", "next")
+            ws.index(rebuild=True)
+            qdrant = ws.layers.qdrant()  # the rebuild's Layers and connection
+            assert qdrant is not None
+            assert first < {n for n in qdrant.layers() if n.startswith("base:")}
+            planned = ws.gc(dry_run=True)
+            assert planned.layers == sorted(first) and planned.freed_bytes > 0
+            assert first <= set(qdrant.layers())
+            done = ws.gc()
+            assert done.layers == sorted(first)  # the rebuild removed the old base, not its layer
+            assert not first & set(qdrant.layers())
+            assert ws.search("parse value", mode="bm25", k=3)
+            assert ws.gc().layers == []
+            assert ws.status().backend == (
+                f"qdrant edge:{tmp_path / 'state' / 'qdrant-edge'} (collection cortex)")
+        finally:
+            ws.close()

@@ -92,3 +92,12 @@ def test_an_edge_shard_held_by_another_process_says_so(tmp_path: Path) -> None:
     with pytest.raises(IndexBusyError, match="held by another cortex process"):
         EdgeStore(tmp_path / "shard")
     del held
+
+
+def test_status_names_the_backend_without_a_urls_password(tmp_path: Path) -> None:
+    """``status`` did not say which backend served (stop 44's review)."""
+    assert BackendSettings().describe(tmp_path).startswith("embedded")
+    server = BackendSettings("qdrant", "https://ops:hunter2@q.example:6333", "team")
+    assert server.describe(tmp_path) == "qdrant https://q.example:6333 (collection team)"
+    edge = BackendSettings("qdrant").describe(tmp_path)
+    assert edge == f"qdrant edge:{tmp_path / 'qdrant-edge'} (collection cortex)"
