@@ -25,6 +25,7 @@ from engine import (
     Workspace,
     survey,
 )
+from engine.cli._exit import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from engine.cli._text import render_index_report, render_status, render_summary, terminal_safe
 from engine.serve import (
     Proof,
@@ -62,10 +63,6 @@ __all__ = [
     "cmd_status",
 ]
 
-EXIT_OK = 0
-EXIT_ERROR = 1  # a CortexError: bad workspace, unreadable state, unknown replay key
-EXIT_USAGE = 2  # argparse's own code for bad arguments; ConfigError uses it too
-EXIT_INTERRUPTED = 130
 
 
 def _dump(body: Mapping[str, object], out: TextIO) -> None:

@@ -408,3 +408,22 @@ def test_ledger_show_lists_what_was_said_of_the_turn_later(indexed: Path) -> Non
     later = json.loads(text)["later"]
     assert code == EXIT_OK and later[0]["cited"] == [1] and later[0]["outcome"] == "success"
     assert [r.get("kind") for r in later[1:]] == ["salience", "weights"]
+
+
+def test_ctrl_c_while_the_engine_loads_is_one_line() -> None:
+    """A Ctrl-C in a command's first half second (the engine's imports) printed a traceback
+    (stop 43's review): the console script imports nothing heavy; ``main`` imports the
+    engine and says `interrupted`, exit 130, as it does later."""
+    code = (
+        "import sys\n"
+        "class Stop:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'engine.cli._main':\n"
+        "            raise KeyboardInterrupt\n"
+        "from engine.cli import main\n"
+        "assert 'engine._workspace' not in sys.modules\n"
+        "sys.meta_path.insert(0, Stop())\n"
+        "sys.exit(main(['--version']))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 130 and proc.stderr == "cortex: interrupted\n", proc.stderr
