@@ -55,10 +55,19 @@ def _matches(section: Section, gold: str) -> bool:
     return section.path == path and section.symbol == name
 
 
+def _some(gold_files: Iterable[str]) -> list[str]:
+    """The gold files, refusing none: "every gold file is there" holds for no gold at all,
+    a success an instance without gold never earned."""
+    gold = list(gold_files)
+    if not gold:
+        raise ValueError("no gold files: the instance cannot be scored")
+    return gold
+
+
 def file_accuracy(ranked_files: Sequence[str], gold_files: Iterable[str], k: int) -> bool:
     """Whether every gold file is among the first ``k`` files."""
     top = set(ranked_files[:k])
-    return all(g in top for g in gold_files)
+    return all(g in top for g in _some(gold_files))
 
 
 def reciprocal_rank(ranked_files: Sequence[str], gold_files: Iterable[str]) -> float:
@@ -84,7 +93,7 @@ def function_recall(
 def gold_file_hit(packed: Sequence[Section], gold_files: Iterable[str]) -> bool:
     """Whether every gold file has a section in the packed context."""
     present = {s.path for s in packed}
-    return all(g in present for g in gold_files)
+    return all(g in present for g in _some(gold_files))
 
 
 def gold_function_coverage(

@@ -90,9 +90,17 @@ def write_report(
     budgets: Sequence[int],
     settings: dict[str, Any],
     wall_s: float,
+    coverage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write ``summary.json``, ``report.md`` and the recall-vs-budget plot; return the summary."""
-    summary = {"settings": settings, "overall": aggregate(rows, budgets), "groups": {}}
+    """Write ``summary.json``, ``report.md`` and the recall-vs-budget plot; return the summary.
+
+    ``coverage``: how many instances were requested, how many scored, which failed (id ->
+    what went wrong) and which have no gold file; the figures are over the scored ones,
+    and the report says so first."""
+    coverage = coverage or {"requested": len(rows), "scored": len(rows), "failed": {},
+                            "no_gold": []}  # fmt: skip
+    summary = {"settings": settings, "overall": aggregate(rows, budgets), "groups": {},
+               "coverage": coverage}  # fmt: skip
     for group, members in _groups(rows).items():
         summary["groups"][group] = {k: aggregate(v, budgets) for k, v in members.items()}
     index_s = [r["index_s"] for r in rows if "index_s" in r]
@@ -122,6 +130,7 @@ def write_report(
         "",
         f"Timing: `{json.dumps(summary['timing'], sort_keys=True)}`",
         "",
+        *_coverage_lines(coverage, rows),
     ]
     everyone = {"all": list(rows)}
     lines += _table("Localisation, overall", everyone, file_cols, budgets)
@@ -132,6 +141,26 @@ def write_report(
     (out / "report.md").write_text("\n".join(lines) + "\n", "utf-8")
     _plot(out / "recall_vs_budget.png", summary["overall"], budgets)
     return summary
+
+
+def _coverage_lines(coverage: dict[str, Any], rows: Sequence[dict[str, Any]]) -> list[str]:
+    """What the figures cover: instances scored of those requested, the failed ones with
+    why, those without gold, and gold files the trees lack."""
+    failed: dict[str, str] = coverage.get("failed") or {}
+    no_gold: list[str] = coverage.get("no_gold") or []
+    lines = [f"Instances: {coverage['scored']} scored of {coverage['requested']} requested"
+             + (f"; **{len(failed)} failed** (not in the figures)" if failed else "")
+             + (f"; {len(no_gold)} without a gold file (not scored)" if no_gold else ""),
+             ""]  # fmt: skip
+    lines += [f"- FAILED {name}: {why}" for name, why in sorted(failed.items())]
+    if no_gold:
+        lines.append(f"- no gold file: {', '.join(no_gold)}")
+    absent = [f"{r['instance_id']} ({', '.join(r['gold_missing'])})"
+              for r in rows if r.get("gold_missing")]  # fmt: skip
+    if absent:
+        lines.append(f"- gold files not in the tree at the base commit (never findable): "
+                     f"{'; '.join(absent)}")  # fmt: skip
+    return [*lines, ""] if len(lines) > 2 else lines
 
 
 def _plot(path: Path, overall: dict[str, Any], budgets: Sequence[int]) -> None:
@@ -162,11 +191,26 @@ def _plot(path: Path, overall: dict[str, Any], budgets: Sequence[int]) -> None:
     plt.close(fig)
 
 
-def compare_runs(previous: Path, summary: dict[str, Any]) -> str:
-    """Overall deltas of this run against ``previous`` (a result folder), as text."""
-    old = json.loads((previous / "summary.json").read_text("utf-8"))["overall"]
-    new = summary["overall"]
-    lines = [f"Compared with {previous} (n {old['n']} -> {new['n']}):"]
+def compare_runs(previous: Path, rows: Sequence[dict[str, Any]], budgets: Sequence[int],
+                 summary: dict[str, Any] | None = None) -> str:  # fmt: skip
+    """Deltas of this run's ``rows`` against ``previous`` (a result folder), as text, over
+    the instances both scored (the rows of each are in its ``results.jsonl``): a changed
+    figure is a changed ranking, not a changed set. Says how many are in one run only,
+    and which instances moved on acc@1, acc@5 or hit at the first budget."""
+    del summary  # the rows are what is compared
+    before_rows: dict[str, dict[str, Any]] = {}
+    for line in (previous / "results.jsonl").read_text("utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            before_rows[row["instance_id"]] = row
+    now = {r["instance_id"]: r for r in rows}
+    common = sorted(set(now) & set(before_rows))
+    old = aggregate([before_rows[i] for i in common], budgets)
+    new = aggregate([now[i] for i in common], budgets)
+    only_new, only_old = len(set(now) - set(before_rows)), len(set(before_rows) - set(now))
+    lines = [f"Compared with {previous} over the {len(common)} instances both scored"
+             + (f" ({only_new} only in this run, {only_old} only in that one)"
+                if only_new or only_old else "") + ":"]  # fmt: skip
     for side in _SIDES:
         if side not in old or side not in new:
             continue
@@ -177,8 +221,16 @@ def compare_runs(previous: Path, summary: dict[str, Any]) -> str:
             scale = 1.0 if metric.startswith("tokens") or metric == "mrr" else 100.0
             delta = (value - before) * scale
             flag = "  <-- worse" if delta < 0 and not metric.startswith("tokens") else ""
-            lines.append(f"  {side:<8} {metric:<12} {before * scale:9.2f} -> "
-                         f"{value * scale:9.2f}  ({delta:+.2f}){flag}")  # fmt: skip
+            digits = 3 if metric == "mrr" else 2
+            lines.append(f"  {side:<8} {metric:<12} {before * scale:9.{digits}f} -> "
+                         f"{value * scale:9.{digits}f}  ({delta:+.{digits}f}){flag}")  # fmt: skip
+    for metric in ("acc@1", "acc@5", f"hit@{budgets[0]}"):
+        was = {i: bool(before_rows[i]["ours"].get(metric)) for i in common}
+        gained = [i for i in common if bool(now[i]["ours"].get(metric)) and not was[i]]
+        lost = [i for i in common if was[i] and not now[i]["ours"].get(metric)]
+        if gained or lost:
+            lines.append(f"  ours {metric}: gained {', '.join(gained) or '-'}; "
+                         f"lost {', '.join(lost) or '-'}")  # fmt: skip
     return "\n".join(lines)
 
 

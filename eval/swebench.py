@@ -5,9 +5,9 @@
         [--budgets 4000,8000,16000] [--compare PREVIOUS_OUT] [--no-baseline] \\
         [--workdir DIR] [--no-overlays] [--dump]
 
-For each instance the tree at ``base_commit`` is materialised with ``git archive`` (the
-repositories are never written to), indexed with cortex's own pipeline, and asked with the
-problem statement. Results go to ``OUT/results.jsonl`` one row per instance, appended as
+For each instance the tree at ``base_commit`` is materialised (every tracked file, as a
+checkout holds it; the repositories are never written to), indexed with cortex's own
+pipeline, and asked with the problem statement. Results go to ``OUT/results.jsonl`` one row per instance, appended as
 each finishes, so an interrupted run continues where it stopped; ``OUT/report.md`` and
 ``OUT/recall_vs_budget.png`` are written at the end. The vector cache is shared by every
 instance (``OUT/cache``, or ``WORKDIR/cache`` with ``--workdir``).
@@ -40,6 +40,7 @@ git directory or a clone.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -52,12 +53,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine import Config, SearchHit, Workspace
+from engine import Config, CortexError, SearchHit, Workspace
+from engine.core import MAX_BUDGET_TOKENS, MAX_TEXT_BYTES, MIN_BUDGET_TOKENS
 from eval import metrics
 from eval.baseline_bm25 import Bm25Files, source_suffixes
 from eval.metrics import Section
 from eval.report import timing_summary
 from eval.swebench_data import (
+    TREE_FORMAT,
     Instance,
     check_workdir,
     find_git_dir,
@@ -65,6 +68,7 @@ from eval.swebench_data import (
     materialise,
     plan_repository,
 )
+from indexers import CHUNKER_VERSION
 from overlays import read_history
 
 __all__ = ["RepoOverlays", "evaluate_instance", "main"]
@@ -113,23 +117,34 @@ def _ask_context(
     times = []
     # A planner passes a short goal (pinned verbatim in the prompt) and a query: here the
     # issue's title and its whole text. The query steers retrieval but is not rendered.
-    title = next((ln.strip() for ln in inst.problem_statement.splitlines() if ln.strip()), "")
+    query = _query(inst)
+    title = next((ln.strip() for ln in query.splitlines() if ln.strip()), "")
     for budget in budgets:
         start = time.perf_counter()
-        pack = ws.build_context(title[:500], inst.problem_statement, budget_tokens=budget)
+        pack = ws.build_context(title[:500], query, budget_tokens=budget)
         times.append((time.perf_counter() - start) * 1000)
         packed = [
-            Section(s.source_uri.split("#")[0], s.symbol, s.span.start_line, s.span.end_line,
-                    s.approx_tokens)
+            Section(s.source_uri.rpartition("#")[0], s.symbol, s.span.start_line,
+                    s.span.end_line, s.approx_tokens)
             for s in pack.citations
         ]  # fmt: skip
         packs[budget] = (_files_in_order(packed), packed, pack.tokens_used)
-    files = ws.search_files(inst.problem_statement, goal=title[:500], k=ALL_FILES)
-    hits = ws.search(inst.problem_statement, goal=title[:500], k=ALL_FILES)
+    files = ws.search_files(query, goal=title[:500], k=ALL_FILES)
+    hits = ws.search(query, goal=title[:500], k=ALL_FILES)
     if dump is not None:
         dump.extend(_candidate(h) for h in hits)
     pool.update(h.chunk.path for h in hits)
     return [f.path for f in files], [_section(h.chunk) for h in hits[:RANK_DEPTH]], times
+
+
+def _query(inst: Instance) -> str:
+    """The problem statement as a planner may send it: cut to the engine's limit on a
+    query (``MAX_TEXT_BYTES``; a real issue with pasted logs can be longer), at a
+    character's end."""
+    raw = inst.problem_statement.encode("utf-8")
+    if len(raw) <= MAX_TEXT_BYTES:
+        return inst.problem_statement
+    return raw[:MAX_TEXT_BYTES].decode("utf-8", errors="ignore")
 
 
 def _candidate(hit: SearchHit) -> dict[str, Any]:
@@ -177,9 +192,18 @@ def _score(
     return out
 
 
+def input_digest(inst: Instance) -> str:
+    """What a row was scored from (repository, commit, problem, gold): a resumed run
+    scores a row again when its data changed."""
+    body = [inst.repo, inst.base_commit, inst.problem_statement, list(inst.gold_files),
+            list(inst.gold_functions)]  # fmt: skip
+    return hashlib.sha256(json.dumps(body).encode("utf-8")).hexdigest()[:16]
+
+
 def _new_row(inst: Instance) -> dict[str, Any]:
     return {
         "instance_id": inst.instance_id,
+        "input": input_digest(inst),
         "repo": inst.repo,
         "language": inst.language,
         "gold_files": list(inst.gold_files),
@@ -203,12 +227,18 @@ def _ask_and_score(
     """Ask ``ws`` (indexed over ``tree``) and score ours and the baseline into ``row``
     (with ``dump``, also every reranked candidate and its feature values)."""
     packs: dict[int, tuple[list[str], list[Section], int]] = {}
+    row["gold_missing"] = [g for g in inst.gold_files if not (tree / g).is_file()]
+    if _query(inst) != inst.problem_statement:
+        row["query_cut"] = True
     if mode == "context":
         candidates: list[dict[str, Any]] | None = [] if dump else None
         pool: set[str] | None = set()
         files, sections, times = _ask_context(ws, inst, budgets, packs, candidates, pool)
         if candidates is not None:
             row["candidates"] = candidates
+            # What each budget's context held, so hit@B and gold@B can be checked too.
+            row["packed"] = {str(b): [[s.path, s.start_line, s.end_line, s.tokens]
+                                      for s in packs[b][1]] for b in budgets}  # fmt: skip
         # The first question after an index also loads what later ones reuse (reported on
         # its own): with two budgets the middle of all calls would be that first one.
         warm = times[1:] or times
@@ -217,7 +247,7 @@ def _ask_and_score(
     else:
         pool = None  # a single retriever's list is not the reranked pool
         start = time.perf_counter()
-        hits: list[SearchHit] = ws.search(inst.problem_statement, mode=mode, k=RANK_DEPTH)
+        hits: list[SearchHit] = ws.search(_query(inst), mode=mode, k=RANK_DEPTH)
         row["query_ms"] = row["first_query_ms"] = round((time.perf_counter() - start) * 1000, 2)
         sections = [_section(h.chunk) for h in hits]
         files = _files_in_order(sections)
@@ -263,6 +293,7 @@ def evaluate_instance(
     budgets: Sequence[int],
     baseline: bool,
     workdir: Path | None = None,
+    dump: bool = False,
 ) -> dict[str, Any]:
     """Index the instance's tree from scratch, ask, and score ours (and the baseline).
 
@@ -276,13 +307,15 @@ def evaluate_instance(
         tree = tmp / "tree"
         done_marker = tmp / "materialised.json"
         start = time.perf_counter()
-        if done_marker.exists():
-            row["missing_blobs"] = json.loads(done_marker.read_text())["missing_blobs"]
+        held = json.loads(done_marker.read_text()) if done_marker.exists() else {}
+        if held.get("format") == TREE_FORMAT:
+            row["missing_blobs"] = held["missing_blobs"]
         else:
             if tree.exists():
-                shutil.rmtree(tree)  # an interrupted materialisation: start over
+                shutil.rmtree(tree)  # an interrupted materialisation, or an older format
             row["missing_blobs"] = materialise(git_dir, inst.base_commit, tree)
-            done_marker.write_text(json.dumps({"missing_blobs": row["missing_blobs"]}))
+            done_marker.write_text(json.dumps({"missing_blobs": row["missing_blobs"],
+                                               "format": TREE_FORMAT}))  # fmt: skip
         row["materialise_s"] = round(time.perf_counter() - start, 3)
         cfg = config.with_(state_dir=str(tmp / "state"))
         with Workspace.open(tree, cfg) as ws:
@@ -291,7 +324,8 @@ def evaluate_instance(
             report = ws.index()
             row["index_s"] = round(time.perf_counter() - start, 3)
             row["chunks"] = report.chunks
-            _ask_and_score(ws, tree, inst, row, mode=mode, budgets=budgets, baseline=baseline)
+            _ask_and_score(ws, tree, inst, row, mode=mode, budgets=budgets, baseline=baseline,
+                           dump=dump)  # fmt: skip
     return row
 
 
@@ -356,7 +390,7 @@ class RepoOverlays:
         marker = self.home / "tree.json"
         if self.tree.is_dir() and marker.exists():
             held = json.loads(marker.read_text("utf-8"))
-            if held.get("commit") == commit:
+            if held.get("commit") == commit and held.get("format") == TREE_FORMAT:
                 return int(held["missing_blobs"])
         marker.unlink(missing_ok=True)
         fresh = self.home / "tree.new"
@@ -366,7 +400,8 @@ class RepoOverlays:
         if self.tree.exists():
             shutil.rmtree(self.tree)
         fresh.rename(self.tree)
-        marker.write_text(json.dumps({"commit": commit, "missing_blobs": missing}), "utf-8")
+        marker.write_text(json.dumps({"commit": commit, "missing_blobs": missing,
+                                      "format": TREE_FORMAT}), "utf-8")  # fmt: skip
         return missing
 
     def build_base(self, inst: Instance) -> float:
@@ -407,14 +442,33 @@ class RepoOverlays:
 
 
 def _done(out: Path) -> dict[str, dict[str, Any]]:
+    """The rows a run in ``out`` finished. A last line cut short (a kill or a full disk
+    during its write) is dropped from the file, with a message: its instance runs again."""
     path = out / RESULTS
     if not path.exists():
         return {}
     rows = {}
-    for line in path.read_text("utf-8").splitlines():
-        if line.strip():
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    kept = len(data)
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
             row = json.loads(line)
-            rows[row["instance_id"]] = row
+        except ValueError:
+            if any(rest.strip() for rest in lines[number + 1 :]):
+                raise SystemExit(
+                    f"{path}: line {number + 1} is not JSON; fix or remove it"
+                ) from None
+            kept = sum(len(x) + 1 for x in lines[:number])
+            print(f"{path}: its last line was cut short (an interrupted write); dropped, "
+                  "and that instance runs again", flush=True)  # fmt: skip
+            break
+        rows[row["instance_id"]] = row
+    if kept < len(data):
+        with path.open("r+b") as file:
+            file.truncate(kept)
     return rows
 
 
@@ -432,12 +486,27 @@ def _check_run(out: Path, settings: dict[str, Any]) -> None:
         path.write_text(json.dumps(settings, indent=2) + "\n", "utf-8")
 
 
-# What one broken checkout may raise: it is reported, not scored, and the run goes on.
-_INSTANCE_ERRORS = (OSError, RuntimeError, subprocess.CalledProcessError)
+def _fresh(done: dict[str, dict[str, Any]], instances: Sequence[Instance]) -> None:
+    """Drop from ``done`` the rows scored from other data than ``instances`` hold now (a
+    changed gold file, commit or problem statement): they are scored again."""
+    stale = [i.instance_id for i in instances if i.instance_id in done
+             and done[i.instance_id].get("input", input_digest(i)) != input_digest(i)]  # fmt: skip
+    for instance_id in stale:
+        del done[instance_id]
+    if stale:
+        print(f"{len(stale)} rows were scored from other data (gold, commit or problem "
+              f"statement changed since): scored again: {', '.join(stale)}",
+              flush=True)  # fmt: skip
+
+
+# What one instance may raise (a broken checkout, a commit the mirror lacks, a problem
+# statement the engine refuses): it is reported as failed, not scored, and the run goes on.
+_INSTANCE_ERRORS = (OSError, RuntimeError, subprocess.CalledProcessError, CortexError)
 
 
 class _Results:
-    """Appends rows to ``results.jsonl`` as they finish and says how each went."""
+    """Appends rows to ``results.jsonl`` as they finish, keeps the failures, and says how
+    each went."""
 
     def __init__(
         self, file: TextIO, done: dict[str, dict[str, Any]], total: int, budget: int
@@ -447,6 +516,7 @@ class _Results:
         self.total = total
         self.budget = budget
         self.n = 0
+        self.failed: dict[str, str] = {}  # instance id -> what went wrong
 
     def add(self, row: dict[str, Any]) -> None:
         self.n += 1
@@ -460,16 +530,20 @@ class _Results:
             layers = (", base" if row["base_build"] else "") + (
                 f", overlay {row['overlay_files']} files {row['tombstones']} tombstones"
             )
+        missing = (f"; gold not in the tree: {', '.join(row['gold_missing'])}"
+                   if row.get("gold_missing") else "")  # fmt: skip
         print(
             f"[{self.n}/{self.total}] {row['instance_id']}: acc@1 {int(ours['acc@1'])} "
             f"acc@5 {int(ours['acc@5'])} hit@{self.budget} {int(ours[f'hit@{self.budget}'])} "
-            f"({row['wall_s']:.0f} s, index {row['index_s']:.1f} s{layers})",
+            f"({row['wall_s']:.0f} s, index {row['index_s']:.1f} s{layers}){missing}",
             flush=True,
         )
 
     def error(self, inst: Instance, exc: BaseException) -> None:
         self.n += 1
-        print(f"[{self.n}/{self.total}] {inst.instance_id}: ERROR {exc}", flush=True)
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())
+        self.failed[inst.instance_id] = message
+        print(f"[{self.n}/{self.total}] {inst.instance_id}: FAILED {message}", flush=True)
 
 
 def _run_repository(
@@ -492,10 +566,15 @@ def _run_repository(
         return
     try:
         git_dir = find_git_dir(repos, repo)
-        plan = plan_repository(git_dir, members)
     except _INSTANCE_ERRORS as exc:
         for inst in pending:
             results.error(inst, exc)
+        return
+    plan = plan_repository(git_dir, members)
+    for inst in pending:
+        if inst not in plan:  # its commit is not in the git directory
+            results.error(inst, RuntimeError(f"commit {inst.base_commit} is not in {git_dir}"))
+    if not plan:
         return
     with RepoOverlays(git_dir, home, config=config, mode=mode, budgets=budgets,
                       baseline=baseline, dump=dump) as overlays:  # fmt: skip
@@ -523,9 +602,34 @@ def _run_repository(
         shutil.rmtree(home, ignore_errors=True)
 
 
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "swebench_dev.jsonl"
+
+
+def parse_budgets(text: str, *, packed: bool = True) -> list[int]:
+    """``4000,8000`` or ``4k,8k`` as token budgets; with ``packed`` (build_context packs
+    them), each within what it takes, refused here before any tree is indexed."""
+    budgets = []
+    for part in (p.strip().lower() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            value = int(float(part[:-1]) * 1000) if part.endswith("k") else int(part)
+        except ValueError:
+            raise SystemExit(f"--budgets: {part!r} is not a number of tokens") from None
+        if value < 1 or (packed and not MIN_BUDGET_TOKENS <= value <= MAX_BUDGET_TOKENS):
+            raise SystemExit(f"--budgets: {value} is outside {MIN_BUDGET_TOKENS}.."
+                             f"{MAX_BUDGET_TOKENS} tokens")  # fmt: skip
+        budgets.append(value)
+    if not budgets:
+        raise SystemExit("--budgets: give at least one")
+    return budgets
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the harness; exit 0 when every selected instance was scored, 1 when any failed
+    (each is named in the report), 2 for bad arguments or data."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/eval/swebench_dev.jsonl"))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repos", type=Path, required=True, help="where the git dirs are")
     parser.add_argument("--out", type=Path, required=True, help="results folder")
     parser.add_argument("--instances", default="", help="comma-separated ids or globs")
@@ -533,15 +637,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--retriever", default="context", choices=["context", "hybrid", "bm25", "dense"]
     )
-    parser.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)))
+    parser.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)),
+                        help="token budgets, e.g. 4000,8000 or 4k,8k")  # fmt: skip
     parser.add_argument("--dense", default=None, help="dense model (default: the config's)")
     parser.add_argument("--compare", type=Path, default=None, help="a previous --out folder")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument(
         "--dump",
         action="store_true",
-        help="record every reranked candidate and its feature values in the rows (for "
-        "fitting weights offline; overlays mode)",
+        help="record every reranked candidate and its feature values, and each budget's "
+        "packed sections, in the rows (for fitting weights offline and checking hit@B)",
     )
     parser.add_argument(
         "--workdir", type=Path, default=None, help="keep trees and indexes here for reuse"
@@ -556,9 +661,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from eval.report import compare_runs, write_report
 
-    budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
+    budgets = parse_budgets(args.budgets, packed=args.retriever == "context")
+    if args.compare is not None and not (args.compare / RESULTS).exists():
+        raise SystemExit(f"--compare {args.compare}: no {RESULTS} there (a previous --out)")
+    if not args.data.is_file():
+        raise SystemExit(f"--data {args.data}: no such file")
     select = [s.strip() for s in args.instances.split(",") if s.strip()]
-    instances = load_instances(args.data, select, args.limit)
+    loaded = load_instances(args.data, select, args.limit)
+    instances = [i for i in loaded if i.gold_files]
+    no_gold = [i.instance_id for i in loaded if not i.gold_files]
+    if no_gold:
+        print(f"{len(no_gold)} instances have no gold file (the fix edits no existing source "
+              f"file), not scored: {', '.join(no_gold)}", flush=True)  # fmt: skip
+    if not instances:
+        raise SystemExit(f"no instance to score in {args.data}"
+                         + (f" for --instances {args.instances}" if select else ""))  # fmt: skip
     # One vector cache for the whole run (with --workdir, for every run over those trees).
     cache = (args.workdir or args.out) / "cache" / "embeddings.sqlite"
     config = Config.from_env(embedding_cache=str(cache.resolve()), dense_model=args.dense)
@@ -569,11 +686,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max_section_tokens": config.max_section_tokens,
         "baseline": not args.no_baseline,
         "overlays": not args.no_overlays,
+        "dump": args.dump,
+        "chunker": CHUNKER_VERSION,
+        "tree_format": TREE_FORMAT,
     }
     if args.workdir is not None:
         check_workdir(args.workdir)
     _check_run(args.out, settings)
     done = _done(args.out)
+    _fresh(done, instances)
     started = time.perf_counter()
     with (
         (args.out / RESULTS).open("a", encoding="utf-8") as file,
@@ -595,6 +716,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         budgets=budgets,
                         baseline=not args.no_baseline,
                         workdir=args.workdir,
+                        dump=args.dump,
                     )
                 except _INSTANCE_ERRORS as exc:
                     results.error(inst, exc)
@@ -623,11 +745,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
     elapsed = time.perf_counter() - started
     rows = [done[i.instance_id] for i in instances if i.instance_id in done]
-    summary = write_report(args.out, rows, budgets, settings, elapsed)
+    coverage = {"requested": len(loaded), "scored": len(rows), "failed": results.failed,
+                "no_gold": no_gold}  # fmt: skip
+    summary = write_report(args.out, rows, budgets, settings, elapsed, coverage)
     print((args.out / "report.md").read_text("utf-8"))
     print(timing_summary(rows, elapsed))
     if args.compare is not None:
-        print(compare_runs(args.compare, summary))
+        print(compare_runs(args.compare, rows, budgets, summary))
+    if results.failed:
+        print(f"{len(results.failed)} of {len(instances)} instances FAILED (not in the "
+              "figures; see report.md); a rerun with the same --out retries them",
+              flush=True)  # fmt: skip
+        return 1
     return 0
 
 

@@ -154,10 +154,12 @@ def test_resume_refuses_other_settings(dataset: tuple[Path, Path], tmp_path: Pat
 
 
 def test_load_instances_filters(dataset: tuple[Path, Path]) -> None:
-    """Ids and globs select instances; unknown ones select nothing."""
+    """Ids and globs select instances; one that selects nothing is refused, by name (a
+    typo in one of several ids was silent: stop 45's review)."""
     _, data = dataset
     assert [i.instance_id for i in load_instances(data, ["acme__*"])] == ["acme__widgets-1"]
-    assert load_instances(data, ["nope"]) == []
+    with pytest.raises(SystemExit, match="matches nope"):
+        load_instances(data, ["acme__*", "nope"])
 
 
 # Four commits, a day apart; instance ids deliberately out of date order.
@@ -321,3 +323,166 @@ def test_report_groups_by_gold_files_and_split() -> None:
                                                                  "3+ files": 1}  # fmt: skip
     assert {k: len(v) for k, v in by["split"].items()} == {"lite": 1, "verified": 2}
     assert "split" not in _groups(rows[2:])
+
+
+def _variant(dataset: tuple[Path, Path], tmp_path: Path, *changes: dict[str, Any]) -> Path:
+    """A data file of the made-up instance with each of ``changes`` applied to a copy."""
+    row = json.loads(dataset[1].read_text().splitlines()[0])
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({**row, **c}) + "\n" for c in changes))
+    return data
+
+
+def test_gold_comes_from_the_patch_and_a_row_without_gold_is_not_a_success(
+    dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The official SWE-bench rows carry only ``patch``: a row without gold files scored
+    100% on Acc@k, hit and pool (stop 45's review). Gold is now the files the patch edits
+    (not those it creates); a row whose fix edits no source file is listed, not scored."""
+    patch = ("diff --git a/widgets/headers.py b/widgets/headers.py\n"
+             "--- a/widgets/headers.py\n+++ b/widgets/headers.py\n@@ -1 +1 @@\n-x\n+y\n"
+             "diff --git a/widgets/new.py b/widgets/new.py\nnew file mode 100644\n"
+             "--- /dev/null\n+++ b/widgets/new.py\n@@ -0,0 +1 @@\n+z\n")  # fmt: skip
+    official = {"instance_id": "acme__widgets-2", "patch": patch, "gold_files": None,
+                "gold_functions": None}  # fmt: skip
+    empty = {"instance_id": "acme__widgets-3", "gold_source_files": []}
+    data = _variant(dataset, tmp_path, official, empty)
+    loaded = {i.instance_id: i for i in load_instances(data)}
+    assert loaded["acme__widgets-2"].gold_files == ("widgets/headers.py",)
+    assert loaded["acme__widgets-2"].gold_from == "patch"
+    assert loaded["acme__widgets-3"].gold_files == ()
+    out = tmp_path / "out"
+    argv = ["--data", str(data), "--repos", str(dataset[0]), "--out", str(out), "--retriever",
+            "bm25", "--budgets", "4000", "--dense", "hash", "--no-baseline"]  # fmt: skip
+    assert main(argv) == 0
+    assert set(_rows(out)) == {"acme__widgets-2"}
+    assert "1 scored of 2 requested; 1 without a gold file" in (out / "report.md").read_text()
+    coverage = json.loads((out / "summary.json").read_text())["coverage"]
+    assert coverage["no_gold"] == ["acme__widgets-3"]
+    with pytest.raises(ValueError, match="no gold"):
+        metrics.file_accuracy(["a.py"], [], 1)
+
+
+def test_a_failed_instance_is_named_counted_and_fails_the_run(
+    dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Failures left the figures silently (exit 0); one bad commit failed its whole
+    repository; an engine refusal (an empty problem) killed the run. Now each failure is
+    that instance's alone, named in report.md and summary.json, and the exit is 1; a
+    rerun retries them."""
+    data = _variant(dataset, tmp_path, {},
+                    {"instance_id": "acme__widgets-bad", "base_commit": "0" * 40},
+                    {"instance_id": "acme__widgets-empty", "problem_statement": " "},
+                    {"instance_id": "nobody__x-1", "repo": "nobody/x"})  # fmt: skip
+    out = tmp_path / "out"
+    argv = ["--data", str(data), "--repos", str(dataset[0]), "--out", str(out),
+            "--budgets", "4000", "--dense", "hash", "--no-baseline"]  # fmt: skip
+    assert main(argv) == 1
+    assert set(_rows(out)) == {"acme__widgets-1"}
+    failed = json.loads((out / "summary.json").read_text())["coverage"]["failed"]
+    assert set(failed) == {"acme__widgets-bad", "acme__widgets-empty", "nobody__x-1"}
+    assert f"commit {'0' * 40} is not in" in failed["acme__widgets-bad"]
+    report = (out / "report.md").read_text()
+    assert "1 scored of 4 requested; **3 failed**" in report and "FAILED nobody__x-1" in report
+    assert main(argv) == 1  # retried, and failing again
+    nothing = _variant(dataset, tmp_path, {"gold_files": []})
+    with pytest.raises(SystemExit, match="no instance to score"):
+        main(["--data", str(nothing), *argv[2:]])
+
+
+def test_resume_rescores_changed_rows_and_survives_a_torn_line(
+    dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A resumed run reused rows scored from other data (another gold), and a last line
+    cut short made every later start fail. Both are now redone, with a message."""
+    out = tmp_path / "out"
+    first = _variant(dataset, tmp_path, {})
+    argv = ["--repos", str(dataset[0]), "--out", str(out), "--retriever", "bm25",
+            "--budgets", "4000", "--dense", "hash", "--no-baseline"]  # fmt: skip
+    assert main(["--data", str(first), *argv]) == 0
+    assert _rows(out)["acme__widgets-1"]["ours"]["acc@1"] is True
+    moved = tmp_path / "moved.jsonl"
+    moved.write_text(first.read_text().replace('"widgets/headers.py"]', '"widgets/colors.py"]'))
+    assert main(["--data", str(moved), *argv]) == 0
+    assert _rows(out)["acme__widgets-1"]["gold_files"] == ["widgets/colors.py"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["overall"]["n"] == 1
+    text = (out / "results.jsonl").read_text()
+    (out / "results.jsonl").write_text(text[: len(text) // 2])  # a write cut short
+    assert main(["--data", str(moved), *argv]) == 0
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+
+
+def test_compare_is_over_the_instances_both_runs_scored(
+    dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--compare set the means of different instance sets side by side, flagging the
+    dropped instance as "worse"; it now compares the rows both runs have."""
+    from eval.report import compare_runs
+
+    def row(name: str, acc: bool) -> dict[str, Any]:
+        ours = {"acc@1": acc, "acc@5": acc, "mrr": 1.0 if acc else 0.0}
+        return {"instance_id": name, "repo": "a/b", "ours": ours}
+
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "results.jsonl").write_text(json.dumps(row("x", True)) + "\n"
+                                       + json.dumps(row("y", False)) + "\n")  # fmt: skip
+    text = compare_runs(old, [row("x", True)], [4000])
+    assert "over the 1 instances both scored (0 only in this run, 1 only in that one)" in text
+    assert "worse" not in text and "100.00 ->    100.00  (+0.00)" in text
+    flipped = compare_runs(old, [row("x", False)], [4000])
+    assert "ours acc@1: gained -; lost x" in flipped and "1.000 ->     0.000  (-1.000)" in flipped
+
+
+def test_data_and_arguments_are_refused_before_any_work(
+    dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A missing field, a repeated id, a bad budget and a missing --compare folder were a
+    traceback (or a failure after indexing); a row without a language took Python's."""
+    from eval.swebench import parse_budgets
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"instance_id": "a", "repo": "o/r"}\n')
+    with pytest.raises(SystemExit, match=r"bad.jsonl:1: no base_commit, problem_statement"):
+        load_instances(bad)
+    with pytest.raises(SystemExit, match="more than once: acme__widgets-1"):
+        load_instances(_variant(dataset, tmp_path, {}, {}))
+    go = _variant(dataset, tmp_path, {"gold_files": ["cmd/main.go", "README.md"]})
+    assert load_instances(go)[0].language == "go"
+    assert parse_budgets("4k, 8000") == [4000, 8000]
+    for text, message in (("4kb", "not a number"), ("10", "outside 64..200000"), ("", "one")):
+        with pytest.raises(SystemExit, match=message):
+            parse_budgets(text)
+    argv = ["--data", str(dataset[1]), "--repos", str(dataset[0]), "--out",
+            str(tmp_path / "o"), "--compare", str(tmp_path / "nowhere")]  # fmt: skip
+    with pytest.raises(SystemExit, match=r"no results\.jsonl"):
+        main(argv)
+    assert not (tmp_path / "o").exists()
+
+
+def test_trees_hold_every_tracked_file_as_a_checkout_does(tmp_path: Path) -> None:
+    """``git archive`` applied ``export-ignore``: 2,057 of 2,595 files of a PhpSpreadsheet
+    commit never reached the index. A tree now holds every tracked file, byte for byte,
+    with its symlinks; an unknown commit names itself."""
+    from eval.swebench_data import materialise
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / ".gitattributes").write_text("tests export-ignore\nversion.txt export-subst\n")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    (repo / "version.txt").write_text("$Format:%H$\n")
+    (repo / "run.sh").write_text("#!/bin/sh\n")
+    (repo / "run.sh").chmod(0o755)
+    (repo / "link.txt").symlink_to("version.txt")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "x")
+    tree = tmp_path / "tree"
+    assert materialise(repo / ".git", "HEAD", tree) == 0
+    assert (tree / "tests" / "test_a.py").read_text() == "def test_a():\n    pass\n"
+    assert (tree / "version.txt").read_text() == "$Format:%H$\n"
+    assert os.readlink(tree / "link.txt") == "version.txt" and os.access(tree / "run.sh", os.X_OK)
+    with pytest.raises(RuntimeError, match=f"commit {'1' * 40} is not in"):
+        materialise(repo / ".git", "1" * 40, tmp_path / "other")
