@@ -7,8 +7,9 @@
 
 For each instance the tree at ``base_commit`` is materialised (every tracked file, as a
 checkout holds it; the repositories are never written to), indexed with cortex's own
-pipeline, and asked with the problem statement. Results go to ``OUT/results.jsonl`` one row per instance, appended as
-each finishes, so an interrupted run continues where it stopped; ``OUT/report.md`` and
+pipeline, and asked with the problem statement. Results go to ``OUT/results.jsonl``, one
+row per instance, appended as each finishes, so an interrupted run continues where it
+stopped; ``OUT/report.md`` and
 ``OUT/recall_vs_budget.png`` are written at the end. The vector cache is shared by every
 instance (``OUT/cache``, or ``WORKDIR/cache`` with ``--workdir``).
 
