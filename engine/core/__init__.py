@@ -39,6 +39,7 @@ from engine.core._errors import (
     WorkspaceError,
     WorkspaceNotFoundError,
 )
+from engine.core._frame import fence_for, inert, shown_name
 from engine.core._learning import (
     FAULT_REASONS,
     MAX_ATTEST_CITATIONS,
@@ -231,11 +232,14 @@ __all__ = [
     "clean_field",
     "content_sha",
     "embedding_text",
+    "fence_for",
+    "inert",
     "is_trivial",
     "normalised",
     "page_text",
     "preview",
     "salience_keys",
+    "shown_name",
     "unknown_replay_key",
     "yes_no",
 ]

@@ -21,7 +21,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from engine.core import Step, StepRole
+from engine.core import Step, StepRole, inert
 from engine.memory._observe import MAX_LINE_CHARS, Observation, command_of, names_in, observe
 from indexers import TokenCounter
 
@@ -87,6 +87,7 @@ class Memo:
             if len(self.runs) >= _RUNS_KEPT:
                 self.runs.clear()
             lines = digest_lines(items, self) if kind == "digest" else goal_lines(items, self)
+            lines = [inert(ln) for ln in lines]  # steps' text must not forge the frame
             found = self.runs[key] = (lines, self.cost(lines))
         return found
 
@@ -105,6 +106,7 @@ class Memo:
             else:
                 text = _thought(item.text) if item.role is StepRole.ASSISTANT else item.text
                 lines = [f"{q.strip()} [{item.ref}]" for q in _QUESTION.findall(text)]
+            lines = [inert(ln) for ln in lines]  # steps' text must not forge the frame
             found = self.blocks[key] = (lines, self.cost(lines))
         return found
 

@@ -21,6 +21,9 @@ from engine.core import (
     Recalled,
     SessionState,
     Snippet,
+    fence_for,
+    inert,
+    shown_name,
 )
 from engine.packing._select import Picked
 from indexers import Chunk, Span, TokenCounter
@@ -128,14 +131,15 @@ def fixed_lanes(
             f"budget of {budget} tokens cannot hold the instruction and the goal "
             f"({fixed} tokens); raise the budget or shorten the goal"
         )
-    recent = [f"[{t.role}] {t.text}" for t in state.recent_turns[-settings.recent_turns :]]
+    recent = [f"[{shown_name(str(t.role))}] {inert(t.text)}"
+              for t in state.recent_turns[-settings.recent_turns :]]  # fmt: skip
     recent = list(
         reversed(_fit_lines(list(reversed(recent)), int(budget * settings.recent_share), counter))
     )
     ranked = sorted(
         diff, key=lambda h: (-sum(1 for w in _WORD.findall(h.text) if w.lower() in words), h.path)
     )
-    hunks = _fit_lines([f"--- {h.path}\n{h.text}" for h in ranked],
+    hunks = _fit_lines([f"--- {shown_name(h.path)}\n{h.text}" for h in ranked],
                        int(budget * settings.diff_share), counter)  # fmt: skip
     return Lanes(INSTRUCTION, goal_block, recent, hunks, history)
 
@@ -163,29 +167,24 @@ def header_cost(chunk: Chunk, counter: TokenCounter, cache: dict[str, int]) -> i
     return cost
 
 
-def _fence_for(text: str) -> str:
-    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
-    return "`" * max(3, longest + 1)
-
-
 def _label(chunk: Chunk) -> str:
     """What a snippet's header calls it: its symbol (with the part when split), or for a
     section without one its file's name; the path and lines follow on the ``Source`` line."""
     if not chunk.symbol:
-        return chunk.path.rsplit("/", 1)[-1]
-    return chunk.title.removeprefix(f"{chunk.path}:")  # the symbol and its part
+        return shown_name(chunk.path.rsplit("/", 1)[-1])
+    return shown_name(chunk.title.removeprefix(f"{chunk.path}:"))  # the symbol and its part
 
 
 def _head(n: int, chunk: Chunk, span: Span, label: str) -> str:
     """A snippet's first two lines: its number and label, then where it is (``path#La-Lb``:
     the path and the lines each said once)."""
-    where = f"{chunk.path}#L{span.start_line}-L{span.end_line}"
+    where = f"{shown_name(chunk.path)}#L{span.start_line}-L{span.end_line}"
     return f"[{n}] {_label(chunk)}{label}\nSource: {where}\n"
 
 
 def _snippet_text(n: int, p: Picked) -> str:
     chunk = p.scored.chunk
-    fence = _fence_for(p.text)
+    fence = fence_for(p.text)
     label = " (narrowed)" if p.narrowed else " (with neighbours)" if p.widened else ""
     return (
         f"{_head(n, chunk, p.span, label)}"
@@ -194,7 +193,7 @@ def _snippet_text(n: int, p: Picked) -> str:
 
 
 def _note_text(n: int, r: Recalled) -> str:
-    return f"[{n}] {r.title}\nSource: {r.uri}\n{r.text}"
+    return f"[{n}] {shown_name(r.title)}\nSource: {r.uri}\n{inert(r.text)}"
 
 
 def _parts(
@@ -206,9 +205,9 @@ def _parts(
     if lanes.recent:
         out.append((Lane.RECENT, "## Recent turns\n" + "\n\n".join(lanes.recent)))
     if lanes.hunks:
-        out.append(
-            (Lane.DIFF, "## Working-tree diff\n```diff\n" + "\n".join(lanes.hunks) + "\n```")
-        )
+        hunks = "\n".join(lanes.hunks)
+        fence = fence_for(hunks)  # a hunk's own ``` line must not close the lane's fence
+        out.append((Lane.DIFF, f"## Working-tree diff\n{fence}diff\n{hunks}\n{fence}"))
     if lanes.memory:
         notes = "\n\n".join(_note_text(n, r) for n, r in enumerate(lanes.memory, start=1))
         out.append((Lane.MEMORY, "## Memory\n" + notes))
