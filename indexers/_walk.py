@@ -47,6 +47,9 @@ _VENDORED_DIRS = (
     "*.egg-info", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".cache",
     "htmlcov", ".gradle", ".next", ".nuxt", ".svelte-kit", ".parcel-cache", ".terraform",
 )  # fmt: skip
+# Folders a symlink must not lead into: version control's data (a git config holds remote
+# credentials and CI tokens) and cortex's own state.
+_PRIVATE_DIRS = frozenset({".git", ".hg", ".svn", ".cortex"})
 # Build outputs and local environments. Their names are also common package names
 # (pypa/build's ``src/build``, CPython's ``Lib/venv``), so files git tracks under them are
 # indexed; untracked ones, and any in a folder without git, are skipped as vendored.
@@ -358,16 +361,25 @@ class _Walker:
         return _matching_parts(folder, self.vendored, self._vendored_cache)
 
     def parent_escape(self, folder: str) -> str:
-        """Where ``folder`` really lives when a symlink in it leads outside the root, else ''."""
+        """Where ``folder`` really lives when a symlink in it leads outside the root (or into
+        its version control or cortex's state), else ''."""
         cached = self._escape_cache.get(folder)
         if cached is None:
             real = os.path.realpath(f"{self.root}{os.sep}{folder}")
-            cached = self._escape_cache[folder] = "" if self.inside(real) else real
+            cached = self._escape_cache[folder] = "" if self.reachable(real) else real
         return cached
 
     def inside(self, real: str) -> bool:
         """Whether the resolved path ``real`` is the root or under it."""
         return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
+
+    def reachable(self, real: str) -> bool:
+        """Whether a symlink may lead to the resolved path ``real``: under the root, and not
+        into a version-control or cortex state folder (a committed ``notes.txt ->
+        .git/config`` served the git config, a CI job's token in it)."""
+        if not self.inside(real):
+            return False
+        return not _PRIVATE_DIRS.intersection(Path(real[len(self.root) :]).parts)
 
     def is_translation(self, folder: str, name: str) -> bool:
         """Whether ``name`` in ``folder`` is a translation catalog (``_TRANSLATIONS``)."""
@@ -420,8 +432,10 @@ class _Walker:
             st = os.lstat(link)
             if stat.S_ISLNK(st.st_mode):
                 target = os.path.realpath(link)
-                if not self.inside(target):
-                    detail = f"target {target} is outside the workspace"
+                if not self.reachable(target):
+                    where = "outside the workspace" if not self.inside(target) else (
+                        "in version-control or cortex state data")  # fmt: skip
+                    detail = f"target {target} is {where}"
                     return Skipped(rel, SkipReason.SYMLINK_ESCAPE, detail)
                 if not self.options.follow_symlinks:
                     return Skipped(rel, SkipReason.NOT_REGULAR, "symlink (follow_symlinks is off)")

@@ -236,6 +236,27 @@ def test_symlink_to_a_secret_is_a_secret(tmp_path: Path) -> None:
     assert reason_of(items, "notes.txt") is SkipReason.SECRET
 
 
+def test_a_symlink_into_version_control_or_state_data_is_not_followed(tmp_path: Path) -> None:
+    """A committed ``notes.txt -> .git/config`` served the git config (with a CI job's
+    token) through search and context (stop 45's review); a link, to a file or a folder,
+    into ``.git``, ``.hg``, ``.svn`` or ``.cortex`` is now an escape."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write(tmp_path, "a.py", "x = 1\n")
+    write(tmp_path, ".cortex/ledger.txt", "turns\n")
+    (tmp_path / "notes.txt").symlink_to(".git/config")
+    (tmp_path / "state.txt").symlink_to(".cortex/ledger.txt")
+    (tmp_path / "gitdir").symlink_to(".git")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "a.py", "notes.txt", "state.txt",
+                    "gitdir"], check=True)  # fmt: skip
+    for options in (WalkOptions(), WalkOptions(use_git=False)):
+        items = by_path(list(walk(tmp_path, options)))
+        for link in ("notes.txt", "state.txt"):
+            assert reason_of(items, link) is SkipReason.SYMLINK_ESCAPE, (link, options)
+        assert not any(p.startswith("gitdir/") and isinstance(i, SourceFile)
+                       for p, i in items.items())  # fmt: skip
+        assert isinstance(items["a.py"], SourceFile)
+
+
 def test_subdirectory_of_a_repo(repo: Path) -> None:
     """Walking a folder inside a repo gives paths relative to it, and only its files."""
     write(repo, "src/ignored.log", "ignored\n")
