@@ -14,6 +14,7 @@ detect-secrets are loaded on first use, not on import.
 from indexers._chunk import Chunk, ChunkKind, DocType, Page, Span, chunk_id, page_id
 from indexers._doctype import doc_type_for
 from indexers._draft import identifiers
+from indexers._gitenv import git_overrides
 from indexers._languages import (
     Family,
     Language,
@@ -80,6 +81,7 @@ __all__ = [
     "chunk_id",
     "decode",
     "doc_type_for",
+    "git_overrides",
     "identifiers",
     "is_license_source",
     "language_for_file",

@@ -31,6 +31,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from indexers._gitenv import git_overrides
 from indexers._globs import glob_to_regex
 from indexers._secrets import redacted_path, secret_paths
 from indexers._sniff import size_text, sniff
@@ -526,6 +527,7 @@ def _git_list(walker: _Walker) -> list[str] | None:
         repo = git.Repo(walker.root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None
+    repo.git.update_environment(**git_overrides())
     try:
         if repo.working_tree_dir is None:
             return None  # a bare repository has no files to index

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from indexers import git_overrides
+
 if TYPE_CHECKING:
     import git
 
@@ -53,6 +55,7 @@ def _repo(root: Path) -> git.Repo | None:
         repo = git.Repo(root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None
+    repo.git.update_environment(**git_overrides())
     if repo.working_tree_dir is None:
         repo.close()
         return None
@@ -158,13 +161,14 @@ def _status_paths(records: Sequence[str]) -> Iterator[tuple[str, str]]:
 
 
 def _git(root: Path) -> git.Git:
-    """Git commands run in ``root`` (GitPython's ``repo.git`` runs at the top). Optional
-    locks off: ``git status`` would otherwise rewrite the user's ``.git/index`` to refresh
-    it, running their ``post-index-change`` hook on every call."""
+    """Git commands run in ``root`` (GitPython's ``repo.git`` runs at the top), under
+    ``git_overrides``: optional locks off (``git status`` would otherwise rewrite the
+    user's ``.git/index``, running their ``post-index-change`` hook on every call), and
+    no command from the workspace's git configuration (``core.fsmonitor``)."""
     import git
 
     cmd = git.Git(str(root))
-    cmd.update_environment(GIT_OPTIONAL_LOCKS="0")
+    cmd.update_environment(**git_overrides())
     return cmd
 
 

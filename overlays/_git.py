@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from indexers import git_overrides
 from overlays._diff import _git, _repo
 
 __all__ = ["Hunk", "diff_sides", "git_tracks", "head_commit", "working_diff"]
@@ -22,6 +23,7 @@ def git_tracks(root: Path) -> bool:
         repo = git.Repo(root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return False
+    repo.git.update_environment(**git_overrides())
     try:
         if repo.working_tree_dir is None:
             return False
@@ -49,6 +51,7 @@ def head_commit(root: Path) -> str | None:
         repo = git.Repo(root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None
+    repo.git.update_environment(**git_overrides())
     try:
         return str(repo.head.commit.hexsha)
     except (ValueError, TypeError, git.GitCommandError):

@@ -27,6 +27,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indexers import git_overrides
+
 __all__ = ["HISTORY_COMMITS", "HISTORY_MAX_FILES", "ChangeHistory", "read_history"]
 
 HISTORY_COMMITS = 10_000  # newest non-merge commits read (git log -n)
@@ -142,7 +144,7 @@ def read_history(
     ``hidden``: given every name read, the ones to leave out (names holding a credential)."""
     if not root.is_dir() or shutil.which("git") is None:
         return None
-    env = {**os.environ, "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0"}
+    env = {**os.environ, **git_overrides(), "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0"}
     try:
         run = subprocess.run(
             ["git", "-c", "log.showRoot=true", "-c", "log.showSignature=false", "log",

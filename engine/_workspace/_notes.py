@@ -3,6 +3,7 @@ first use), the memory lane a context shows, and the code links notes are checke
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from contextlib import suppress
@@ -29,7 +30,7 @@ from engine.memory import (
     file_lines,
     still_matches,
 )
-from indexers import decode, redact, sha256_text
+from indexers import decode, git_overrides, redact, sha256_text
 from overlays import View
 
 # The memory lane's share of a turn's budget, and the notes it may show: a few facts the
@@ -76,6 +77,7 @@ class Notes:
             out = subprocess.run(
                 ["git", "-C", str(self._state.root), "rev-parse", "--path-format=absolute",
                  "--git-common-dir"], capture_output=True, text=True, timeout=10, check=False,
+                env={**os.environ, **git_overrides()},
             )  # fmt: skip
         except (OSError, subprocess.SubprocessError):
             return None

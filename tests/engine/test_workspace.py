@@ -783,3 +783,24 @@ def test_every_long_step_of_a_first_index_has_a_progress_stage(repo: Path) -> No
         next(n for n in names if n.endswith("looking up the cache"))
     )
     assert events[-1] == ("end", "")  # the last stage is closed
+
+
+def test_a_workspaces_git_config_runs_no_command(tmp_path: Path) -> None:
+    """``core.fsmonitor`` in an untrusted repository's ``.git/config`` ran on every ``git
+    status`` cortex made: index, status, context and search (stop 45's review). Every git
+    process cortex starts now has it off, and hooks too."""
+    root = make_repo(tmp_path / "repo")
+    pwned = tmp_path / "pwned"
+    _git(root, "config", "core.fsmonitor", f"touch {pwned}; false")
+    _git(root, "config", "core.hooksPath", str(tmp_path / "hooks"))
+    (tmp_path / "hooks").mkdir()
+    hook = tmp_path / "hooks" / "post-index-change"
+    hook.write_text(f"#!/bin/sh\ntouch {pwned}\n")
+    hook.chmod(0o755)
+    (root / "mod0.py").write_text("def edited():\n    return 1\n")
+    with Workspace.open(root, Config(dense_model="hash")) as ws:
+        ws.index()
+        ws.status()
+        ws.build_context("edited", "edited")
+        ws.search("edited")
+    assert not pwned.exists()
