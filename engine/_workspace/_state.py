@@ -16,6 +16,7 @@ from engine.core import (
     NotFoundError,
     SessionState,
     ToolSignal,
+    WorkspaceError,
     unknown_replay_key,
 )
 from engine.index import Layers, Manifest
@@ -27,6 +28,22 @@ if TYPE_CHECKING:
     from engine.embed import Embedder, EmbeddingCache
 
 
+def _refuse_linked_state(root: Path, state: Path) -> None:
+    """A state folder in the workspace reached through a symlink (a repository can commit
+    ``.cortex -> ../elsewhere``) would keep this workspace's turns in another one's ledger
+    and let a rebuild overwrite a folder cortex did not make: refused, with the way to put
+    the state elsewhere on purpose."""
+    at = root
+    for part in state.parts:
+        at = at / part
+        if at.is_symlink():
+            raise WorkspaceError(
+                f"{at} is a symlink (to {at.readlink()}): cortex keeps a workspace's state "
+                "in a real folder; remove the link, or set CORTEX_STATE_DIR to an absolute "
+                "path to keep it elsewhere"
+            )
+
+
 class State:
     """One workspace's shared state; each resource is loaded on first use, once, whichever
     thread asks first."""
@@ -36,6 +53,8 @@ class State:
         self.config = config
         state = Path(config.state_dir).expanduser()
         self.state_dir = state if state.is_absolute() else root / state
+        if not state.is_absolute():
+            _refuse_linked_state(root, state)
         self.lazy = threading.RLock()  # lazy loaders: two first calls create one of each
         self.layers = Layers(root, self.state_dir, config)
         self.manifest = Manifest(self.state_dir)

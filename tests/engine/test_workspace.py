@@ -22,6 +22,7 @@ from engine import (
     IndexNotBuiltError,
     IndexSchemaError,
     Workspace,
+    WorkspaceError,
     rank_files,
 )
 from engine.embed import HashEmbedder
@@ -804,3 +805,22 @@ def test_a_workspaces_git_config_runs_no_command(tmp_path: Path) -> None:
         ws.build_context("edited", "edited")
         ws.search("edited")
     assert not pwned.exists()
+
+
+def test_a_linked_state_folder_in_the_workspace_is_refused(tmp_path: Path) -> None:
+    """A committed ``.cortex -> ../elsewhere`` kept this workspace's turns in another
+    repository's ledger, and a rebuild overwrote files in a folder cortex never made (stop
+    45's review). It is refused before anything is written; an absolute CORTEX_STATE_DIR
+    still puts the state anywhere on purpose."""
+    root = make_repo(tmp_path / "repo")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "notes.txt").write_text("mine\n")
+    (root / ".cortex").symlink_to(victim)
+    with pytest.raises(WorkspaceError, match=r"\.cortex is a symlink .*CORTEX_STATE_DIR"):
+        Workspace.open(root, Config(dense_model="hash"))
+    assert sorted(p.name for p in victim.iterdir()) == ["notes.txt"]
+    elsewhere = tmp_path / "elsewhere"
+    with Workspace.open(root, Config(dense_model="hash", state_dir=str(elsewhere))) as ws:
+        ws.index()
+    assert (elsewhere / "manifest.json").exists()
