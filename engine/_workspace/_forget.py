@@ -126,8 +126,11 @@ class Forgetter:
             raise ConfigError(f"not a path: {path!r}")
         given = Path(path)
         absolute = given if given.is_absolute() else root / given
+        # The folders resolved, the name kept: a symlinked file is indexed under its name.
+        named = absolute.name not in ("", ".", "..")
+        real = absolute.parent.resolve() / absolute.name if named else absolute.resolve()
         try:
-            rel = absolute.resolve().relative_to(root.resolve())
+            rel = real.relative_to(root.resolve())
         except ValueError:
             raise ConfigError(f"{path} is outside the workspace {root}") from None
         if not rel.parts:

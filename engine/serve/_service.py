@@ -561,7 +561,10 @@ def _inside(ws: Workspace, rel: str) -> tuple[str, Path]:
     if posix.is_absolute() or ".." in posix.parts or re.match(r"^[A-Za-z]:", str(posix)):
         raise ConfigError(f"{rel!r} must be a path inside the workspace, without '..'")
     root = ws.root
-    path = (root / posix).resolve()
+    # The folders resolved, the name kept: a symlinked file is indexed under its own name
+    # (resolving it named its target, which the index does not hold).
+    whole = root / posix
+    path = whole.resolve() if whole == root else whole.parent.resolve() / whole.name
     if not path.is_relative_to(root) or path.is_relative_to(ws.state_dir):
         raise ConfigError(f"{rel!r} is outside the workspace")
     return path.relative_to(root).as_posix(), path

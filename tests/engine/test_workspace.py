@@ -824,3 +824,21 @@ def test_a_linked_state_folder_in_the_workspace_is_refused(tmp_path: Path) -> No
     with Workspace.open(root, Config(dense_model="hash", state_dir=str(elsewhere))) as ws:
         ws.index()
     assert (elsewhere / "manifest.json").exists()
+
+
+def test_a_symlinked_file_is_resolved_and_forgotten_by_its_own_name(tmp_path: Path) -> None:
+    """A followed symlink is indexed under its own name, but resolve and forget looked its
+    target's name up: "not in the index", and nothing to purge (stop 45's review)."""
+    from engine.serve import resolve_checked
+
+    root = make_repo(tmp_path / "repo")
+    (root / "alias.py").symlink_to("mod0.py")
+    _git(root, "add", "alias.py")
+    _git(root, "commit", "-qm", "alias")
+    with Workspace.open(root, CONFIG) as ws:
+        ws.index()
+        assert ws.search_files("alias")  # indexed under its name
+        found = resolve_checked(ws, "alias.py#L1-L2", None)
+        assert found["indexed"] is True and found["path"] == "alias.py"
+        report = ws.forget(["alias.py"], dry_run=True)
+        assert report.files == ["alias.py"] and report.chunks > 0
