@@ -565,6 +565,8 @@ def _inside(ws: Workspace, rel: str) -> tuple[str, Path]:
     # (resolving it named its target, which the index does not hold).
     whole = root / posix
     path = whole.resolve() if whole == root else whole.parent.resolve() / whole.name
+    if path.is_symlink() and not path.resolve().is_relative_to(root):
+        raise ConfigError(f"{rel!r} leads outside the workspace")
     if not path.is_relative_to(root) or path.is_relative_to(ws.state_dir):
         raise ConfigError(f"{rel!r} is outside the workspace")
     return path.relative_to(root).as_posix(), path
