@@ -6,9 +6,12 @@
 The questions (``eval/questions/questions.jsonl``) are what a developer new to a codebase
 asks, mostly in behaviour words, of six kinds (where, why with an error message, how end to
 end, configuration, documentation, tests), each with answer locations (path and lines at a
-pinned commit) read from the code, one marked primary. For each repository the tree at the
-commit is materialised with ``git archive`` and indexed; each question is asked through
-``build_context`` at each budget, and through ``search_files``.
+pinned commit) read from the code, one marked primary. For each repository and commit the
+tree is materialised with ``git archive`` into ``WORK/<owner__name>/tree`` (``WORK`` is
+``--workdir``, else ``OUT/work``; ``tree.json`` names the commit it holds, and another
+commit's tree is swapped in under the same path) and indexed; a commit the repository does
+not hold is refused. Each question is asked through ``build_context`` at each budget, and
+through ``search_files``.
 
 Per question and budget: whether the primary answer location is in the context (cited
 lines cover at least half of it, or 15 lines of a long one), the share of all answer lines
@@ -27,6 +30,7 @@ import argparse
 import json
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -37,7 +41,8 @@ from typing import Any
 
 from engine import Config, ContextPack, Pointer, Workspace
 from eval.baseline_bm25 import Bm25Files
-from eval.swebench_data import find_git_dir, materialise
+from eval.swebench import RepoOverlays
+from eval.swebench_data import find_git_dir, git_dir_of
 from overlays import read_history
 
 __all__ = ["Answer", "Question", "load_questions", "main", "score_pack"]
@@ -180,6 +185,17 @@ def _header(ws: Workspace, p: Pointer) -> int:
     return ws.counter.count(probe) + 24
 
 
+def _check_commit(git_dir: Path, commit: str) -> None:
+    """Refuse a commit ``git_dir`` does not hold: its questions have no tree to be asked on."""
+    probe = subprocess.run(
+        ["git", f"--git-dir={git_dir_of(git_dir)}", "cat-file", "-e", f"{commit}^{{commit}}"],
+        capture_output=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        raise LookupError(f"no commit {commit} in {git_dir}")
+
+
 def _baseline(bm25: Bm25Files, q: Question, budgets: Sequence[int]) -> dict[str, Any]:
     ranked = bm25.rank(q.text)
     row: dict[str, Any] = {}
@@ -261,16 +277,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     for q in questions:
         by_repo[(q.repo, q.commit)].append(q)
     for (repo, commit), members in by_repo.items():
+        git_dir = find_git_dir(args.repos, repo)
+        _check_commit(git_dir, commit)
         home = work / repo.replace("/", "__")
-        tree = home / "tree"
-        if not (home / "tree.done").exists():
-            materialise(find_git_dir(args.repos, repo), commit, tree)
-            (home / "tree.done").write_text(commit)
         config = Config.from_env(state_dir=str(home / "state"), ledger=False,
                                  dense_model=args.dense)  # fmt: skip
+        # One tree per repository, swapped to each commit asked about (``tree.json`` names
+        # the commit it holds); the index refreshes as an overlay on the first commit's.
+        with RepoOverlays(git_dir, home, config=config, mode="context", budgets=budgets,
+                          baseline=False) as trees:  # fmt: skip
+            trees.swap_in(commit)
+        tree = trees.tree
         with Workspace.open(tree, config) as ws:
             # A plain export: the history its checkout would have, up to the question's commit.
-            ws.layers.supply_history(read_history(find_git_dir(args.repos, repo), commit))
+            ws.layers.supply_history(read_history(git_dir, commit))
             start = time.perf_counter()
             ws.index()
             print(f"{repo} @ {commit[:12]}: indexed in {time.perf_counter() - start:.1f} s",

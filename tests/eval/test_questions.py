@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from eval.questions import DEFAULT_QUESTIONS, Answer, Question, load_questions, score_pack
+from eval.questions import (
+    DEFAULT_QUESTIONS,
+    Answer,
+    Question,
+    load_questions,
+    main,
+    score_pack,
+)
 
 Q = Question(
     "x-01", "o/r", "0" * 40, "python", "where", "where is the thing done?",
@@ -55,3 +65,85 @@ def test_load_refuses_two_primaries(tmp_path: Path) -> None:
     path.write_text(json.dumps(row) + "\n")
     with pytest.raises(ValueError, match="exactly one"):
         load_questions(path)
+
+
+GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+ASK = "Why do I get 'all middlewares must be defined before routes' when I add one?"
+RAISE = (
+    "def use(middleware):\n"
+    '    """Add a middleware to the stack."""\n'
+    "    raise RuntimeError('all middlewares must be defined before routes')\n"
+)
+
+
+def _git(root: Path, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", *args], cwd=root, check=True, capture_output=True, text=True, env=GIT_ENV
+    )
+    return proc.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def router(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """Repos dir with acme/router, whose second commit moves the panic to another file;
+    and the two commits."""
+    base = tmp_path_factory.mktemp("q")
+    repo = base / "repos" / "acme+router" / "repo"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "T")
+    (repo / "router.py").write_text(RAISE)
+    (repo / "colors.py").write_text("def blend(a, b):\n    return (a + b) / 2\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "first")
+    first = _git(repo, "rev-parse", "HEAD")
+    (repo / "core").mkdir()
+    _git(repo, "mv", "router.py", "core/mux.py")
+    _git(repo, "commit", "-q", "-m", "moved")
+    return base / "repos", first, _git(repo, "rev-parse", "HEAD")
+
+
+def _question(qid: str, commit: str, path: str) -> dict[str, Any]:
+    answer = {"path": path, "start_line": 1, "end_line": 3, "primary": True}
+    return {"id": qid, "repo": "acme/router", "commit": commit, "language": "python",
+            "kind": "why", "question": ASK, "answers": [answer]}  # fmt: skip
+
+
+def _run(tmp_path: Path, repos: Path, rows: list[dict[str, Any]], *extra: str) -> int:
+    data = tmp_path / "q.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["--repos", str(repos), "--out", str(tmp_path / "out"), "--questions", str(data),
+            "--budgets", "2000", "--dense", "hash", *extra]  # fmt: skip
+    return main(argv)
+
+
+def _results(tmp_path: Path) -> dict[str, dict[str, Any]]:
+    lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    return {r["id"]: r for r in map(json.loads, lines)}
+
+
+def test_each_commit_is_asked_on_its_own_tree(
+    router: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """Two commits of one repository are each answered on their own tree (the second one
+    is not asked on the first one's), also when a kept work folder held another commit."""
+    repos, first, second = router
+    rows = [_question("old", first, "router.py"), _question("new", second, "core/mux.py")]
+    assert _run(tmp_path, repos, rows) == 0
+    got = _results(tmp_path)
+    assert got["old"]["ours"]["2000"]["primary_in"] and got["new"]["ours"]["2000"]["primary_in"]
+    assert got["new"]["ours"]["file@1"] and got["new"]["baseline"]["file@1"]
+    # A kept work folder now holding the second commit is swapped back for the first one.
+    assert _run(tmp_path, repos, rows[:1]) == 0
+    assert _results(tmp_path)["old"]["ours"]["2000"]["primary_in"]
+
+
+def test_a_commit_the_repository_lacks_is_refused(
+    router: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """A question pinned to a commit that does not exist is not asked on another tree."""
+    repos, first, _ = router
+    rows = [_question("old", first, "router.py"), _question("gone", "1" * 40, "router.py")]
+    with pytest.raises(LookupError, match="no commit 1111"):
+        _run(tmp_path, repos, rows)
