@@ -139,11 +139,59 @@ def test_each_commit_is_asked_on_its_own_tree(
     assert _results(tmp_path)["old"]["ours"]["2000"]["primary_in"]
 
 
-def test_a_commit_the_repository_lacks_is_refused(
+def test_a_bad_commit_or_repository_is_its_questions_error(
+    router: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A question pinned to a commit that does not exist, or of a repository not under
+    --repos, is an error row (never asked on another tree); the others are scored, the
+    report lists the failures and the exit code says so."""
+    repos, first, _ = router
+    rows = [_question("old", first, "router.py"), _question("gone", "1" * 40, "router.py"),
+            {**_question("elsewhere", first, "router.py"), "repo": "acme/nothing"}]  # fmt: skip
+    assert _run(tmp_path, repos, rows) == 1
+    got = _results(tmp_path)
+    assert got["old"]["ours"]["2000"]["primary_in"]
+    assert got["gone"]["error"].startswith("LookupError: no commit 1111")
+    assert "no git directory for acme/nothing" in got["elsewhere"]["error"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "1 questions, budgets [2000]. 2 failed" in report
+    assert "| gone | acme/router @ 111111111111 | LookupError: no commit" in report
+    assert "2 of 3 questions failed" in capsys.readouterr().err
+
+
+def test_rows_are_written_as_they_are_made(
+    router: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped after its first question keeps that question's row."""
+    repos, first, _ = router
+    import eval.questions as questions
+
+    asked = questions._baseline
+
+    def stop_second(*args: Any) -> dict[str, Any]:
+        if args[1].id == "second":
+            raise KeyboardInterrupt
+        return asked(*args)
+
+    monkeypatch.setattr(questions, "_baseline", stop_second)
+    rows = [_question("first", first, "router.py"), _question("second", first, "router.py")]
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, repos, rows)
+    assert list(_results(tmp_path)) == ["first"]
+
+
+def test_nothing_selected_and_a_work_folder_in_a_checkout_are_refused(
     router: tuple[Path, str, str], tmp_path: Path
 ) -> None:
-    """A question pinned to a commit that does not exist is not asked on another tree."""
+    """--repo matching no question exits 1; an --out inside a git working tree (its work
+    folder would be taken for part of that checkout) is refused before anything is done."""
     repos, first, _ = router
-    rows = [_question("old", first, "router.py"), _question("gone", "1" * 40, "router.py")]
-    with pytest.raises(LookupError, match="no commit 1111"):
-        _run(tmp_path, repos, rows)
+    rows = [_question("old", first, "router.py")]
+    assert _run(tmp_path, repos, rows, "--repo", "nobody/x") == 1
+    assert not (tmp_path / "out").exists()
+    checkout = repos / "acme+router" / "repo"
+    argv = ["--repos", str(repos), "--out", str(checkout / "out"), "--questions",
+            str(tmp_path / "q.jsonl")]  # fmt: skip
+    with pytest.raises(SystemExit, match="inside a git working tree"):
+        main(argv)
+    assert not (checkout / "out").exists()
