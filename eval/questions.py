@@ -45,23 +45,18 @@ from pathlib import Path
 from typing import Any
 
 from engine import Config, ContextPack, Pointer, Workspace
-from eval.baseline_bm25 import Bm25Files
+from eval.baseline_bm25 import Bm25Files, source_suffixes
 from eval.swebench import RepoOverlays
 from eval.swebench_data import check_workdir, find_git_dir, git_dir_of
 from overlays import read_history
 
-__all__ = ["Answer", "Question", "load_questions", "main", "score_pack"]
+__all__ = ["Answer", "Question", "baseline_suffixes", "load_questions", "main", "score_pack"]
 
 DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "questions" / "questions.jsonl"
 DEFAULT_BUDGETS = (4000, 8000)
 MODES = ("hybrid", "bm25", "dense")  # search_files modes compared (hybrid: what users get)
 PRIMARY_SHARE = 0.5  # share of the primary range's lines the context must hold ...
 PRIMARY_LINES = 15  # ... or this many of them, for a long function or section
-# What the baseline reads: the languages of the question set, and documentation.
-BASELINE_SUFFIXES = (
-    ".py", ".go", ".rs", ".ts", ".tsx", ".js", ".jsx", ".java", ".c", ".h", ".cc", ".cpp",
-    ".hpp", ".md", ".rst", ".txt",
-)  # fmt: skip
 _SPAN = re.compile(r"\d+-\d+")  # a title's part after the path when the section has no symbol
 
 
@@ -116,6 +111,18 @@ def load_questions(path: Path, repo: str | None = None) -> list[Question]:
         if repo is None or q.repo == repo:
             out.append(q)
     return out
+
+
+def baseline_suffixes() -> tuple[str, ...]:
+    """What the file baseline reads in every repository: each extension cortex chunks as
+    code (eval.swebench's baseline rule for a repository not in Python: a question's answer
+    may be in another language than the repository's main one) and documentation and text
+    files (a ``docs`` question's answer)."""
+    from indexers import Family, languages
+
+    docs = {e for lang in languages() if lang.family in (Family.DOC, Family.TEXT)
+            for e in lang.extensions}  # fmt: skip
+    return tuple(sorted({*source_suffixes("any"), *docs}))
 
 
 Span = tuple[str, int, int]  # path, first line, last line
@@ -306,7 +313,7 @@ def _ask_commit(
         ws.index()
         print(f"{repo} @ {commit[:12]}: indexed in {time.perf_counter() - start:.1f} s",
               flush=True)  # fmt: skip
-        bm25 = Bm25Files(tree, suffixes=BASELINE_SUFFIXES, tests=True)
+        bm25 = Bm25Files(tree, suffixes=baseline_suffixes(), tests=True)
         for q in members:
             try:
                 ours, base = _ours(ws, q, budgets), _baseline(bm25, q, budgets)

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from eval.baseline_bm25 import Bm25Files
 from eval.questions import (
     DEFAULT_QUESTIONS,
     Answer,
     Question,
+    baseline_suffixes,
     load_questions,
     main,
     score_pack,
@@ -195,3 +197,16 @@ def test_nothing_selected_and_a_work_folder_in_a_checkout_are_refused(
     with pytest.raises(SystemExit, match="inside a git working tree"):
         main(argv)
     assert not (checkout / "out").exists()
+
+
+def test_the_baseline_reads_every_code_language_and_the_docs(tmp_path: Path) -> None:
+    """The file baseline reads what cortex chunks as code in any language (PHP, Ruby, C#,
+    Kotlin, Swift, ...), documentation (MDX too) and text, tests included; not data files."""
+    names = ["src/Client.php", "lib/app.rb", "src/App.cs", "src/Main.kt", "Sources/A.swift",
+             "src/index.mjs", "docs/api.mdx", "README.md", "NOTES.txt", "spec/app_spec.rb",
+             "package.json", "logo.svg"]  # fmt: skip
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("client request\n")
+    read = Bm25Files(tmp_path, suffixes=baseline_suffixes(), tests=True).paths
+    assert sorted(read) == sorted(names[:-2])
