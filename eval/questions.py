@@ -50,7 +50,15 @@ from eval.swebench import RepoOverlays
 from eval.swebench_data import check_workdir, find_git_dir, git_dir_of
 from overlays import read_history
 
-__all__ = ["Answer", "Question", "baseline_suffixes", "load_questions", "main", "score_pack"]
+__all__ = [
+    "Answer",
+    "Question",
+    "baseline_suffixes",
+    "compare",
+    "load_questions",
+    "main",
+    "score_pack",
+]
 
 DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "questions" / "questions.jsonl"
 DEFAULT_BUDGETS = (4000, 8000)
@@ -106,6 +114,11 @@ def load_questions(path: Path, repo: str | None = None) -> list[Question]:
         )
         if sum(a.primary for a in answers) != 1:
             raise ValueError(f"{raw['id']}: exactly one answer must be primary")
+        for a in answers:  # an empty range would count as held by any context
+            if not 1 <= a.start_line <= a.end_line:
+                raise ValueError(f"{raw['id']}: answer {a.path} lines {a.start_line}-"
+                                 f"{a.end_line}: the first must be 1 or more, the last "
+                                 f"no less than the first")  # fmt: skip
         q = Question(raw["id"], raw["repo"], raw["commit"], raw["language"], raw["kind"],
                      raw["question"], answers)  # fmt: skip
         if repo is None or q.repo == repo:
@@ -278,6 +291,30 @@ def report(
     return text
 
 
+def compare(
+    before: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], budgets: Sequence[int]
+) -> str:
+    """primary_in per budget, a previous run's beside this one's, over the questions both
+    answered (a budget the previous run did not use is said, not compared)."""
+    old = {r["id"]: r for r in before if "error" not in r}
+    new = {r["id"]: r for r in rows if "error" not in r}
+    both = sorted(old.keys() & new.keys())
+    ran = sorted({int(k) for r in old.values() for k in r["ours"] if k.isdigit()})
+    out = []
+    for b in budgets:
+        if b not in ran:
+            out.append(f"primary_in@{b}: the previous run has no budget {b} (it ran {ran})")
+            continue
+        was, now = (_mean([r["ours"][str(b)]["primary_in"] for r in (side[i] for i in both)])
+                    for side in (old, new))  # fmt: skip
+        cells = ["-" if v is None else f"{v:.1f}" for v in (was, now)]
+        out.append(f"primary_in@{b}: {cells[0]} -> {cells[1]} (n {len(both)})")
+    if len(both) < max(len(old), len(new)):
+        out.append(f"compared on the {len(both)} questions both runs answered (previous "
+                   f"{len(old)}, this one {len(new)})")  # fmt: skip
+    return "\n".join(out)
+
+
 def _error_row(q: Question, exc: Exception) -> dict[str, Any]:
     error = " ".join(f"{type(exc).__name__}: {exc}".split())  # one line: a table cell
     return {"id": q.id, "repo": q.repo, "commit": q.commit, "language": q.language,
@@ -381,13 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     (args.out / "report.md").write_text(text, "utf-8")
     print(text)
     if args.compare is not None:
-        before = [
-            json.loads(ln) for ln in (args.compare / "results.jsonl").read_text().splitlines()
-        ]
-        for b in budgets:
-            old = _summary(before, "ours", budgets)[f"primary_in@{b}"]
-            new = _summary(rows, "ours", budgets)[f"primary_in@{b}"]
-            print(f"primary_in@{b}: {old:.1f} -> {new:.1f}")
+        lines = (args.compare / "results.jsonl").read_text("utf-8").splitlines()
+        print(compare([json.loads(ln) for ln in lines if ln.strip()], rows, budgets))
     if failed:
         print(f"{len(failed)} of {len(questions)} questions failed", file=sys.stderr)
     return 1 if failed else 0

@@ -16,6 +16,7 @@ from eval.questions import (
     Answer,
     Question,
     baseline_suffixes,
+    compare,
     load_questions,
     main,
     score_pack,
@@ -56,6 +57,36 @@ def test_the_shipped_questions_are_well_formed() -> None:
     for q in questions:
         assert len(q.commit) == 40 and q.primary in q.answers
         assert all(1 <= a.start_line <= a.end_line for a in q.answers)
+
+
+def test_load_refuses_an_answer_ending_before_it_starts(tmp_path: Path) -> None:
+    """An answer whose last line comes before its first (an empty range every context
+    would hold) is refused, naming the question."""
+    row = {"id": "q-7", "repo": "o/r", "commit": "0" * 40, "language": "go", "kind": "where",
+           "question": "q", "answers": [{"path": "mux.go", "start_line": 50, "end_line": 40,
+                                         "primary": True}]}  # fmt: skip
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match=r"q-7: answer mux\.go lines 50-40"):
+        load_questions(path)
+
+
+def _scored(qid: str, held: dict[int, bool]) -> dict[str, Any]:
+    return {"id": qid, "ours": {str(b): {"primary_in": v} for b, v in held.items()}}
+
+
+def test_compare_says_n_and_a_budget_the_previous_run_lacks() -> None:
+    """The comparison is over the questions both runs answered, says how many, and names a
+    budget the previous run did not use instead of failing on it."""
+    before = [_scored("a", {4000: False}), _scored("b", {4000: True}),
+              {"id": "c", "error": "LookupError: no commit"}]  # fmt: skip
+    now = [_scored("a", {4000: True, 8000: True}), _scored("b", {4000: True, 8000: False}),
+           _scored("c", {4000: True, 8000: True})]  # fmt: skip
+    assert compare(before, now, [4000, 8000]).splitlines() == [
+        "primary_in@4000: 50.0 -> 100.0 (n 2)",
+        "primary_in@8000: the previous run has no budget 8000 (it ran [4000])",
+        "compared on the 2 questions both runs answered (previous 2, this one 3)",
+    ]
 
 
 def test_load_refuses_two_primaries(tmp_path: Path) -> None:
@@ -210,3 +241,18 @@ def test_the_baseline_reads_every_code_language_and_the_docs(tmp_path: Path) -> 
         (tmp_path / name).write_text("client request\n")
     read = Bm25Files(tmp_path, suffixes=baseline_suffixes(), tests=True).paths
     assert sorted(read) == sorted(names[:-2])
+
+
+def test_compare_with_a_run_of_other_budgets(
+    router: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--compare against a run made with other budgets says so and still exits 0."""
+    repos, first, _ = router
+    rows = [_question("old", first, "router.py")]
+    (tmp_path / "a").mkdir()
+    assert _run(tmp_path / "a", repos, rows) == 0
+    assert _run(tmp_path, repos, rows, "--budgets", "1000,2000", "--compare",
+                str(tmp_path / "a" / "out")) == 0  # fmt: skip
+    shown = capsys.readouterr().out
+    assert "primary_in@1000: the previous run has no budget 1000 (it ran [2000])" in shown
+    assert "primary_in@2000: 100.0 -> 100.0 (n 1)" in shown
