@@ -51,7 +51,7 @@ class Tally:
 
 
 def _covers_gold(s: Snippet, inst: Instance) -> bool:
-    path = s.source_uri.split("#")[0]
+    path = s.source_uri.rpartition("#")[0] or s.source_uri  # a path may hold a "#"
     names = {g.partition(":")[2] for g in inst.gold_functions if g.partition(":")[0] == path}
     return s.symbol in names if names else path in inst.gold_files
 
@@ -61,7 +61,7 @@ def _oracle(pack: ContextPack, inst: Instance) -> list[int]:
 
 
 def _edit_source(root: Path, s: Snippet) -> tuple[Path, bytes]:
-    path = root / s.source_uri.split("#")[0]
+    path = root / (s.source_uri.rpartition("#")[0] or s.source_uri)
     original = path.read_bytes()
     lines = original.split(b"\n")
     i = s.span.start_line - 1

@@ -175,8 +175,9 @@ def _ours(ws: Workspace, q: Question, budgets: Sequence[int]) -> dict[str, Any]:
         start = time.perf_counter()
         pack: ContextPack = ws.build_context(q.text, budget_tokens=budget, record=False)
         times.append((time.perf_counter() - start) * 1000)
-        spans = [(c.source_uri.split("#")[0], c.span.start_line, c.span.end_line)
-                 for c in pack.citations]  # fmt: skip
+        # ``path#Lx-Ly``, and a path may hold a "#" itself: cut at the last one.
+        spans = [(c.source_uri.rpartition("#")[0] or c.source_uri, c.span.start_line,
+                  c.span.end_line) for c in pack.citations]  # fmt: skip
         scored = score_pack(q, spans)
         left = pack.budget_tokens - pack.tokens_used
         scored["budget_left_out_but_fit"] = sum(
@@ -202,7 +203,7 @@ def _header(ws: Workspace, p: Pointer) -> int:
     """What the snippet's header and fences would have cost (as the packer counts them: its
     label, the title past the path or for a section without a symbol the file's name, and
     its source; the hash line and fences are the 24)."""
-    path = p.source_uri.split("#", 1)[0]
+    path = p.source_uri.rpartition("#")[0] or p.source_uri  # a path may hold a "#"
     label = p.title.removeprefix(f"{path}:")
     if _SPAN.fullmatch(label):  # no symbol: the title is the path and the lines
         label = path.rsplit("/", 1)[-1]

@@ -70,8 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                         budget_tokens=args.budget, explain=ranked,
                                         settings=settings, record=False)  # fmt: skip
                 files = rank_files(ranked, settings.file_ranking)
-                packed = [Section(s.source_uri.split("#")[0], s.symbol, 0, 0, 0)
-                          for s in pack.citations]  # fmt: skip
+                # ``path#Lx-Ly``, and a path may hold a "#" itself: cut at the last one.
+                packed = [Section(s.source_uri.rpartition("#")[0] or s.source_uri, s.symbol,
+                                  0, 0, 0) for s in pack.citations]  # fmt: skip
                 row = scores[name]
                 for k in (1, 3, 5, 10):
                     row.setdefault(f"acc@{k}", []).append(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engine import Config, Workspace
 from eval.baseline_bm25 import Bm25Files
 from eval.questions import (
     DEFAULT_QUESTIONS,
@@ -21,6 +22,7 @@ from eval.questions import (
     main,
     score_pack,
 )
+from eval.questions import _ours as ask_ours
 
 Q = Question(
     "x-01", "o/r", "0" * 40, "python", "where", "where is the thing done?",
@@ -256,3 +258,17 @@ def test_compare_with_a_run_of_other_budgets(
     shown = capsys.readouterr().out
     assert "primary_in@1000: the previous run has no budget 1000 (it ran [2000])" in shown
     assert "primary_in@2000: 100.0 -> 100.0 (n 1)" in shown
+
+
+def test_a_hash_in_a_path_is_part_of_the_path(tmp_path: Path) -> None:
+    """A cited ``path#Lx-Ly`` is cut at its last "#": a file named with one is held."""
+    tree = tmp_path / "tree"
+    (tree / "mid#dle").mkdir(parents=True)
+    (tree / "mid#dle" / "use#it.py").write_text(RAISE)
+    q = Question("h-1", "o/r", "0" * 40, "python", "why", ASK,
+                 (Answer("mid#dle/use#it.py", 1, 3, True),))  # fmt: skip
+    config = Config(state_dir=str(tmp_path / "state"), ledger=False, dense_model="hash")
+    with Workspace.open(tree, config) as ws:
+        ws.index()
+        got = ask_ours(ws, q, [2000])
+    assert got["2000"]["primary_in"] and got["2000"]["file_cited"] and got["file@1"]
