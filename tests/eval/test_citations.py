@@ -13,7 +13,7 @@ import pytest
 
 from engine import Snippet, Span
 from eval import citations
-from eval.citations import _covers_gold, main
+from eval.citations import _covers_gold, main, markers
 from eval.swebench_data import Instance
 
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
@@ -27,6 +27,8 @@ FILES = {
     "    return '; '.join(f'{k}: {v}' for k, v in values.items())\n",
     "widgets/render.py": "def render_page(title, body):\n    return f'<h1>{title}</h1>{body}'\n",
     "widgets/colors.py": "def blend(a, b):\n    return (a + b) / 2\n",
+    "widgets/cache.py": "def cached(fn):\n    return fn\n\n\ndef clear(cache):\n"
+    "    cache.clear()\n\n\ndef size(cache):\n    return len(cache)\n",
     "big.txt": "payload\n" * 50,
 }
 
@@ -160,3 +162,69 @@ def test_a_hash_in_a_path_is_part_of_the_path() -> None:
     assert not _covers_gold(_snippet("mid#dle/use#it.py#L1-L3", "other"), inst)
     files_only = Instance("o__r-1", "o/r", "0" * 40, "issue", ("mid#dle/use#it.py",), (), None)
     assert _covers_gold(_snippet("mid#dle/use#it.py#L5-L9", ""), files_only)
+
+
+VERBOSE = "The bug is in [1] and [1] and again [1]; see [2], [999], [3, 4], [ 5 ], [x] and [0]."
+
+
+def test_markers_are_every_bracket_as_feedback_takes_it() -> None:
+    """Each bracketed marker is kept as written for the engine to parse ([ 5 ], [x] too),
+    a list is one marker per item, an index or a Markdown link is no marker."""
+    assert markers(VERBOSE) == ["[1]", "[1]", "[1]", "[2]", "[999]", "[3]", "[4]", "[ 5 ]",
+                                "[x]", "[0]"]  # fmt: skip
+    assert markers("see a[0], list[int] and [the docs](https://x)") == []
+
+
+def _endpoint_run(
+    dataset: tuple[Path, Path], out: Path, monkeypatch: pytest.MonkeyPatch, answer: str
+) -> dict[str, Any]:
+    monkeypatch.setattr(citations, "_ask_endpoint", lambda *args: answer)
+    argv = _argv(dataset, out, "--instances", "acme__widgets-1", "--endpoint", "http://x")
+    assert main(argv) == 0
+    return _rows(out)["acme__widgets-1"]
+
+
+def test_the_endpoint_is_judged_per_distinct_id_by_the_engine(
+    dataset: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verbose answer: [1] three times is one citation, [ 5 ] and [3, 4] are read, [x]
+    is malformed and [999] and [0] out of range, both caught; validity is accepted over
+    distinct cited; precision is the endpoint's alone."""
+    row = _endpoint_run(dataset, tmp_path / "out", monkeypatch, VERBOSE)
+    e = row["endpoint"]
+    valid = len({1, 2, 3, 4, 5} & set(range(1, row["snippets"] + 1)))  # the turn's ids
+    assert valid >= 2
+    assert (e["mentions"], e["cited"], e["accepted"]) == (10, 8, valid)
+    assert (e["malformed"], e["out_of_range"]) == (1, 7 - valid)  # [x]; [999], [0], ...
+    assert e["invalid_injected"] == e["invalid_caught"] == 8 - valid
+    assert (e["valid_injected"], e["valid_rejected"]) == (valid, 0)
+    table = (tmp_path / "out" / "citations.md").read_text()
+    assert f"| endpoint | 8 | {valid} ({100 * valid / 8:.1f}%) | 100.0% | 0 of {valid} |" in table
+    oracle = next(ln for ln in table.splitlines() if ln.startswith("| oracle"))
+    assert oracle.endswith("| - |")  # 100% by construction: not reported
+    assert "Endpoint: 10 markers in its answers, 8 distinct cited: 1 malformed" in table
+
+
+def test_more_markers_than_feedback_takes_are_trimmed(
+    dataset: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer with 300 distinct markers is judged on the engine's 256 per feedback,
+    the rest counted as not sent, instead of the run failing."""
+    answer = " ".join(f"[{i}]" for i in range(1, 301))
+    e = _endpoint_run(dataset, tmp_path / "out", monkeypatch, answer)["endpoint"]
+    assert (e["mentions"], e["cited"], e["not_sent"]) == (300, 256, 44)
+    assert e["invalid_caught"] == e["invalid_injected"] == 256 - e["valid_injected"]
+
+
+def test_a_newer_turns_ids_against_the_older_key(
+    dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The newer turn's ids that the older turn also has are accepted against the older
+    key (feedback tells turns apart by key only), and counted so in the report."""
+    out = tmp_path / "out"
+    assert main(_argv(dataset, out, "--instances", "acme__widgets-1")) == 0
+    a = _rows(out)["acme__widgets-1"]["adversary"]
+    assert a["cross_turn"] > 0 and a["cross_turn_accepted"] == a["cross_turn"]
+    assert a["invalid_caught"] == a["invalid_injected"]
+    said = f"{a['cross_turn']} of the {a['cross_turn']} the older turn also has were accepted"
+    assert said in (out / "citations.md").read_text()
