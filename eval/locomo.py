@@ -21,6 +21,10 @@ is left out):
 - session recall@5: a top-5 note is from a session that holds evidence;
 - search latency p50/p95 (ms), per question, the whole ``search`` call.
 
+With ``--k`` below 10 no cut-off passes k, and the columns say so (``--k 5``: any@1,
+any@5, all@5, session@5). A category without questions shows "-"; data without any
+question to score is an error (exit 1).
+
 The baseline is plain BM25 (k1 1.2, b 0.75) over the turns' words, lowercased, as the
 issue measured it; it sees the same texts.
 """
@@ -62,37 +66,56 @@ class Turn:
     text: str
 
 
+ANY_AT = (1, 5, 10)  # any-evidence recall cut-offs
+ALL_AT = 10  # all-evidence recall's
+SESSION_AT = 5  # session recall's
+
+
+def metric_names(k: int) -> tuple[str, ...]:
+    """The metrics reported when ``k`` results are retrieved: no cut-off past ``k``
+    (``--k 5`` reports any@5 and all@5, not an any@10 of 5 results)."""
+    anys = sorted({min(c, k) for c in ANY_AT})
+    return (*(f"any@{c}" for c in anys), f"all@{min(ALL_AT, k)}", f"session@{min(SESSION_AT, k)}")
+
+
 @dataclass
 class Scores:
-    """Hit counts per category for one system."""
+    """Hit counts per category for one system retrieving ``k`` results a question."""
 
+    k: int = 10
     hits: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))
     count: Counter[int] = field(default_factory=Counter)
     latency: list[float] = field(default_factory=list)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics this system is scored on (see ``metric_names``)."""
+        return metric_names(self.k)
 
     def add(self, category: int, ranked: Sequence[set[str]], evidence: set[str]) -> None:
         """Score one question: ``ranked`` is the turn ids each result stands for."""
         self.count[category] += 1
         sessions = {e.split(":")[0] for e in evidence}
-        for k in (1, 5, 10):
-            if any(r & evidence for r in ranked[:k]):
-                self.hits[f"any@{k}"][category] += 1
-        top10 = set().union(*ranked[:10]) if ranked else set()
-        if evidence <= top10:
-            self.hits["all@10"][category] += 1
-        if any({t.split(":")[0] for t in r} & sessions for r in ranked[:5]):
-            self.hits["session@5"][category] += 1
+        for metric in self.metrics:
+            kind, _, at = metric.partition("@")
+            top = ranked[: int(at)]
+            if kind == "any":
+                hit = any(r & evidence for r in top)
+            elif kind == "all":
+                hit = evidence <= set().union(*top)
+            else:
+                hit = any({t.split(":")[0] for t in r} & sessions for r in top)
+            if hit:
+                self.hits[metric][category] += 1
 
-    def rate(self, metric: str, category: int | None = None) -> float:
-        """Percent of questions (in ``category``, or all) that hit."""
+    def rate(self, metric: str, category: int | None = None) -> float | None:
+        """Percent of questions (in ``category``, or all) that hit; None when there are
+        none to score."""
         if category is None:
             n = sum(self.count.values())
-            return 100.0 * sum(self.hits[metric].values()) / n if n else 0.0
+            return 100.0 * sum(self.hits[metric].values()) / n if n else None
         n = self.count[category]
-        return 100.0 * self.hits[metric][category] / n if n else 0.0
-
-
-METRICS = ("any@1", "any@5", "any@10", "all@10", "session@5")
+        return 100.0 * self.hits[metric][category] / n if n else None
 
 
 def turns_of(conversation: dict[str, object]) -> list[Turn]:
@@ -168,10 +191,13 @@ def run(
     """Both systems over every conversation in ``data`` (``dated``: each turn saved at
     its session's date)."""
     convs = json.loads(data.read_text("utf-8"))
-    systems = {"memory": Scores(), "bm25": Scores()}
+    systems = {"memory": Scores(k), "bm25": Scores(k)}
     for ci, conv in enumerate(convs):
-        turns = turns_of(conv["conversation"])
         questions = [q for q in conv["qa"] if q.get("category") in CATEGORIES and evidence_of(q)]
+        if not questions:  # its turns would be saved for nothing
+            log(f"conversation {ci + 1}/{len(convs)}: no question with evidence, skipped")
+            continue
+        turns = turns_of(conv["conversation"])
         with tempfile.TemporaryDirectory() as tmp:
             config = Config(dense_model=dense, ledger=False)
             ws = Workspace.open(tmp, config)
@@ -209,17 +235,22 @@ def run(
 def report(systems: dict[str, Scores]) -> str:
     """The side-by-side table, per category and overall, with latencies."""
     lines = []
-    header = "| system | category | n | " + " | ".join(METRICS) + " |"
-    lines += [header, "|" + "---|" * (3 + len(METRICS))]
+    names = next(iter(systems.values())).metrics
+    header = "| system | category | n | " + " | ".join(names) + " |"
+    lines += [header, "|" + "---|" * (3 + len(names))]
     for name, s in systems.items():
         for cat in (*CATEGORIES, None):
             label = "all" if cat is None else f"{cat} {CATEGORIES[cat]}"
             n = sum(s.count.values()) if cat is None else s.count[cat]
-            cells = " | ".join(f"{s.rate(m, cat):.1f}" for m in METRICS)
+            rates = (s.rate(m, cat) for m in names)
+            cells = " | ".join("-" if r is None else f"{r:.1f}" for r in rates)
             lines.append(f"| {name} | {label} | {n} | {cells} |")
     lines.append("")
     for name, s in systems.items():
         ms = sorted(x * 1000 for x in s.latency)
+        if not ms:
+            lines.append(f"{name}: no search timed")
+            continue
         p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
         lines.append(f"{name}: search p50 {statistics.median(ms):.2f} ms, p95 {p95:.2f} ms")
     return "\n".join(lines)
@@ -236,14 +267,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="write the figures here (outside the repo)")
     args = parser.parse_args(argv)
+    if args.k < 1:
+        parser.error(f"--k must be 1 or more, got {args.k}")
     if not args.data.exists():
         print(f"no LoCoMo data at {args.data}", file=sys.stderr)
         return 1
     systems = run(args.data, args.dense, args.k, lambda s: print(s, file=sys.stderr),
                   dated=not args.undated)  # fmt: skip
+    if not sum(systems["memory"].count.values()):
+        print(f"no question to score in {args.data} (categories 1-4 with evidence)",
+              file=sys.stderr)  # fmt: skip
+        return 1
     print(report(systems))
     if args.json:
-        figures = {n: {m: {str(c): s.rate(m, c) for c in (*CATEGORIES, None)} for m in METRICS}
+        figures = {n: {m: {str(c): s.rate(m, c) for c in (*CATEGORIES, None)} for m in s.metrics}
                    for n, s in systems.items()}  # fmt: skip
         args.json.write_text(json.dumps(figures, indent=2), "utf-8")
     return 0
