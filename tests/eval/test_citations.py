@@ -141,9 +141,11 @@ def test_a_tree_left_edited_by_a_killed_run_is_written_again(
 def test_nothing_selected_and_a_work_folder_in_a_checkout_are_refused(
     dataset: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    """No instance selected exits 1; an --out inside a git working tree (its work folder
-    would be taken for part of that checkout) is refused before anything is done."""
-    assert main(_argv(dataset, tmp_path / "out", "--instances", "none-*")) == 1
+    """A selection that matches nothing is refused by name; an --out inside a git working
+    tree (its work folder would be taken for part of that checkout) is refused before
+    anything is done."""
+    with pytest.raises(SystemExit, match=r"matches none-\*"):
+        main(_argv(dataset, tmp_path / "out", "--instances", "none-*"))
     checkout = dataset[0] / "acme+widgets" / "repo" / "out"
     with pytest.raises(SystemExit, match="inside a git working tree"):
         main(_argv(dataset, checkout))
