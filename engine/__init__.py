@@ -93,6 +93,7 @@ if _typing.TYPE_CHECKING:
         UnknownReplayKeyError,
         WorkspaceError,
         WorkspaceNotFoundError,
+        uri_path,
     )
     from engine.index import MANIFEST_SCHEMA, Survey, survey
     from engine.memory import Memory, Session
@@ -214,4 +215,5 @@ __all__ = [
     "WorkspaceNotFoundError",
     "rank_files",
     "survey",
+    "uri_path",
 ]

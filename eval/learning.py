@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import Config, ContextPack, Workspace
+from engine.core import uri_path
 from eval import metrics
 from eval.swebench import RepoOverlays
 from eval.swebench_data import Instance, check_workdir, find_git_dir, load_instances
@@ -102,7 +103,7 @@ def _ask(ws: Workspace, inst: Instance, budget: int) -> tuple[dict[str, Any], Co
     files = [f.path for f in ws.search_files(inst.problem_statement, goal=_title(inst),
                                                k=FILES_K)]  # fmt: skip
     pack = ws.build_context(_title(inst), inst.problem_statement, budget_tokens=budget)
-    packed = {s.source_uri.split("#", 1)[0] for s in pack.citations}
+    packed = {uri_path(s.source_uri) for s in pack.citations}
     return {
         "acc@1": metrics.file_accuracy(files, inst.gold_files, 1),
         "acc@5": metrics.file_accuracy(files, inst.gold_files, 5),
@@ -118,7 +119,7 @@ def _teach(ws: Workspace, inst: Instance, pack: ContextPack,
     """The oracle's feedback: the packed snippets from gold files, cited; how many, and the
     files they are from (0 and none: no feedback was given)."""
     gold = set(inst.gold_files)
-    cited = [s for s in pack.citations if s.source_uri.split("#", 1)[0] in gold]
+    cited = [s for s in pack.citations if uri_path(s.source_uri) in gold]
     if not cited:
         return 0, []
     ids = [s.id for s in cited]
@@ -126,7 +127,7 @@ def _teach(ws: Workspace, inst: Instance, pack: ContextPack,
         ws.feedback(pack.replay_key, ids, outcome="failure", reason="wrong_assumption")
     else:
         ws.feedback(pack.replay_key, ids, outcome="success")
-    return len(ids), sorted({s.source_uri.split("#", 1)[0] for s in cited})
+    return len(ids), sorted({uri_path(s.source_uri) for s in cited})
 
 
 def _run_repo(repo: str, members: list[Instance], args: argparse.Namespace, home: Path,

@@ -24,6 +24,7 @@ from engine import (
     Turn,
     Workspace,
     survey,
+    uri_path,
 )
 from engine.cli._exit import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from engine.cli._text import render_index_report, render_status, render_summary, terminal_safe
@@ -421,7 +422,7 @@ def cmd_feedback(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 def cmd_resolve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Print the indexed lines behind a uri (path#L10-L20) for a caller holding their sha256."""
     proof = (
-        Proof(args.proof_path or args.uri.split("#", 1)[0], args.sha256) if args.sha256 else None
+        Proof(args.proof_path or uri_path(args.uri), args.sha256) if args.sha256 else None
     )
     with Workspace.open(args.where, config) as ws:
         body = resolve_checked(ws, args.uri, proof)

@@ -17,6 +17,7 @@ from engine.core._chunks import (
     embedding_text,
     is_trivial,
     page_text,
+    uri_path,
 )
 from engine.core._config import DEFAULT_BUDGET, ENV_PREFIX, Config, ConfigWarning
 from engine.core._errors import (
@@ -241,5 +242,6 @@ __all__ = [
     "salience_keys",
     "shown_name",
     "unknown_replay_key",
+    "uri_path",
     "yes_no",
 ]

@@ -5,6 +5,7 @@ and what chunks depend on besides the bytes."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 
 from engine.core._config import Config
@@ -17,6 +18,7 @@ __all__ = [
     "embedding_text",
     "is_trivial",
     "page_text",
+    "uri_path",
 ]
 
 TRIVIAL_TOKENS = 8  # a lone `class X:` header or `import os` says nothing on its own
@@ -62,3 +64,12 @@ def page_text(chunks: Iterable[Chunk]) -> str:
         for offset, line in enumerate(chunk.text.split("\n")):
             lines.setdefault(chunk.span.start_line + offset, line)
     return "\n".join(lines.get(n, "") for n in range(1, max(lines, default=0) + 1))
+
+
+_LINES = re.compile(r"#L\d+(?:-L?\d+)?$")
+
+
+def uri_path(uri: str) -> str:
+    """The path of a source uri ``path#La-Lb`` (``path#La``, or a bare ``path``): cut at
+    the line fragment, as a path may hold a ``#`` of its own."""
+    return _LINES.sub("", uri, count=1)

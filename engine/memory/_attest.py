@@ -34,6 +34,7 @@ from engine.core import (
     Outcome,
     RateLimitedError,
     salience_keys,
+    uri_path,
 )
 from engine.memory._feedback import CitedRef
 
@@ -85,7 +86,7 @@ def check_attest(outcome: str, reason: str | None, intent: str, citations: int) 
 
 
 def _overlaps(row: FeatureRow, ref: CitedRef) -> int:
-    if row.path != ref.source_uri.split("#", 1)[0]:
+    if row.path != uri_path(ref.source_uri):
         return 0
     return max(0, min(row.end_line, ref.end_line) - max(row.start_line, ref.start_line) + 1)
 
@@ -105,7 +106,7 @@ def cited_keys(rows: Sequence[FeatureRow], cited: Sequence[CitedRef]) -> list[st
         if ref.source_uri.startswith("memory:"):
             keys.add(ref.source_uri)
             continue
-        path = ref.source_uri.split("#", 1)[0]
+        path = uri_path(ref.source_uri)
         best = max(rows, key=lambda r: (_overlaps(r, ref), r.symbol), default=None)
         symbol = best.symbol if best is not None and _overlaps(best, ref) else ""
         keys.update(k for k in salience_keys(path, symbol) if k)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.core import FeedbackResult, Snippet
+from engine.core import FeedbackResult, Snippet, uri_path
 from indexers import decode, redact, sha256_text, span_text
 from ledger import TurnRecord
 
@@ -91,7 +91,7 @@ def still_matches(root: Path, ref: CitedRef, shown: str | None = None) -> bool:
     ``shown``: the snippet's text as packed, when known. The index keeps no line between
     sections that holds no word, so a snippet across such a line shows it empty: a line of
     only spaces or tabs there still matches its empty line."""
-    path = (root / ref.source_uri.split("#", 1)[0]).resolve()
+    path = (root / uri_path(ref.source_uri)).resolve()
     if not path.is_relative_to(root):
         return False
     try:
@@ -99,7 +99,7 @@ def still_matches(root: Path, ref: CitedRef, shown: str | None = None) -> bool:
     except OSError:
         return False
     # Compared as indexed: with its secrets redacted (a snippet never holds one).
-    clean = redact(decode(data), ref.source_uri.split("#", 1)[0]).text
+    clean = redact(decode(data), uri_path(ref.source_uri)).text
     text = span_text(clean.encode("utf-8"), ref.start_line, ref.end_line)
     if text is None:
         return False

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engine.core import PastOutcome
+from engine.core import PastOutcome, uri_path
 from engine.memory._journal import Inputs, Journal
 from ledger import RecordKind
 
@@ -86,7 +86,7 @@ class OutcomeIndex:
                     record.turn_id, record.time, intent, str(payload.get("outcome", "")),
                     reason if isinstance(reason, str) else None, uris, terms,
                     sum(terms.values()), self._count,
-                    frozenset(u.split("#", 1)[0] for u in uris),
+                    frozenset(uri_path(u) for u in uris),
                 )  # fmt: skip
                 self._words += past.length
                 for t in terms:

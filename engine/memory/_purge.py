@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from engine.core import uri_path
 from ledger import JSON, PURGED_MARK, FeedbackRecord, JournalEntry, Ledger, RecordKind, TurnRecord
 
 __all__ = ["LedgerPurge", "purge_ledger"]
@@ -47,7 +48,7 @@ def purge_ledger(
     if in_paths is not None:
         for record in ledger.records(RecordKind.TURN):
             assert isinstance(record, TurnRecord)
-            hit = [s for s in record.snippets if in_paths(s.source_uri.split("#", 1)[0])]
+            hit = [s for s in record.snippets if in_paths(uri_path(s.source_uri))]
             if not hit:
                 continue
             turns.add(record.turn_id)

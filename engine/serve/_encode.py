@@ -62,6 +62,7 @@ from engine.core import (
     Snippet,
     Status,
     Step,
+    uri_path,
 )
 from indexers import Chunk
 from ledger import JSON, FeedbackRecord, TurnRecord
@@ -109,7 +110,7 @@ def snippet_json(s: Snippet) -> dict[str, JSON]:
         "title": s.title,
         "symbol": s.symbol,
         "source_uri": s.source_uri,
-        "path": s.source_uri.split("#", 1)[0],
+        "path": uri_path(s.source_uri),
         "start_line": s.span.start_line,
         "end_line": s.span.end_line,
         "sha256": s.sha256,

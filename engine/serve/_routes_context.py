@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.core import check_k
+from engine.core import check_k, uri_path
 from engine.serve._answers import answer, flag, json_body
 from engine.serve._encode import files_json, hits_json, to_json
 from engine.serve._requests import Proof, field, only, proof_of, state_of, strings
@@ -68,7 +68,7 @@ def context_routes(service: Service) -> list[Route]:
             else:
                 uri = request.query_params.get("uri", "")
                 sha = request.query_params.get("sha256")
-                path = request.query_params.get("path") or uri.split("#", 1)[0]
+                path = request.query_params.get("path") or uri_path(uri)
                 proof = Proof(path, sha) if sha else None
             return await call(service.resolve, uri, proof)
 

@@ -842,3 +842,24 @@ def test_a_symlinked_file_is_resolved_and_forgotten_by_its_own_name(tmp_path: Pa
         assert found["indexed"] is True and found["path"] == "alias.py"
         report = ws.forget(["alias.py"], dry_run=True)
         assert report.files == ["alias.py"] and report.chunks > 0
+
+
+def test_a_hash_in_a_path_is_part_of_the_path(tmp_path: Path) -> None:
+    """Uris were cut at their first ``#``: a cited section of ``notes#2/use#it.py`` read
+    as stale and was never matched (stop 45's review). ``uri_path`` cuts the line
+    fragment only, everywhere."""
+    from engine import uri_path
+
+    assert uri_path("a#b/c#d.py#L3-L9") == "a#b/c#d.py" and uri_path("a#b.py#L4") == "a#b.py"
+    assert uri_path("plain.py") == "plain.py" and uri_path("x#Lfoo.py") == "x#Lfoo.py"
+    root = make_repo(tmp_path / "repo")
+    (root / "notes#2").mkdir()
+    (root / "notes#2" / "use#it.py").write_text("def hashed_helper():\n    return 7\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "hash")
+    with Workspace.open(root, CONFIG) as ws:
+        ws.index()
+        pack = ws.build_context("hashed_helper", "hashed_helper")
+        cited = next(s for s in pack.citations if s.source_uri.startswith("notes#2/use#it.py#L"))
+        result = ws.feedback(pack.replay_key, [cited.id], outcome="success")
+        assert result.valid == (cited.id,) and not result.stale
