@@ -253,7 +253,8 @@ def plan_repository(git_dir: Path, instances: Sequence[Instance]) -> list[Instan
 
 def check_workdir(path: Path) -> None:
     """Refuse a work folder inside a git working tree: the engine would take the trees
-    there for part of that repository (its commits, its diff) instead of plain folders."""
+    there for part of that repository (its commits, its diff) instead of plain folders.
+    (``--out``'s ``work`` folder, where no ``--workdir`` is given, is checked too.)"""
     full = path.resolve()
     probe = next(p for p in (full, *full.parents) if p.is_dir())  # it may not exist yet
     inside = subprocess.run(
@@ -263,4 +264,5 @@ def check_workdir(path: Path) -> None:
         check=False,
     )
     if inside.returncode == 0 and inside.stdout.strip() == "true":
-        raise SystemExit(f"--workdir {path} is inside a git working tree; use a folder outside")
+        raise SystemExit(f"the work folder {path} is inside a git working tree (trees there "
+                         "would be taken for part of it); use a --workdir or --out outside")
