@@ -95,6 +95,7 @@ class Config:
     learn_bound: float = DEFAULT_LEARN_BOUND
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.max_section_tokens < 16:
             raise ConfigError(f"max_section_tokens must be >= 16, got {self.max_section_tokens}")
         if self.window_overlap_lines < 0:
@@ -127,6 +128,30 @@ class Config:
             raise ConfigError(f"encoding must be a tiktoken encoding ({DEFAULT_ENCODING}, the "
                               f"offline one, or {', '.join(_encodings()[1:])}), "
                               f"got {self.encoding!r}")  # fmt: skip
+
+    def _check_types(self) -> None:
+        """Each setting of its default's type (``Config(ledger="false")`` left the ledger
+        on; ``include="src/**"`` failed later as one-character globs); a list of globs is
+        taken as a tuple."""
+        for f in fields(self):
+            value, default = getattr(self, f.name), f.default
+            if isinstance(default, tuple):
+                if isinstance(value, list):
+                    value = tuple(value)
+                    object.__setattr__(self, f.name, value)
+                good = isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+                kind = "a tuple of strings"
+            elif isinstance(default, bool):
+                good, kind = isinstance(value, bool), "True or False"
+            elif isinstance(default, int):
+                good, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+            elif isinstance(default, float):
+                good = isinstance(value, (int, float)) and not isinstance(value, bool)
+                kind = "a number"
+            else:
+                good, kind = isinstance(value, str), "a string"
+            if not good:
+                raise ConfigError(f"{f.name} must be {kind}, got {value!r}")
 
     def with_(self, **changes: Any) -> Config:
         """A copy with ``changes`` applied (validated like a new one)."""

@@ -114,3 +114,17 @@ def test_the_cli_says_a_misspelt_variable_in_one_line(
     err = capsys.readouterr().err
     assert err == ("cortex: warning: CORTEX_BUDGET_TOKEN is not a cortex setting and is "
                    "ignored (did you mean CORTEX_BUDGET_TOKENS?)\n")  # fmt: skip
+
+
+def test_settings_given_in_code_are_of_their_type() -> None:
+    """``Config(ledger="false")`` left the ledger on and ``include="src/**"`` failed later
+    (stop 45's review): each setting must be of its default's type; globs may be a list."""
+    for bad, message in ((dict(ledger="false"), "ledger must be True or False"),
+                         (dict(include="src/**"), "include must be a tuple of strings"),
+                         (dict(budget_tokens="4000"), "budget_tokens must be an integer"),
+                         (dict(mmr_lambda=True), "mmr_lambda must be a number"),
+                         (dict(state_dir=None), "state_dir must be a string")):  # fmt: skip
+        with pytest.raises(ConfigError, match=message):
+            Config(**bad)  # type: ignore[arg-type]
+    assert Config(include=["src/**", "lib/**"]).include == ("src/**", "lib/**")  # type: ignore[arg-type]
+    assert Config(mmr_lambda=1).mmr_lambda == 1
