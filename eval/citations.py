@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from engine import Config, ContextPack, FeedbackResult, Snippet, Workspace
+from engine import Config, ContextPack, FeedbackResult, Snippet, Workspace, uri_path
 from engine.core import MAX_ATTEST_CITATIONS
 from engine.memory import citation_number
 from eval.swebench_data import (
@@ -93,7 +93,7 @@ class Tally:
 
 
 def _covers_gold(s: Snippet, inst: Instance) -> bool:
-    path = s.source_uri.rpartition("#")[0] or s.source_uri  # a path may hold a "#"
+    path = uri_path(s.source_uri)
     names = {g.partition(":")[2] for g in inst.gold_functions if g.partition(":")[0] == path}
     return s.symbol in names if names else path in inst.gold_files
 
@@ -105,7 +105,7 @@ def _oracle(pack: ContextPack, inst: Instance) -> list[int]:
 def _edit_source(home: Path, root: Path, s: Snippet) -> tuple[Path, bytes]:
     """Append a comment to the snippet's first line, ``home/editing.json`` naming the file
     first (removed once ``_restore`` has put the bytes back)."""
-    rel = s.source_uri.rpartition("#")[0] or s.source_uri
+    rel = uri_path(s.source_uri)
     path = root / rel
     original = path.read_bytes()
     (home / EDITING).write_text(json.dumps({"path": rel}), "utf-8")

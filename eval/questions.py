@@ -7,7 +7,7 @@ The questions (``eval/questions/questions.jsonl``) are what a developer new to a
 asks, mostly in behaviour words, of six kinds (where, why with an error message, how end to
 end, configuration, documentation, tests), each with answer locations (path and lines at a
 pinned commit) read from the code, one marked primary. For each repository and commit the
-tree is materialised with ``git archive`` into ``WORK/<owner__name>/tree`` (``WORK`` is
+tree is materialised (every tracked file, as a checkout holds it) into ``WORK/<owner__name>/tree`` (``WORK`` is
 ``--workdir``, else ``OUT/work``; ``tree.json`` names the commit it holds, and another
 commit's tree is swapped in under the same path) and indexed; a commit the repository does
 not hold is refused. Each question is asked through ``build_context`` at each budget, and
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import Config, ContextPack, Pointer, Workspace
+from engine import Config, ContextPack, Pointer, Workspace, uri_path
 from eval.baseline_bm25 import Bm25Files, source_suffixes
 from eval.swebench import RepoOverlays
 from eval.swebench_data import check_workdir, find_git_dir, git_dir_of
@@ -176,7 +176,7 @@ def _ours(ws: Workspace, q: Question, budgets: Sequence[int]) -> dict[str, Any]:
         pack: ContextPack = ws.build_context(q.text, budget_tokens=budget, record=False)
         times.append((time.perf_counter() - start) * 1000)
         # ``path#Lx-Ly``, and a path may hold a "#" itself: cut at the last one.
-        spans = [(c.source_uri.rpartition("#")[0] or c.source_uri, c.span.start_line,
+        spans = [(uri_path(c.source_uri), c.span.start_line,
                   c.span.end_line) for c in pack.citations]  # fmt: skip
         scored = score_pack(q, spans)
         left = pack.budget_tokens - pack.tokens_used
@@ -203,7 +203,7 @@ def _header(ws: Workspace, p: Pointer) -> int:
     """What the snippet's header and fences would have cost (as the packer counts them: its
     label, the title past the path or for a section without a symbol the file's name, and
     its source; the hash line and fences are the 24)."""
-    path = p.source_uri.rpartition("#")[0] or p.source_uri  # a path may hold a "#"
+    path = uri_path(p.source_uri)
     label = p.title.removeprefix(f"{path}:")
     if _SPAN.fullmatch(label):  # no symbol: the title is the path and the lines
         label = path.rsplit("/", 1)[-1]

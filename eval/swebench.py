@@ -54,7 +54,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine import Config, CortexError, SearchHit, Workspace
+from engine import Config, CortexError, SearchHit, Workspace, uri_path
 from engine.core import MAX_BUDGET_TOKENS, MAX_TEXT_BYTES, MIN_BUDGET_TOKENS
 from eval import metrics
 from eval.baseline_bm25 import Bm25Files, source_suffixes
@@ -125,7 +125,7 @@ def _ask_context(
         pack = ws.build_context(title[:500], query, budget_tokens=budget)
         times.append((time.perf_counter() - start) * 1000)
         packed = [
-            Section(s.source_uri.rpartition("#")[0], s.symbol, s.span.start_line,
+            Section(uri_path(s.source_uri), s.symbol, s.span.start_line,
                     s.span.end_line, s.approx_tokens)
             for s in pack.citations
         ]  # fmt: skip

@@ -24,7 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from engine import Config, ContextSettings, Workspace, rank_files
+from engine import Config, ContextSettings, Workspace, rank_files, uri_path
 from eval import metrics
 from eval.metrics import Section
 from eval.swebench import RepoOverlays
@@ -64,7 +64,7 @@ def _ask(
                                 explain=ranked, settings=settings, record=False)  # fmt: skip
         files = rank_files(ranked, settings.file_ranking)
         # ``path#Lx-Ly``, and a path may hold a "#" itself: cut at the last one.
-        packed = [Section(s.source_uri.rpartition("#")[0] or s.source_uri, s.symbol,
+        packed = [Section(uri_path(s.source_uri), s.symbol,
                           0, 0, 0) for s in pack.citations]  # fmt: skip
         row = scores[name]
         for k in (1, 3, 5, 10):
