@@ -7,9 +7,10 @@ The questions (``eval/questions/questions.jsonl``) are what a developer new to a
 asks, mostly in behaviour words, of six kinds (where, why with an error message, how end to
 end, configuration, documentation, tests), each with answer locations (path and lines at a
 pinned commit) read from the code, one marked primary. For each repository and commit the
-tree is materialised (every tracked file, as a checkout holds it) into ``WORK/<owner__name>/tree`` (``WORK`` is
-``--workdir``, else ``OUT/work``; ``tree.json`` names the commit it holds, and another
-commit's tree is swapped in under the same path) and indexed; a commit the repository does
+tree is materialised (every tracked file, as a checkout holds it) into
+``WORK/<owner__name>/tree`` (``WORK`` is ``--workdir``, else ``OUT/work``; ``tree.json``
+names the commit it holds, and another commit's tree is swapped in under the same path) and
+indexed; a commit the repository does
 not hold is refused. Each question is asked through ``build_context`` at each budget, and
 through ``search_files``.
 
