@@ -4,8 +4,6 @@ gold code, and a run that keeps going past a bad instance."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +13,8 @@ from engine import Snippet, Span
 from eval import citations
 from eval.citations import _covers_gold, main, markers
 from eval.swebench_data import Instance
+from tests.eval.test_swebench import _git
 
-GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 ISSUE = (
     "parse_header crashes on an empty header\n\n"
     "Calling `parse_header('')` raises ValueError instead of returning an empty dict.\n"
@@ -31,13 +29,6 @@ FILES = {
     "    cache.clear()\n\n\ndef size(cache):\n    return len(cache)\n",
     "big.txt": "payload\n" * 50,
 }
-
-
-def _git(root: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", *args], cwd=root, check=True, capture_output=True, text=True, env=GIT_ENV
-    )
-    return proc.stdout.strip()
 
 
 @pytest.fixture(scope="module")

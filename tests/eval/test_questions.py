@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from eval.questions import (
     score_pack,
 )
 from eval.questions import _ours as ask_ours
+from tests.eval.test_swebench import _git
 
 Q = Question(
     "x-01", "o/r", "0" * 40, "python", "where", "where is the thing done?",
@@ -102,20 +101,12 @@ def test_load_refuses_two_primaries(tmp_path: Path) -> None:
         load_questions(path)
 
 
-GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 ASK = "Why do I get 'all middlewares must be defined before routes' when I add one?"
 RAISE = (
     "def use(middleware):\n"
     '    """Add a middleware to the stack."""\n'
     "    raise RuntimeError('all middlewares must be defined before routes')\n"
 )
-
-
-def _git(root: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", *args], cwd=root, check=True, capture_output=True, text=True, env=GIT_ENV
-    )
-    return proc.stdout.strip()
 
 
 @pytest.fixture(scope="module")

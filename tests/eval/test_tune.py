@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -11,8 +10,7 @@ import pytest
 
 from eval import swebench
 from eval.tune import main
-
-GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+from tests.eval.test_swebench import GIT_ENV
 
 ISSUE = "use raises RuntimeError: all middlewares must be defined before routes\n"
 SOURCE = (
