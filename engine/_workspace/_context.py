@@ -94,7 +94,7 @@ class Contexts:
             history = self._sessions.history(state, goal, query, diff, budget, upto=history_upto,
                                              record=record)  # fmt: skip
         inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0)
-        recalled = self._notes.recalled(query or goal, budget)
+        recalled = self._notes.recalled(query if query.strip() else goal, budget)
         scored: list[Scored] = explain if explain is not None else []
         pack = build_pack(
             view,

@@ -55,6 +55,7 @@ from engine.memory import (
     cited_keys,
     ema_step,
     item_changes,
+    recall_query,
     rules_sections,
     split_rows,
     weights_payload,
@@ -340,6 +341,7 @@ class Learning:
         """The saved notes a bundle shows: (pinned identity, constraint and goal notes,
         frame-relevant notes), both ranked from one read of the goal's candidates."""
         memory = self._notes.memory
+        goal = recall_query(goal)  # a pasted issue: its leading part, as the memory lane reads
         pool = memory.pool(goal)
         kinds = (NoteType.IDENTITY, NoteType.CONSTRAINT, NoteType.GOAL)
         pinned = []

@@ -15,6 +15,7 @@ note is left out unless asked for; so are archived and deleted ones.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ __all__ = [
     "Memory",
     "MemoryItem",
     "NotePool",
+    "recall_query",
 ]
 
 MAX_K = 100  # search results at once; past this a caller wants get or timeline
@@ -546,6 +548,20 @@ class Memory:
             tuple((s, n) for s, n in by_scope),
             model,
         )
+
+
+def recall_query(text: str) -> str:
+    """What a lane's read of saved notes searches for ``text`` (a goal or query up to
+    ``MAX_TEXT_BYTES``, a pasted issue): ``text`` itself, or past ``MAX_QUERY_CHARS`` its
+    leading part, ending at a whole word. The code lane's lexical search keeps a long
+    request's first terms the same way; a lane never fails a context for its length."""
+    if len(text) <= MAX_QUERY_CHARS:
+        return text
+    text = text.lstrip()
+    head = text[:MAX_QUERY_CHARS]
+    if len(text) > MAX_QUERY_CHARS and not text[MAX_QUERY_CHARS].isspace():
+        head = re.sub(r"\S+\Z", "", head) or head  # a word cut in two is left out
+    return head
 
 
 def _check_query(query: str) -> None:
