@@ -57,6 +57,7 @@ from engine.core._limits import (
     check_k,
     check_model_citations,
     check_text,
+    parse_enum,
     unknown_replay_key,
     yes_no,
 )
@@ -234,6 +235,7 @@ __all__ = [
     "is_trivial",
     "normalised",
     "page_text",
+    "parse_enum",
     "preview",
     "salience_keys",
     "unknown_replay_key",

@@ -5,6 +5,8 @@ refuse the same request with the same message (the servers check first, before a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
+from typing import TypeVar
 
 from engine.core._errors import ConfigError, UnknownReplayKeyError
 
@@ -17,6 +19,7 @@ __all__ = [
     "check_k",
     "check_model_citations",
     "check_text",
+    "parse_enum",
     "unknown_replay_key",
     "yes_no",
 ]
@@ -26,6 +29,8 @@ MAX_BUDGET_TOKENS = 200_000  # a whole model context window; more is a mistake
 MAX_TEXT_BYTES = 128 << 10  # a goal or query is an issue at most (71 KB, logs and all, is
 # the longest of the SWE-bench sets here), not a file; more logs go in signals
 MAX_K = 100  # search results; past this a caller wants build_context's packing instead
+
+_E = TypeVar("_E", bound=StrEnum)
 
 
 def check_text(name: str, value: str) -> None:
@@ -63,6 +68,17 @@ def check_model_citations(cited: object) -> None:
         if isinstance(c, bool) or not isinstance(c, int | str):
             raise ConfigError(f"model_citations must be a list of numbers or \"[n]\" markers, "
                               f"not {type(c).__name__} {c!r}")  # fmt: skip
+
+
+def parse_enum(kind: type[_E], value: object, what: str) -> _E:
+    """``value`` as a member of ``kind`` (a member, or its string value); a ``ConfigError``
+    listing the choices otherwise."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str) and value in {m.value for m in kind}:
+        return kind(value)
+    choices = ", ".join(m.value for m in kind)
+    raise ConfigError(f"unknown {what} {value!r}; use one of: {choices}")
 
 
 def yes_no(name: str, raw: str) -> bool:

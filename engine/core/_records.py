@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from engine.core._limits import parse_enum
 from indexers import Chunk, Span
 
 __all__ = [
@@ -185,12 +186,23 @@ class SignalKind(StrEnum):
     TEXT = "text"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolSignal:
-    """Output from a tool the agent ran (a traceback, a failing test, a compiler error)."""
+    """Output from a tool the agent ran (a traceback, a failing test, a compiler error).
+
+    ``kind`` is a ``SignalKind`` or its value (``"traceback"``); anything else is a
+    ``ConfigError`` naming the kinds, raised here, before any call records a thing.
+
+    >>> ToolSignal("ValueError: empty header", "traceback").kind
+    <SignalKind.TRACEBACK: 'traceback'>
+    """
 
     text: str
-    kind: SignalKind = SignalKind.TEXT
+    kind: SignalKind
+
+    def __init__(self, text: str, kind: SignalKind | str = SignalKind.TEXT) -> None:
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "kind", parse_enum(SignalKind, kind, "tool signal kind"))
 
 
 @dataclass(frozen=True, slots=True)

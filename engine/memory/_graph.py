@@ -19,9 +19,10 @@ from engine.core import (
     NoteGraph,
     NoteType,
     NotFoundError,
+    parse_enum,
 )
 from engine.memory._near import index_near
-from engine.memory._observations import NoteStore, check_id, parse_enum
+from engine.memory._observations import NoteStore, check_id
 
 __all__ = ["relate", "walk"]
 

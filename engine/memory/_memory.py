@@ -37,12 +37,13 @@ from engine.core import (
     SaveResult,
     Scope,
     body_text,
+    parse_enum,
     preview,
 )
 from engine.memory._episodes import episode_of, episode_scores
 from engine.memory._graph import relate, walk
 from engine.memory._near import follows_neighbours, index_near
-from engine.memory._observations import NoteStore, check_id, parse_enum
+from engine.memory._observations import NoteStore, check_id
 from engine.memory._query import lift_titled, query_words, titled
 from engine.memory._recall import (
     EPISODE_PENALTY,
