@@ -22,6 +22,7 @@ from engine.core import (
     ToolSignal,
     check_budget,
     check_text,
+    signals_of,
 )
 from engine.memory import Inputs, RecentCitations
 from engine.packing import build_pack
@@ -70,9 +71,7 @@ class Contexts:
         if not goal.strip() and not query.strip():
             raise ConfigError("build_context needs a goal or a query")
         goal = goal if goal.strip() else query
-        signals = tuple(
-            s if isinstance(s, ToolSignal) else ToolSignal(str(s)) for s in tool_signals or ()
-        )
+        signals = signals_of(tool_signals)
         # Credentials in what the caller sent never reach the prompt, the key or the ledger.
         goal, query, signals, state = scrubbed(goal, query, signals, state or SessionState())
         view, stale = self._indexer.view()

@@ -38,6 +38,7 @@ from engine.core import (
     SearchMode,
     SessionState,
     Tier,
+    check_items,
     check_text,
 )
 from engine.memory import (
@@ -303,7 +304,7 @@ class Learning:
         if not MIN_BUDGET_TOKENS <= budget <= MAX_BUNDLE_BUDGET:
             raise ConfigError(f"budget must be between {MIN_BUDGET_TOKENS} and "
                               f"{MAX_BUNDLE_BUDGET:,}, got {budget}")  # fmt: skip
-        wanted = [o.strip() for o in objects or () if o.strip()]
+        wanted = [o.strip() for o in check_items("objects", objects) if o.strip()]
         if len(wanted) > _BUNDLE_OBJECTS:
             raise ConfigError(f"at most {_BUNDLE_OBJECTS} objects, got {len(wanted)}")
         goal = scrub(goal)

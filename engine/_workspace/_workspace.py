@@ -56,6 +56,7 @@ from engine.core import (
     UnknownReplayKeyError,
     WorkspaceError,
     WorkspaceNotFoundError,
+    check_items,
     check_model_citations,
     check_text,
 )
@@ -409,6 +410,7 @@ class Workspace:
         (``RateLimitedError`` past that, with nothing recorded).
         """
         check_model_citations(model_citations)
+        tool_results = check_items("tool_results", tool_results)
         if len(model_citations) > MAX_ATTEST_CITATIONS:
             raise ConfigError(f"{len(model_citations)} citations: at most "
                               f"{MAX_ATTEST_CITATIONS} per feedback")  # fmt: skip

@@ -54,6 +54,7 @@ from engine.core._limits import (
     MAX_TEXT_BYTES,
     MIN_BUDGET_TOKENS,
     check_budget,
+    check_items,
     check_k,
     check_model_citations,
     check_text,
@@ -107,6 +108,7 @@ from engine.core._records import (
     Snippet,
     ToolSignal,
     Turn,
+    signals_of,
 )
 from engine.core._reports import ForgetReport, GcReport, IndexReport, Replay, Resolved, Status
 from engine.core._session import Checkpoint, Compaction, Step, StepRole, Stub
@@ -225,6 +227,7 @@ __all__ = [
     "body_text",
     "canonical",
     "check_budget",
+    "check_items",
     "check_k",
     "check_model_citations",
     "check_text",
@@ -238,6 +241,7 @@ __all__ = [
     "parse_enum",
     "preview",
     "salience_keys",
+    "signals_of",
     "unknown_replay_key",
     "yes_no",
 ]

@@ -4,7 +4,7 @@ refuse the same request with the same message (the servers check first, before a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import TypeVar
 
@@ -16,6 +16,7 @@ __all__ = [
     "MAX_TEXT_BYTES",
     "MIN_BUDGET_TOKENS",
     "check_budget",
+    "check_items",
     "check_k",
     "check_model_citations",
     "check_text",
@@ -31,12 +32,25 @@ MAX_TEXT_BYTES = 128 << 10  # a goal or query is an issue at most (71 KB, logs a
 MAX_K = 100  # search results; past this a caller wants build_context's packing instead
 
 _E = TypeVar("_E", bound=StrEnum)
+_T = TypeVar("_T")
 
 
 def check_text(name: str, value: str) -> None:
     """Refuse a goal, query or other short text over ``MAX_TEXT_BYTES`` (UTF-8)."""
     if len(value.encode("utf-8", errors="replace")) > MAX_TEXT_BYTES:
         raise ConfigError(f"{name} is over {MAX_TEXT_BYTES} bytes; send a shorter one")
+
+
+def check_items(name: str, items: Iterable[_T] | None) -> tuple[_T, ...]:
+    """``items`` (a list, a tuple, any iterable; None is none) as a tuple. One string is
+    refused, not read as one item per character (``constraints="keep the API"`` was eleven
+    constraints of one letter each), as are bytes and a mapping (its keys)."""
+    if items is None:
+        return ()
+    if isinstance(items, str | bytes | bytearray | Mapping) or not isinstance(items, Iterable):
+        one = " (for one item pass [item])" if isinstance(items, str | bytes) else ""
+        raise ConfigError(f"{name} must be a list, not {type(items).__name__}{one}")
+    return tuple(items)
 
 
 def check_k(k: object, most: int | None = MAX_K) -> int:

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from engine.core._limits import parse_enum
+from engine.core._limits import check_items, parse_enum
 from indexers import Chunk, Span
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "Snippet",
     "ToolSignal",
     "Turn",
+    "signals_of",
 ]
 
 
@@ -59,6 +61,11 @@ class SessionState:
     # A session id chosen by the planner: the engine journals the turn under it and packs
     # the session's history lane (see ``Workspace.session``); "" = no session.
     session: str = ""
+
+    def __post_init__(self) -> None:
+        # A list is kept as a tuple (the record stays hashable); one string is refused.
+        for name in ("recent_turns", "constraints", "subgoals"):
+            object.__setattr__(self, name, check_items(name, getattr(self, name)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +210,13 @@ class ToolSignal:
     def __init__(self, text: str, kind: SignalKind | str = SignalKind.TEXT) -> None:
         object.__setattr__(self, "text", text)
         object.__setattr__(self, "kind", parse_enum(SignalKind, kind, "tool signal kind"))
+
+
+def signals_of(tool_signals: Iterable[ToolSignal | str] | None) -> tuple[ToolSignal, ...]:
+    """A request's tool signals as records (a plain string is a ``text`` signal); one
+    string for the whole list is refused (see ``check_items``)."""
+    return tuple(s if isinstance(s, ToolSignal) else ToolSignal(str(s))
+                 for s in check_items("tool_signals", tool_signals))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from engine.core import (
     SaveResult,
     Scope,
     body_text,
+    check_items,
     parse_enum,
     preview,
 )
@@ -277,7 +278,7 @@ class Memory:
         _check_query(query)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ConfigError(f"k must be between 1 and {MAX_K}, got {k!r}")
-        kinds = {parse_enum(NoteType, t, "note type").value for t in types}
+        kinds = {parse_enum(NoteType, t, "note type").value for t in check_items("types", types)}
         if pool is not None and pool.query != query:
             raise ConfigError("a note pool serves searches of the query it was read for")
         if pool is None:

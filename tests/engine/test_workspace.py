@@ -783,3 +783,29 @@ def test_every_long_step_of_a_first_index_has_a_progress_stage(repo: Path) -> No
         next(n for n in names if n.endswith("looking up the cache"))
     )
     assert events[-1] == ("end", "")  # the last stage is closed
+
+
+def test_one_string_where_a_list_goes_is_refused_before_anything_is_recorded(
+    repo: Path,
+) -> None:
+    """A bare string for tool_signals, tool_results, a bundle's objects or the paths to
+    forget was read one character per item (into the prompt and the ledger, or as one-letter
+    paths to forget): each is a ConfigError naming the argument, and nothing is recorded."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        pack = ws.build_context("register_hook", budget_tokens=2000)
+        records = ws.journal.head()[0]
+        with pytest.raises(ConfigError, match="tool_signals must be a list, not str"):
+            ws.build_context("register_hook", tool_signals="ValueError")  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="tool_signals must be a list, not str"):
+            ws.search("register_hook", tool_signals="ValueError")  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="tool_results must be a list, not str"):
+            ws.feedback(pack.replay_key, [1], tool_results="pytest passed")  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="objects must be a list, not str"):
+            ws.bundle("fix the hook", "hooks.py")  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="paths must be a list, not str"):
+            ws.forget("hooks.py", dry_run=True)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="types must be a list, not str"):
+            ws.memory.search("hooks", types="note")  # type: ignore[arg-type]
+        assert ws.journal.head()[0] == records
+        assert ws.feedback(pack.replay_key, [1], tool_results=["pytest passed"]).valid == (1,)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import ConfigError, SignalKind, ToolSignal
+from engine import ConfigError, SessionState, SignalKind, ToolSignal
+from engine.core import check_items
 
 
 def test_a_tool_signal_kind_is_taken_as_its_string_value_or_refused() -> None:
@@ -18,3 +19,20 @@ def test_a_tool_signal_kind_is_taken_as_its_string_value_or_refused() -> None:
         ToolSignal("x", kind="bogus")
     with pytest.raises(ConfigError, match="tool signal kind"):
         ToolSignal("x", kind=None)  # type: ignore[arg-type]
+
+
+def test_one_string_where_a_list_goes_is_refused() -> None:
+    """``SessionState(constraints="keep API")`` was eight one-letter constraints: one
+    string (or bytes, or a mapping) for a list is a ConfigError naming the argument; a
+    list is kept as a tuple, so the record stays hashable."""
+    for name in ("constraints", "subgoals", "recent_turns"):
+        with pytest.raises(ConfigError, match=f"{name} must be a list, not str"):
+            SessionState(**{name: "keep the API"})  # type: ignore[arg-type]
+    state = SessionState(constraints=["keep the API"], subgoals=["add a test"])  # type: ignore[arg-type]
+    assert state.constraints == ("keep the API",) and state.subgoals == ("add a test",)
+    assert hash(state) == hash(SessionState(("",)[:0], ("keep the API",), ("add a test",)))
+    assert check_items("objects", None) == ()
+    assert check_items("objects", (x for x in "ab")) == ("a", "b")
+    for bad in ("ab", b"ab", {"a": 1}, 12):
+        with pytest.raises(ConfigError, match="objects must be a list"):
+            check_items("objects", bad)  # type: ignore[arg-type]
