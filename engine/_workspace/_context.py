@@ -22,6 +22,7 @@ from engine.core import (
     ToolSignal,
     check_budget,
     check_text,
+    check_type,
     signals_of,
 )
 from engine.memory import Inputs, RecentCitations
@@ -68,6 +69,11 @@ class Contexts:
         check_budget(budget)  # 1000.5 or True is no number of tokens
         check_text("goal", goal)
         check_text("query", query)
+        if state is not None:
+            check_type("state", state, SessionState)
+        if settings is not None:
+            check_type("settings", settings, ContextSettings)
+        check_type("record", record, bool)
         if not goal.strip() and not query.strip():
             raise ConfigError("build_context needs a goal or a query")
         goal = goal if goal.strip() else query

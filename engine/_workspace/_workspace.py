@@ -10,6 +10,7 @@ collaborator per concept (``State``, ``Indexer``, ``Ranker``, ``Contexts``, ``No
 from __future__ import annotations
 
 import difflib
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -59,6 +60,7 @@ from engine.core import (
     check_items,
     check_model_citations,
     check_text,
+    check_type,
 )
 from engine.index import locate, status_of
 from engine.memory import (
@@ -114,6 +116,9 @@ class Workspace:
     ) -> Workspace:
         """Open the workspace at ``path`` (a folder); checks the state layout if present
         (``check=False``: not, for a caller about to ``index(rebuild=True)``)."""
+        check_type("path", path, (str, os.PathLike), "a folder path (str or os.PathLike)")
+        if config is not None:
+            check_type("config", config, Config)
         root = Path(path).expanduser().resolve()
         if not root.exists():
             raise WorkspaceNotFoundError(f"no such folder: {root}")
@@ -489,6 +494,9 @@ class Workspace:
         ``memory:N`` (a saved note) and ``session:ID#N`` (step N of a session) are this
         user's own records: their text comes back in full, no proof needed.
         """
+        check_text("uri", uri)
+        if proof is not None:
+            check_type("proof", proof, Mapping)
         if uri.startswith("memory:"):  # a note this user may read: theirs in full
             note = self.memory.get(uri.removeprefix("memory:"))
             return Resolved(uri, uri, None, None, sha256_text(note.text),

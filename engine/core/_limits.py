@@ -20,6 +20,7 @@ __all__ = [
     "check_k",
     "check_model_citations",
     "check_text",
+    "check_type",
     "parse_enum",
     "unknown_replay_key",
     "yes_no",
@@ -35,16 +36,40 @@ _E = TypeVar("_E", bound=StrEnum)
 _T = TypeVar("_T")
 
 
-def check_text(name: str, value: str) -> None:
-    """Refuse a goal, query or other short text over ``MAX_TEXT_BYTES`` (UTF-8)."""
-    if len(value.encode("utf-8", errors="replace")) > MAX_TEXT_BYTES:
-        raise ConfigError(f"{name} is over {MAX_TEXT_BYTES} bytes; send a shorter one")
+def check_type(
+    name: str, value: object, kind: type[object] | tuple[type[object], ...], what: str = ""
+) -> None:
+    """Refuse an argument that is not a ``kind`` (``what`` says what it must be, for a
+    tuple of kinds): a ``ConfigError`` naming ``name``, where a wrong type failed deep
+    inside with an ``AttributeError`` or a ``TypeError``."""
+    if not isinstance(value, kind):
+        raise _wrong_type(name, value, what or f"a {getattr(kind, '__name__', kind)}")
+
+
+def _wrong_type(name: str, value: object, what: str) -> ConfigError:
+    return ConfigError(f"{name} must be {what}, not {type(value).__name__}")
+
+
+def check_text(name: str, value: object, most: int | None = MAX_TEXT_BYTES) -> str:
+    """Refuse a goal, query or other text that is no ``str`` (None, bytes, a number), that
+    holds a lone surrogate (no UTF-8 holds one: it failed later, in a tokenizer or SQLite),
+    or that is over ``most`` bytes of UTF-8 (None: any size)."""
+    if not isinstance(value, str):
+        raise _wrong_type(name, value, "text")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ConfigError(f"{name} holds a lone surrogate (character {exc.start}): "
+                          "not text") from None  # fmt: skip
+    if most is not None and size > most:
+        raise ConfigError(f"{name} is over {most} bytes; send a shorter one")
+    return value
 
 
 def check_items(name: str, items: Iterable[_T] | None) -> tuple[_T, ...]:
     """``items`` (a list, a tuple, any iterable; None is none) as a tuple. One string is
-    refused, not read as one item per character (``constraints="keep the API"`` was eleven
-    constraints of one letter each), as are bytes and a mapping (its keys)."""
+    refused, not read as one item per character (``constraints="keep the API"`` pinned one
+    constraint per letter), as are bytes and a mapping (its keys)."""
     if items is None:
         return ()
     if isinstance(items, str | bytes | bytearray | Mapping) or not isinstance(items, Iterable):

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from engine.core._limits import check_items, parse_enum
+from engine.core._errors import ConfigError
+from engine.core._limits import check_items, check_text, parse_enum
 from indexers import Chunk, Span
 
 __all__ = [
@@ -208,15 +209,20 @@ class ToolSignal:
     kind: SignalKind
 
     def __init__(self, text: str, kind: SignalKind | str = SignalKind.TEXT) -> None:
-        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "text", check_text("tool signal", text, None))
         object.__setattr__(self, "kind", parse_enum(SignalKind, kind, "tool signal kind"))
 
 
 def signals_of(tool_signals: Iterable[ToolSignal | str] | None) -> tuple[ToolSignal, ...]:
     """A request's tool signals as records (a plain string is a ``text`` signal); one
-    string for the whole list is refused (see ``check_items``)."""
-    return tuple(s if isinstance(s, ToolSignal) else ToolSignal(str(s))
-                 for s in check_items("tool_signals", tool_signals))  # fmt: skip
+    string for the whole list, or an item of another type, is refused."""
+    signals = []
+    for s in check_items("tool_signals", tool_signals):
+        if not isinstance(s, ToolSignal | str):
+            raise ConfigError(f"tool_signals must hold ToolSignal records or text, "
+                              f"not {type(s).__name__}")  # fmt: skip
+        signals.append(s if isinstance(s, ToolSignal) else ToolSignal(s))
+    return tuple(signals)
 
 
 @dataclass(frozen=True, slots=True)

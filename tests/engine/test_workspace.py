@@ -809,3 +809,45 @@ def test_one_string_where_a_list_goes_is_refused_before_anything_is_recorded(
             ws.memory.search("hooks", types="note")  # type: ignore[arg-type]
         assert ws.journal.head()[0] == records
         assert ws.feedback(pack.replay_key, [1], tool_results=["pytest passed"]).valid == (1,)
+
+
+def test_arguments_of_the_wrong_type_are_config_errors_naming_them(repo: Path) -> None:
+    """None, a number, bytes or a dict where text or a record goes, and text with a lone
+    surrogate, are ConfigErrors naming the argument (they were AttributeError, TypeError
+    or UnicodeEncodeError from deep inside), raised before anything is recorded."""
+    from engine import SessionState, ToolSignal
+
+    with pytest.raises(ConfigError, match="path must be"):
+        Workspace.open(None, CONFIG)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="config must be a Config, not dict"):
+        Workspace.open(repo, {"ledger": False})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="tool signal must be text, not NoneType"):
+        ToolSignal(None)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="tool signal must be text, not bytes"):
+        ToolSignal(b"x")  # type: ignore[arg-type]
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        ws.build_context("register_hook", state=SessionState(session="s"))
+        records = ws.journal.head()[0]
+        calls = [
+            ("goal must be text, not NoneType", lambda: ws.build_context(None)),
+            ("goal must be text, not int", lambda: ws.build_context(123)),
+            ("goal must be text, not bytes", lambda: ws.build_context(b"register_hook")),
+            ("query must be text, not int", lambda: ws.build_context("x", 5)),
+            ("goal holds a lone surrogate", lambda: ws.build_context("Header\ud800Parser")),
+            ("query holds a lone surrogate", lambda: ws.build_context(
+                "x", "a\ud800b", state=SessionState(session="s"))),
+            ("tool_signals must hold", lambda: ws.build_context("x", tool_signals=[None])),
+            ("state must be a SessionState, not dict", lambda: ws.build_context(
+                "x", state={"session": "s"})),
+            ("settings must be a ContextSettings, not str", lambda: ws.build_context(
+                "x", settings="x")),
+            ("query must be text, not NoneType", lambda: ws.search(None)),
+            ("goal must be text, not int", lambda: ws.search("x", goal=1)),
+            ("uri must be text, not NoneType", lambda: ws.resolve(None)),
+            ("proof must be a Mapping, not str", lambda: ws.resolve("hooks.py", "abc")),
+        ]  # fmt: skip
+        for message, call in calls:
+            with pytest.raises(ConfigError, match=message):
+                call()
+        assert ws.journal.head()[0] == records
