@@ -17,7 +17,9 @@ from engine.core import (
     ConfigError,
     ContextPack,
     ContextSettings,
+    Learned,
     LedgerStateError,
+    MemoryStateError,
     SessionState,
     ToolSignal,
     check_budget,
@@ -99,7 +101,19 @@ class Contexts:
             history = self._sessions.history(state, goal, query, diff, budget, upto=history_upto,
                                              record=record)  # fmt: skip
         inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0)
-        recalled = self._notes.recalled(query if query.strip() else goal, budget)
+        # The memory lane and what outcomes taught are extras: a store or a ledger that
+        # cannot be read leaves them out, and the advisory says which file and what to do.
+        extras: list[str] = []
+        try:
+            recalled = self._notes.recalled(query if query.strip() else goal, budget)
+        except MemoryStateError as exc:
+            recalled = ()
+            extras.append(f"memory: no saved notes recalled ({exc})")
+        try:
+            learned = self._learning.learned()
+        except (LedgerStateError, MemoryStateError) as exc:
+            learned = Learned()
+            extras.append(f"ledger: ranked without what outcomes taught ({exc})")
         scored: list[Scored] = explain if explain is not None else []
         pack = build_pack(
             view,
@@ -118,12 +132,12 @@ class Contexts:
             timings=timings,
             history=history,
             memory=recalled,
-            learned=self._learning.learned(),
+            learned=learned,
         )
         if shared.config.ledger and record:
             self._learning.remember(pack.replay_key, scored)
-        if stale:
-            pack = replace(pack, advisory=(*pack.advisory, *stale))
+        if stale or extras:
+            pack = replace(pack, advisory=(*pack.advisory, *stale, *extras))
         if record and shared.config.ledger:
             started = time.perf_counter()
             try:

@@ -312,8 +312,12 @@ class Workspace:
         ``budget_tokens`` (default: the config's).
 
         Every call is recorded in the ledger (``record=False`` skips that, for library use
-        that wants no side effect); if recording fails (full disk, read-only ledger) the
-        pack is still returned and its advisory says the turn was not recorded.
+        that wants no side effect); if recording fails (full disk, read-only or damaged
+        ledger) the pack is still returned and its advisory says the turn was not recorded.
+        The memory lane and the offsets learned from outcomes are left out, with an
+        advisory naming the file and what to do, when the memory store or the ledger cannot
+        be read. A session's history is not optional: with ``state.session`` set, a ledger
+        that cannot be read raises ``LedgerStateError``.
         """
         return self._contexts.build(
             goal, query, tool_signals, state, budget_tokens=budget_tokens, explain=explain,

@@ -851,3 +851,34 @@ def test_arguments_of_the_wrong_type_are_config_errors_naming_them(repo: Path) -
             with pytest.raises(ConfigError, match=message):
                 call()
         assert ws.journal.head()[0] == records
+
+
+def test_a_damaged_ledger_or_memory_store_still_gives_the_pack_with_an_advisory(
+    repo: Path,
+) -> None:
+    """The memory lane and the learned offsets are extras: a memory store or a ledger that
+    cannot be read leaves them out, and the pack comes back with an advisory naming the
+    file and what to do (recorded or not: an unrecordable turn is said so, as the docstring
+    promises). A session's history is no extra: naming a session with the ledger damaged
+    raises, rather than pack without the history the caller asked for."""
+    from engine import LedgerStateError, SessionState
+
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        ws.memory.save("hooks live in hooks.py", "note")
+        ws.build_context("register_hook")
+    for name, said in (("memory.sqlite", "memory: "), ("ledger.sqlite", "ledger: ")):
+        damaged = repo / ".cortex" / name
+        saved = damaged.read_bytes()
+        damaged.write_bytes(b"garbage" * 100)
+        with Workspace.open(repo, CONFIG) as ws:
+            for record in (False, True):
+                pack = ws.build_context("register_hook", record=record)
+                assert any(c.source_uri.startswith("hooks.py") for c in pack.citations)
+                notes = [a for a in pack.advisory if a.startswith(said)]
+                assert notes and all(str(damaged) in a for a in notes), pack.advisory
+            if name == "ledger.sqlite":
+                assert any("not recorded" in a for a in pack.advisory)
+                with pytest.raises(LedgerStateError):
+                    ws.build_context("register_hook", state=SessionState(session="s"))
+        damaged.write_bytes(saved)
