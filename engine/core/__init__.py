@@ -112,7 +112,7 @@ from engine.core._records import (
     signals_of,
 )
 from engine.core._reports import ForgetReport, GcReport, IndexReport, Replay, Resolved, Status
-from engine.core._session import Checkpoint, Compaction, Step, StepRole, Stub
+from engine.core._session import Checkpoint, Compaction, Step, StepRole, Stub, step_role
 from engine.core._settings import (
     ContextSettings,
     FileRanking,
@@ -244,6 +244,7 @@ __all__ = [
     "preview",
     "salience_keys",
     "signals_of",
+    "step_role",
     "unknown_replay_key",
     "yes_no",
 ]

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from engine.core._errors import ConfigError
-from engine.core._limits import check_items, check_text, parse_enum
+from engine.core._limits import check_items, check_text, check_type, parse_enum
+from engine.core._session import step_role
 from indexers import Chunk, Span
 
 __all__ = [
@@ -46,10 +46,25 @@ class Lane(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One earlier turn of the session, verbatim."""
+    """One earlier turn of the session, verbatim: a role ``Session.add`` takes (``user``,
+    ``assistant``, ``tool``, ``request``, ``changes``) and its text; anything else is a
+    ``ConfigError``, raised here."""
 
-    role: str  # "user", "assistant", "tool"
+    role: str
     text: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "role", step_role(self.role).value)
+        check_text("turn text", self.text, None)
+
+    @classmethod
+    def recorded(cls, role: str, text: str) -> Turn:
+        """A turn as a ledger recorded it, read back unchecked: turns recorded before
+        roles were checked took any role, and their feedback and replay still work."""
+        turn = object.__new__(cls)
+        object.__setattr__(turn, "role", role)
+        object.__setattr__(turn, "text", text)
+        return turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +82,12 @@ class SessionState:
         # A list is kept as a tuple (the record stays hashable); one string is refused.
         for name in ("recent_turns", "constraints", "subgoals"):
             object.__setattr__(self, name, check_items(name, getattr(self, name)))
+        for turn in self.recent_turns:
+            check_type("recent_turns items", turn, Turn, "Turn records")
+        for name in ("constraints", "subgoals"):
+            for item in getattr(self, name):
+                check_type(f"{name} items", item, str, "text")
+        check_text("session", self.session, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,9 +239,7 @@ def signals_of(tool_signals: Iterable[ToolSignal | str] | None) -> tuple[ToolSig
     string for the whole list, or an item of another type, is refused."""
     signals = []
     for s in check_items("tool_signals", tool_signals):
-        if not isinstance(s, ToolSignal | str):
-            raise ConfigError(f"tool_signals must hold ToolSignal records or text, "
-                              f"not {type(s).__name__}")  # fmt: skip
+        check_type("tool_signals items", s, (ToolSignal, str), "ToolSignal records or text")
         signals.append(s if isinstance(s, ToolSignal) else ToolSignal(s))
     return tuple(signals)
 

@@ -82,7 +82,7 @@ class Inputs:
             query=raw["query"],
             tool_signals=tuple(ToolSignal(t, SignalKind(k)) for k, t in raw["tool_signals"]),
             state=SessionState(
-                recent_turns=tuple(Turn(r, t) for r, t in raw["recent_turns"]),
+                recent_turns=tuple(Turn.recorded(r, t) for r, t in raw["recent_turns"]),
                 constraints=tuple(raw["constraints"]),
                 subgoals=tuple(raw["subgoals"]),
                 session=str(raw.get("session", "")),

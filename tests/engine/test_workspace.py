@@ -837,7 +837,7 @@ def test_arguments_of_the_wrong_type_are_config_errors_naming_them(repo: Path) -
             ("goal holds a lone surrogate", lambda: ws.build_context("Header\ud800Parser")),
             ("query holds a lone surrogate", lambda: ws.build_context(
                 "x", "a\ud800b", state=SessionState(session="s"))),
-            ("tool_signals must hold", lambda: ws.build_context("x", tool_signals=[None])),
+            ("tool_signals items must be", lambda: ws.build_context("x", tool_signals=[None])),
             ("state must be a SessionState, not dict", lambda: ws.build_context(
                 "x", state={"session": "s"})),
             ("settings must be a ContextSettings, not str", lambda: ws.build_context(

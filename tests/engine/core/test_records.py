@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import ConfigError, SessionState, SignalKind, ToolSignal
-from engine.core import check_items
+from engine import ConfigError, SessionState, SignalKind, ToolSignal, Turn
+from engine.core import StepRole, check_items
 
 
 def test_a_tool_signal_kind_is_taken_as_its_string_value_or_refused() -> None:
@@ -36,3 +36,35 @@ def test_one_string_where_a_list_goes_is_refused() -> None:
     for bad in ("ab", b"ab", {"a": 1}, 12):
         with pytest.raises(ConfigError, match="objects must be a list"):
             check_items("objects", bad)  # type: ignore[arg-type]
+
+
+def test_turns_and_session_state_are_checked_as_session_add_checks_steps() -> None:
+    """A turn's role is one ``Session.add`` takes and its text is text (``Turn("user",
+    None)`` showed "[user] None" in the prompt); the state's constraints, sub-goals and
+    session id are text and its turns are ``Turn`` records. Each is a ConfigError naming
+    what is wrong, raised where the record is made."""
+    assert Turn("user", "hi").role == "user" and Turn(StepRole.TOOL, "ok").role == "tool"
+    with pytest.raises(ConfigError, match="unknown role 'bogus'; use user, assistant, tool"):
+        Turn("bogus", "hi")
+    with pytest.raises(ConfigError, match="unknown role"):
+        Turn(None, "hi")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="turn text must be text, not NoneType"):
+        Turn("user", None)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="recent_turns items must be Turn records, not str"):
+        SessionState(recent_turns=("hi",))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="constraints items must be text, not NoneType"):
+        SessionState(constraints=(None,))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="subgoals items must be text, not int"):
+        SessionState(subgoals=(1,))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="session must be text, not NoneType"):
+        SessionState(session=None)  # type: ignore[arg-type]
+
+
+def test_recorded_inputs_read_back_with_the_roles_they_were_recorded_with() -> None:
+    """Turns recorded before roles were checked (any role was taken) still read back, so
+    feedback on those turns keeps working."""
+    from engine.memory import Inputs
+
+    old = Inputs("goal", "", (), SessionState(), 1000).to_json().replace(
+        '"recent_turns":[]', '"recent_turns":[["system","be brief"]]')  # fmt: skip
+    assert Inputs.from_json(old).state.recent_turns[0].role == "system"
