@@ -125,7 +125,7 @@ class Learning:
         turn = state.turn(replay_key)
         inputs = Inputs.from_json(journal.text(turn.inputs_sha256))
         intent = (inputs.query or inputs.goal).strip()
-        checked = check_attest(outcome, reason, intent, len(model_citations))
+        checked, reason = check_attest(outcome, reason, intent, len(model_citations))
         reason = scrub(reason) if reason else reason  # free text: journaled, shown by bundle
         refs = CitedRef.of_turn(turn)
         result = check_citations(replay_key, refs, model_citations, self._notes.still_matches)

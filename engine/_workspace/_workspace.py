@@ -408,8 +408,10 @@ class Workspace:
         reason: str | None = None,
     ) -> FeedbackResult:
         """Check the model's citations against the turn's evidence, and record them; with
-        an ``outcome`` (``success`` or ``failure``, and a ``reason`` for a failure), learn
-        from it: attest the cited items and move this workspace's rerank offsets.
+        an ``outcome`` (``success`` or ``failure``, and a ``reason`` for a failure only),
+        learn from it: attest the cited items and move this workspace's rerank offsets. A
+        ``FailureReason`` (``factual_error``, ``wrong_assumption``; however cased) takes the
+        citations back; any other reason is free text that teaches nothing.
 
         Ids outside the turn's set (and malformed markers) are dropped and counted; a cited
         snippet whose source no longer matches its sha256 is flagged stale. The turn is

@@ -42,6 +42,7 @@ from engine.core._errors import (
 from engine.core._learning import (
     FAULT_REASONS,
     MAX_ATTEST_CITATIONS,
+    FailureReason,
     Learned,
     LearnSettings,
     Outcome,
@@ -167,6 +168,7 @@ __all__ = [
     "Edge",
     "EdgeKind",
     "EmbeddingModelError",
+    "FailureReason",
     "FeedbackResult",
     "FileHit",
     "FileRanking",
