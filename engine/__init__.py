@@ -92,6 +92,7 @@ if _typing.TYPE_CHECKING:
         ToolSignal,
         Turn,
         UnknownReplayKeyError,
+        WorkspaceClosedError,
         WorkspaceError,
         WorkspaceNotFoundError,
     )
@@ -212,6 +213,7 @@ __all__ = [
     "Turn",
     "UnknownReplayKeyError",
     "Workspace",
+    "WorkspaceClosedError",
     "WorkspaceError",
     "WorkspaceNotFoundError",
     "rank_files",

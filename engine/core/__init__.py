@@ -36,6 +36,7 @@ from engine.core._errors import (
     PayloadTooLargeError,
     RateLimitedError,
     UnknownReplayKeyError,
+    WorkspaceClosedError,
     WorkspaceError,
     WorkspaceNotFoundError,
 )
@@ -225,6 +226,7 @@ __all__ = [
     "ToolSignal",
     "Turn",
     "UnknownReplayKeyError",
+    "WorkspaceClosedError",
     "WorkspaceError",
     "WorkspaceNotFoundError",
     "body_text",

@@ -104,11 +104,14 @@ class Journal:
         self.user = user
         self._lock = threading.Lock()
         self._ledger: Ledger | None = None
+        self._closed = False
 
     @contextmanager
     def _held(self) -> Iterator[Ledger]:
         """The open ledger, under the lock; ledger errors leave as ``LedgerStateError``."""
         with self._lock:
+            if self._closed:  # opening it again would leak the handle close released
+                raise LedgerStateError(f"ledger {self.path}: closed (with its workspace)")
             try:
                 if self._ledger is None:
                     self._ledger = self._open()
@@ -128,8 +131,9 @@ class Journal:
             return Ledger.open(self.path, read_only=True)
 
     def close(self) -> None:
-        """Close the ledger file."""
+        """Close the ledger file; later calls raise ``LedgerStateError``."""
         with self._lock:
+            self._closed = True
             if self._ledger is not None:
                 self._ledger.close()
                 self._ledger = None

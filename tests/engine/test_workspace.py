@@ -745,12 +745,13 @@ def test_a_linked_working_tree_with_a_store_of_its_own_keeps_it(tmp_path: Path) 
     _git(root, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "wt")
     with Workspace.open(tmp_path / "wt", CONFIG) as ws:
         project = ws._notes.project  # as the earlier release stamped its rows
+        user = ws.layers.user
     from engine.index import Manifest
 
     old = tmp_path / "wt" / ".cortex" / "memory.sqlite"
     (tmp_path / "wt" / ".cortex").mkdir()
     Manifest(old.parent).write()  # a state folder an earlier release made
-    store = NoteStore(old, project=project, user=ws.layers.user, terms=code_terms)
+    store = NoteStore(old, project=project, user=user, terms=code_terms)
     Memory(store).save("Saved before the upgrade", "note", what="kept")
     store.close()
     with Workspace.open(tmp_path / "wt", CONFIG) as ws:
@@ -882,3 +883,42 @@ def test_a_damaged_ledger_or_memory_store_still_gives_the_pack_with_an_advisory(
                 with pytest.raises(LedgerStateError):
                     ws.build_context("register_hook", state=SessionState(session="s"))
         damaged.write_bytes(saved)
+
+
+def test_a_closed_workspace_refuses_every_call_and_reopens_nothing(repo: Path) -> None:
+    """After close() every call that reads or writes the workspace's state raises
+    WorkspaceClosedError (they silently reopened some fifteen SQLite handles); its names
+    (root, config, paths) stay readable; a second close is a no-op, and a new Workspace
+    of the same folder works."""
+    import inspect
+
+    from engine import CortexError, WorkspaceClosedError
+
+    names = {"root", "config", "state_dir", "ledger_path", "project", "defer_far_refresh"}
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        ws.build_context("register_hook", record=False)
+    ws.close()
+    fds = len(os.listdir("/proc/self/fd")) if Path("/proc/self/fd").is_dir() else None
+    checked = []
+    for name, member in inspect.getmembers(Workspace):
+        if name.startswith("_") or name in names | {"open", "find", "close"}:
+            continue
+        with pytest.raises(WorkspaceClosedError, match="closed"):
+            if isinstance(member, property):
+                getattr(ws, name)
+            else:
+                params = inspect.signature(member).parameters.values()
+                needed = [None for p in params if p.name != "self" and p.default is p.empty
+                          and p.kind is p.POSITIONAL_OR_KEYWORD]  # fmt: skip
+                getattr(ws, name)(*needed)
+        checked.append(name)
+    assert {"build_context", "search", "feedback", "memory", "journal", "bundle"} <= set(checked)
+    assert issubclass(WorkspaceClosedError, CortexError)
+    with pytest.raises(WorkspaceClosedError):
+        ws.__enter__()  # `with ws:` again
+    assert ws.root == repo.resolve() and ws.config == CONFIG
+    if fds is not None:
+        assert len(os.listdir("/proc/self/fd")) == fds
+    with Workspace.open(repo, CONFIG) as again:
+        assert again.build_context("register_hook", record=False).citations
