@@ -102,6 +102,7 @@ class Workspace:
         self.state_dir = self._state.state_dir
         self._lock = threading.Lock()
         self._closed = False
+        self._pid = os.getpid()  # SQLite handles and held locks must not cross a fork
         self._indexer = Indexer(self._state)
         self._ranker = Ranker(self._state, self._indexer)
         self._notes = Notes(self._state, self._indexer)
@@ -150,12 +151,21 @@ class Workspace:
             if self._closed:
                 return
             self._closed = True
+            if self._pid != os.getpid():  # a forked child: the handles are the parent's
+                return
             self._learning.close()
             self._state.close()
             self._notes.close()
 
     def _check_open(self) -> None:
-        """Refuse a call after ``close``: it would silently open again what close released."""
+        """Refuse a call after ``close`` (it would silently open again what close released)
+        and in a process forked from the one that opened it: SQLite says a connection must
+        not cross ``fork()``, and a lock a parent thread held stays held in the child."""
+        if self._pid != os.getpid():
+            raise WorkspaceError(
+                f"this Workspace of {self.root} was opened in process {self._pid}, before a "
+                "fork: open the folder again (Workspace.open) in each process"
+            )
         if self._closed:
             raise WorkspaceClosedError(
                 f"this Workspace of {self.root} was closed; open the folder again "

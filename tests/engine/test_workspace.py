@@ -922,3 +922,35 @@ def test_a_closed_workspace_refuses_every_call_and_reopens_nothing(repo: Path) -
         assert len(os.listdir("/proc/self/fd")) == fds
     with Workspace.open(repo, CONFIG) as again:
         assert again.build_context("register_hook", record=False).citations
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_workspace_used_across_a_fork_is_refused_in_the_child(repo: Path) -> None:
+    """A forked child's calls on its parent's Workspace raise WorkspaceError at once (its
+    SQLite handles and any lock a parent thread held must not be used there: children hung),
+    closing it there leaves the parent's handles alone, and a Workspace opened in the child
+    works."""
+    from engine import WorkspaceError
+
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        ws.build_context("register_hook")
+        pid = os.fork()
+        if pid == 0:  # the child: the exit code says what happened; SIGALRM if it hangs
+            signal.alarm(30)
+            try:
+                try:
+                    ws.build_context("register_hook")
+                    os._exit(2)
+                except WorkspaceError as exc:
+                    if "fork" not in str(exc):
+                        os._exit(3)
+                ws.close()
+                with Workspace.open(repo, CONFIG) as own:
+                    own.build_context("register_hook")
+                os._exit(0)
+            finally:
+                os._exit(4)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        assert ws.build_context("register_hook").citations  # the parent's handles still work
