@@ -149,6 +149,8 @@ class Contexts:
                 timings["ledger"] = timings.get("ledger", 0.0) + time.perf_counter() - started
         if not shared.config.ledger:
             self.recent.remember(pack.replay_key, pack.citations)
+        elif not record:
+            shared.unrecorded.remember(pack.replay_key, pack.citations)
         if state.session and record:
             # By source, not by number: a later prompt's history lane shows this step, and
             # its own evidence numbers [n] mean other snippets.

@@ -120,6 +120,8 @@ class Workspace:
         """Open the workspace at ``path`` (a folder); checks the state layout if present
         (``check=False``: not, for a caller about to ``index(rebuild=True)``)."""
         check_type("path", path, (str, os.PathLike), "a folder path (str or os.PathLike)")
+        if not os.fspath(path).strip():  # Path("") is the current folder: never meant
+            raise ConfigError("the workspace path is empty; name a folder (\".\" for this one)")
         if config is not None:
             check_type("config", config, Config)
         root = Path(path).expanduser().resolve()

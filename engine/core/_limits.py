@@ -132,6 +132,8 @@ def yes_no(name: str, raw: str) -> bool:
     raise ConfigError(f"{name} must be one of 1/0, true/false, yes/no, on/off, got {raw!r}")
 
 
-def unknown_replay_key(replay_key: str) -> UnknownReplayKeyError:
-    """The one error for a replay key no turn was recorded under."""
-    return UnknownReplayKeyError(f"unknown replay key {replay_key!r}: no turn recorded under it")
+def unknown_replay_key(replay_key: str, why: str = "") -> UnknownReplayKeyError:
+    """The one error for a replay key no turn was recorded under (``why``: what this
+    process knows of the key, where it knows more)."""
+    said = f"unknown replay key {replay_key!r}: no turn recorded under it"
+    return UnknownReplayKeyError(f"{said} ({why})" if why else said)

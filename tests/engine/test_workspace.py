@@ -954,3 +954,24 @@ def test_a_workspace_used_across_a_fork_is_refused_in_the_child(repo: Path) -> N
         _, status = os.waitpid(pid, 0)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
         assert ws.build_context("register_hook").citations  # the parent's handles still work
+
+
+def test_an_empty_path_and_an_unrecorded_key_are_named(repo: Path) -> None:
+    """Workspace.open("") is a ConfigError (it opened the current folder); feedback on or
+    replay of a key this process built with record=False says so, where it said only "no
+    turn recorded under it"."""
+    from engine import UnknownReplayKeyError
+
+    for empty in ("", "  "):
+        with pytest.raises(ConfigError, match="path is empty"):
+            Workspace.open(empty, CONFIG)
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        ws.build_context("register_hook")  # a ledger exists
+        key = ws.build_context("compute the offset", record=False).replay_key
+        for call in (lambda: ws.feedback(key, [1]), lambda: ws.replay(key),
+                     lambda: ws.feedback(key, [1], outcome="success")):  # fmt: skip
+            with pytest.raises(UnknownReplayKeyError, match="built with record=False"):
+                call()
+        with pytest.raises(UnknownReplayKeyError, match=r"no turn recorded under it$"):
+            ws.replay("0" * 32)
