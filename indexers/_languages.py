@@ -7,6 +7,7 @@ first use, never downloaded.
 from __future__ import annotations
 
 import importlib
+import os
 import posixpath
 import re
 import threading
@@ -172,6 +173,17 @@ _PREPROC_IF = re.compile(rb"^[ \t]*#[ \t]*if")
 _PREPROC_ENDIF = re.compile(rb"^[ \t]*#[ \t]*endif")
 _grammar_lock = threading.Lock()
 _grammars: dict[str, tree_sitter.Language] = {}
+
+
+def _after_fork() -> None:
+    """In a forked child: a fresh loader lock (a thread of the parent may have held it);
+    a grammar half-loaded at the fork was never published."""
+    global _grammar_lock
+    _grammar_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def languages() -> tuple[Language, ...]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import importlib
 import itertools
+import os
 import posixpath
 import re
 import string
@@ -274,10 +275,24 @@ _init = threading.Lock()
 
 def _get() -> _Detector:
     global _detector
+    found = _detector  # once built, no lock: a lock taken on every call (every redact) was
+    if found is not None:  # often held by some thread when another forked, and the child
+        return found  # inherited it held forever
     with _init:
         if _detector is None:
             _detector = _Detector()
         return _detector
+
+
+def _after_fork() -> None:
+    """In a forked child: a fresh lock (the parent's may have been held by a thread that
+    does not exist here); a detector half-built at the fork was never published."""
+    global _init
+    _init = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _slug(secret_type: str) -> str:

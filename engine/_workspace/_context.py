@@ -17,11 +17,15 @@ from engine.core import (
     ConfigError,
     ContextPack,
     ContextSettings,
+    Learned,
     LedgerStateError,
+    MemoryStateError,
     SessionState,
     ToolSignal,
     check_budget,
     check_text,
+    check_type,
+    signals_of,
 )
 from engine.memory import Inputs, RecentCitations
 from engine.packing import build_pack
@@ -67,12 +71,15 @@ class Contexts:
         check_budget(budget)  # 1000.5 or True is no number of tokens
         check_text("goal", goal)
         check_text("query", query)
+        if state is not None:
+            check_type("state", state, SessionState)
+        if settings is not None:
+            check_type("settings", settings, ContextSettings)
+        check_type("record", record, bool)
         if not goal.strip() and not query.strip():
             raise ConfigError("build_context needs a goal or a query")
         goal = goal if goal.strip() else query
-        signals = tuple(
-            s if isinstance(s, ToolSignal) else ToolSignal(str(s)) for s in tool_signals or ()
-        )
+        signals = signals_of(tool_signals)
         # Credentials in what the caller sent never reach the prompt, the key or the ledger.
         goal, query, signals, state = scrubbed(goal, query, signals, state or SessionState())
         view, stale = self._indexer.view()
@@ -94,7 +101,19 @@ class Contexts:
             history = self._sessions.history(state, goal, query, diff, budget, upto=history_upto,
                                              record=record)  # fmt: skip
         inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0)
-        recalled = self._notes.recalled(query or goal, budget)
+        # The memory lane and what outcomes taught are extras: a store or a ledger that
+        # cannot be read leaves them out, and the advisory says which file and what to do.
+        extras: list[str] = []
+        try:
+            recalled = self._notes.recalled(query if query.strip() else goal, budget)
+        except MemoryStateError as exc:
+            recalled = ()
+            extras.append(f"memory: no saved notes recalled ({exc})")
+        try:
+            learned = self._learning.learned()
+        except (LedgerStateError, MemoryStateError) as exc:
+            learned = Learned()
+            extras.append(f"ledger: ranked without what outcomes taught ({exc})")
         scored: list[Scored] = explain if explain is not None else []
         pack = build_pack(
             view,
@@ -113,12 +132,12 @@ class Contexts:
             timings=timings,
             history=history,
             memory=recalled,
-            learned=self._learning.learned(),
+            learned=learned,
         )
         if shared.config.ledger and record:
             self._learning.remember(pack.replay_key, scored)
-        if stale:
-            pack = replace(pack, advisory=(*pack.advisory, *stale))
+        if stale or extras:
+            pack = replace(pack, advisory=(*pack.advisory, *stale, *extras))
         if record and shared.config.ledger:
             started = time.perf_counter()
             try:
@@ -130,6 +149,8 @@ class Contexts:
                 timings["ledger"] = timings.get("ledger", 0.0) + time.perf_counter() - started
         if not shared.config.ledger:
             self.recent.remember(pack.replay_key, pack.citations)
+        elif not record:
+            shared.unrecorded.remember(pack.replay_key, pack.citations)
         if state.session and record:
             # By source, not by number: a later prompt's history lane shows this step, and
             # its own evidence numbers [n] mean other snippets.

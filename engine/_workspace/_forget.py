@@ -16,6 +16,7 @@ from engine.core import (
     IndexNotBuiltError,
     IndexStateError,
     Progress,
+    check_items,
 )
 from engine.index import (
     MEMORY_FILE,
@@ -50,7 +51,7 @@ class Forgetter:
     ) -> ForgetReport:
         """Forget ``paths`` and ``text`` everywhere (see ``Workspace.forget``)."""
         state = self._state
-        targets = sorted({self._relative(p) for p in paths})
+        targets = sorted({self._relative(p) for p in check_items("paths", paths)})
         if text is not None and len(text.strip()) < FORGET_MIN_CHARS:
             raise ConfigError(
                 f"the text to forget must have at least {FORGET_MIN_CHARS} characters "

@@ -38,6 +38,7 @@ from engine.core import (
     SearchMode,
     SessionState,
     Tier,
+    check_items,
     check_text,
 )
 from engine.memory import (
@@ -55,6 +56,7 @@ from engine.memory import (
     cited_keys,
     ema_step,
     item_changes,
+    recall_query,
     rules_sections,
     split_rows,
     weights_payload,
@@ -123,7 +125,7 @@ class Learning:
         turn = state.turn(replay_key)
         inputs = Inputs.from_json(journal.text(turn.inputs_sha256))
         intent = (inputs.query or inputs.goal).strip()
-        checked = check_attest(outcome, reason, intent, len(model_citations))
+        checked, reason = check_attest(outcome, reason, intent, len(model_citations))
         reason = scrub(reason) if reason else reason  # free text: journaled, shown by bundle
         refs = CitedRef.of_turn(turn)
         result = check_citations(replay_key, refs, model_citations, self._notes.still_matches)
@@ -302,7 +304,7 @@ class Learning:
         if not MIN_BUDGET_TOKENS <= budget <= MAX_BUNDLE_BUDGET:
             raise ConfigError(f"budget must be between {MIN_BUDGET_TOKENS} and "
                               f"{MAX_BUNDLE_BUDGET:,}, got {budget}")  # fmt: skip
-        wanted = [o.strip() for o in objects or () if o.strip()]
+        wanted = [o.strip() for o in check_items("objects", objects) if o.strip()]
         if len(wanted) > _BUNDLE_OBJECTS:
             raise ConfigError(f"at most {_BUNDLE_OBJECTS} objects, got {len(wanted)}")
         goal = scrub(goal)
@@ -340,6 +342,7 @@ class Learning:
         """The saved notes a bundle shows: (pinned identity, constraint and goal notes,
         frame-relevant notes), both ranked from one read of the goal's candidates."""
         memory = self._notes.memory
+        goal = recall_query(goal)  # a pasted issue: its leading part, as the memory lane reads
         pool = memory.pool(goal)
         kinds = (NoteType.IDENTITY, NoteType.CONSTRAINT, NoteType.GOAL)
         pinned = []

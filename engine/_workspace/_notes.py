@@ -28,6 +28,7 @@ from engine.memory import (
     Memory,
     NoteStore,
     file_lines,
+    recall_query,
     still_matches,
 )
 from indexers import decode, git_overrides, redact, sha256_text
@@ -117,12 +118,13 @@ class Notes:
 
     def recalled(self, query: str, budget: int) -> tuple[Recalled, ...]:
         """The memory lane: saved notes relevant to ``query``, best first, in their share of
-        the budget (none when nothing was ever saved here: reading creates no store)."""
+        the budget (none when nothing was ever saved here: reading creates no store). A
+        request longer than a memory search takes is recalled by its leading part."""
         if not self.exists():
             return ()
         counter = self._state.counter
         room, used, out = int(budget * MEMORY_SHARE), 0, []
-        for item in self.memory.items(query, MEMORY_NOTES):
+        for item in self.memory.items(recall_query(query), MEMORY_NOTES):
             for text in (item.shown, item.shown_short):  # whole, else its preview
                 head = f"[99] {item.hit.title}\nSource: {item.hit.uri}\n"
                 tokens = counter.count(head + text) + 2

@@ -18,6 +18,7 @@ from engine.core import (
     SearchMode,
     ToolSignal,
     check_k,
+    signals_of,
 )
 from engine.packing import Request, retrieve
 from engine.retrieval import Scored
@@ -61,9 +62,7 @@ class Ranker:
         """Every candidate for ``query``, best first (``learned``: what outcomes taught)."""
         if not query.strip():
             raise ConfigError("search needs a query")
-        signals = tuple(
-            s if isinstance(s, ToolSignal) else ToolSignal(str(s)) for s in tool_signals or ()
-        )
+        signals = signals_of(tool_signals)
         state = self._state
         view, _ = self._indexer.view()
         embedder = state.embedder if mode is SearchMode.HYBRID else None

@@ -20,7 +20,7 @@ from engine.core import (
     unknown_replay_key,
 )
 from engine.index import Layers, Manifest
-from engine.memory import Journal
+from engine.memory import Journal, RecentCitations
 from indexers import TiktokenCounter, TokenCounter, redact
 from ledger import ToolResult, TurnRecord
 
@@ -63,6 +63,9 @@ class State:
         self._embedder_loaded = False
         self._cache: EmbeddingCache | None = None
         self._journal: Journal | None = None
+        # This process's recent contexts built with record=False: an unknown key among
+        # them is answered with why (a caller's replay or feedback on one is a slip).
+        self.unrecorded = RecentCitations()
 
     def close(self) -> None:
         """Release the layers, the vector cache and the ledger."""
@@ -130,11 +133,11 @@ class State:
 
     def turn(self, replay_key: str) -> TurnRecord:
         """The turn recorded under ``replay_key``."""
-        if not self.has_journal():
-            raise unknown_replay_key(replay_key)
-        turn = self.journal.find(replay_key)
+        turn = self.journal.find(replay_key) if self.has_journal() else None
         if turn is None:
-            raise unknown_replay_key(replay_key)
+            built = self.unrecorded.get(replay_key) is not None
+            raise unknown_replay_key(replay_key, "built with record=False, so never recorded"
+                                     if built else "")  # fmt: skip
         return turn
 
     def record_feedback(

@@ -10,6 +10,7 @@ collaborator per concept (``State``, ``Indexer``, ``Ranker``, ``Contexts``, ``No
 from __future__ import annotations
 
 import difflib
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -54,10 +55,13 @@ from engine.core import (
     Status,
     ToolSignal,
     UnknownReplayKeyError,
+    WorkspaceClosedError,
     WorkspaceError,
     WorkspaceNotFoundError,
+    check_items,
     check_model_citations,
     check_text,
+    check_type,
 )
 from engine.index import locate, status_of
 from engine.memory import (
@@ -97,6 +101,8 @@ class Workspace:
         self.config = config
         self.state_dir = self._state.state_dir
         self._lock = threading.Lock()
+        self._closed = False
+        self._pid = os.getpid()  # SQLite handles and held locks must not cross a fork
         self._indexer = Indexer(self._state)
         self._ranker = Ranker(self._state, self._indexer)
         self._notes = Notes(self._state, self._indexer)
@@ -113,6 +119,11 @@ class Workspace:
     ) -> Workspace:
         """Open the workspace at ``path`` (a folder); checks the state layout if present
         (``check=False``: not, for a caller about to ``index(rebuild=True)``)."""
+        check_type("path", path, (str, os.PathLike), "a folder path (str or os.PathLike)")
+        if not os.fspath(path).strip():  # Path("") is the current folder: never meant
+            raise ConfigError("the workspace path is empty; name a folder (\".\" for this one)")
+        if config is not None:
+            check_type("config", config, Config)
         root = Path(path).expanduser().resolve()
         if not root.exists():
             raise WorkspaceNotFoundError(f"no such folder: {root}")
@@ -134,13 +145,37 @@ class Workspace:
         return locate(folder, (config or Config.from_env()).state_dir)
 
     def close(self) -> None:
-        """Release indexes, models and files."""
+        """Release indexes, models and files. A closed workspace refuses every later call
+        with ``WorkspaceClosedError`` (open the folder again to go on); closing again does
+        nothing. What was taken from it before (``memory``, ``journal``, a ``session``) is
+        closed with it, and refuses too (``MemoryStateError``, ``LedgerStateError``)."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._pid != os.getpid():  # a forked child: the handles are the parent's
+                return
             self._learning.close()
             self._state.close()
             self._notes.close()
 
+    def _check_open(self) -> None:
+        """Refuse a call after ``close`` (it would silently open again what close released)
+        and in a process forked from the one that opened it: SQLite says a connection must
+        not cross ``fork()``, and a lock a parent thread held stays held in the child."""
+        if self._pid != os.getpid():
+            raise WorkspaceError(
+                f"this Workspace of {self.root} was opened in process {self._pid}, before a "
+                "fork: open the folder again (Workspace.open) in each process"
+            )
+        if self._closed:
+            raise WorkspaceClosedError(
+                f"this Workspace of {self.root} was closed; open the folder again "
+                "(Workspace.open) to go on"
+            )
+
     def __enter__(self) -> Workspace:
+        self._check_open()
         return self
 
     def __exit__(
@@ -156,6 +191,7 @@ class Workspace:
     @property
     def layers(self) -> Layers:
         """The bases and overlays of this workspace."""
+        self._check_open()
         return self._state.layers
 
     def view(self) -> tuple[View, tuple[str, ...]]:
@@ -165,6 +201,7 @@ class Workspace:
         View is answered as it is, with a note saying it is stale: reads never wait for a
         refresh they did not start. Raises ``IndexNotBuiltError`` before the first index.
         """
+        self._check_open()
         return self._indexer.view()
 
     def defer_far_refresh(self, refresh: Callable[[], object] | None) -> None:
@@ -177,16 +214,19 @@ class Workspace:
     @property
     def counter(self) -> TokenCounter:
         """The token counter of the configured encoding."""
+        self._check_open()
         return self._state.counter
 
     @property
     def embedder(self) -> Embedder | None:
         """The dense model (loaded on first embed), or None when dense search is off."""
+        self._check_open()
         return self._state.embedder
 
     @property
     def cache(self) -> EmbeddingCache:
         """The content-addressed vector cache."""
+        self._check_open()
         return self._state.cache
 
     # -- index ----------------------------------------------------------------------
@@ -199,11 +239,13 @@ class Workspace:
         base files changed or deleted. The report covers both.
         One writer at a time: a second one gets ``IndexBusyError`` naming the holder.
         """
+        self._check_open()
         return self._indexer.index(progress, rebuild=rebuild)
 
     def gc(self, *, dry_run: bool = False) -> GcReport:
         """Remove the overlays of branches and working trees that no longer exist, and the
         bases no overlay uses any more (``dry_run``: only say what would go)."""
+        self._check_open()
         return self._indexer.gc(dry_run=dry_run)
 
     # -- forget ---------------------------------------------------------------------
@@ -227,6 +269,7 @@ class Workspace:
         accident). ``dry_run`` only counts. The working tree is not touched: files that
         still hold what was forgotten are listed in ``still_present``.
         """
+        self._check_open()
         return self._forgetter.forget(paths, text, dry_run=dry_run, progress=progress)
 
     # -- search ---------------------------------------------------------------------
@@ -245,6 +288,7 @@ class Workspace:
         steer it as they steer a context. ``mode``: ``hybrid`` (the default: every
         retriever), ``bm25`` (the same without the dense channel) or ``dense`` (the dense
         retriever alone, by cosine: for diagnosis)."""
+        self._check_open()
         mode = search_mode(mode, k)
         check_text("query", query)
         check_text("goal", goal)
@@ -267,6 +311,7 @@ class Workspace:
     ) -> list[FileHit]:
         """The ``k`` best files for ``query`` in the same ranking, each with its best
         sections (a file's score: see ``FileHit``; ``Config.file_ranking`` chooses how)."""
+        self._check_open()
         mode = search_mode(mode, k)
         check_text("query", query)
         check_text("goal", goal)
@@ -306,9 +351,14 @@ class Workspace:
         ``budget_tokens`` (default: the config's).
 
         Every call is recorded in the ledger (``record=False`` skips that, for library use
-        that wants no side effect); if recording fails (full disk, read-only ledger) the
-        pack is still returned and its advisory says the turn was not recorded.
+        that wants no side effect); if recording fails (full disk, read-only or damaged
+        ledger) the pack is still returned and its advisory says the turn was not recorded.
+        The memory lane and the offsets learned from outcomes are left out, with an
+        advisory naming the file and what to do, when the memory store or the ledger cannot
+        be read. A session's history is not optional: with ``state.session`` set, a ledger
+        that cannot be read raises ``LedgerStateError``.
         """
+        self._check_open()
         return self._contexts.build(
             goal, query, tool_signals, state, budget_tokens=budget_tokens, explain=explain,
             record=record, timings=timings, settings=settings, history_upto=history_upto,
@@ -320,12 +370,14 @@ class Workspace:
         """The session ``session_id`` of this user in this workspace's ledger: ``add``,
         ``decide``, ``compact``, ``checkpoint``, ``load_checkpoint``, ``lane``, ``step``.
         An id with no step yet is a new session (created by its first ``add``)."""
+        self._check_open()
         return self._sessions.get(session_id)
 
     def end_session(self, session_id: str, scope: Scope | str = Scope.PERSONAL) -> SaveResult:
         """Save session ``session_id``'s summary as a memory note (goal, decisions with
         their rationale, failures and their fixes, files changed; extracted, not generated)
         under the topic key ``session/<id>``: ending it again updates that note in place."""
+        self._check_open()
         return self._sessions.end(session_id, scope)
 
     @property
@@ -334,6 +386,7 @@ class Workspace:
         ``save``, ``search``, ``get``, ``timeline``, ``relate``, ``graph``, ``forget``,
         ``archive``, ``stats``. Notes are recalled with the code's terms and embedder, and
         their code links are resolved in, and re-checked against, this user's View."""
+        self._check_open()
         return self._notes.memory
 
     @property
@@ -352,11 +405,13 @@ class Workspace:
     @property
     def journal(self) -> Journal:
         """The workspace's evidence ledger (opened, and created, on first use)."""
+        self._check_open()
         return self._state.journal
 
     def recorded_journal(self) -> Journal:
         """The ledger for reading: a ``NotFoundError`` when nothing was ever recorded here
         (reading never creates state: a folder stays as it was)."""
+        self._check_open()
         return self._state.recorded_journal()
 
     def replay(self, replay_key: str, *, rebuild: bool = False) -> Replay:
@@ -365,6 +420,7 @@ class Workspace:
         With ``rebuild``, retrieval runs again on the recorded inputs against the current
         index, and ``diff`` shows how today's context differs (empty when nothing changed).
         """
+        self._check_open()
         turn = self._state.turn(replay_key)
         text, purged = self.journal.stored(turn.render_sha256)
         diff = ""
@@ -398,8 +454,10 @@ class Workspace:
         reason: str | None = None,
     ) -> FeedbackResult:
         """Check the model's citations against the turn's evidence, and record them; with
-        an ``outcome`` (``success`` or ``failure``, and a ``reason`` for a failure), learn
-        from it: attest the cited items and move this workspace's rerank offsets.
+        an ``outcome`` (``success`` or ``failure``, and a ``reason`` for a failure only),
+        learn from it: attest the cited items and move this workspace's rerank offsets. A
+        ``FailureReason`` (``factual_error``, ``wrong_assumption``; however cased) takes the
+        citations back; any other reason is free text that teaches nothing.
 
         Ids outside the turn's set (and malformed markers) are dropped and counted; a cited
         snippet whose source no longer matches its sha256 is flagged stale. The turn is
@@ -408,7 +466,9 @@ class Workspace:
         ``engine.memory``); one (user, intent) may attest once a second, five at once
         (``RateLimitedError`` past that, with nothing recorded).
         """
+        self._check_open()
         check_model_citations(model_citations)
+        tool_results = check_items("tool_results", tool_results)
         if len(model_citations) > MAX_ATTEST_CITATIONS:
             raise ConfigError(f"{len(model_citations)} citations: at most "
                               f"{MAX_ATTEST_CITATIONS} per feedback")  # fmt: skip
@@ -439,6 +499,7 @@ class Workspace:
         """The outcomes tier: the ``k`` (1 to 10) earlier intents in this workspace most
         like this one, with what they cited and how they ended, most similar first. A pure
         read; empty before the first outcome (or with the ledger off)."""
+        self._check_open()
         return self._learning.outcomes(goal, query, k)
 
     def bundle(
@@ -456,11 +517,13 @@ class Workspace:
         deduplicated (pinned > outcomes > frame) and trimmed together by salience to
         ``budget`` tokens (at most 4,000), at least one item kept; what was left out is named
         by uri. A pure read."""
+        self._check_open()
         return self._learning.bundle(goal, objects, budget, state)
 
     def learned(self) -> Learned:
         """What this workspace learned from outcomes (salience per item, rerank offsets per
         feature): what ranking adds as the ``salience`` and ``learned`` features."""
+        self._check_open()
         return self._learning.learned()
 
     def reset_learned(self, reason: str | None = None) -> Learned:
@@ -471,6 +534,7 @@ class Workspace:
         from zero. The outcomes tier (earlier intents and what they cited) is history and
         stays; ``forget`` removes text. Returns the state forgotten (empty, and nothing
         recorded, when nothing was learned)."""
+        self._check_open()
         return self._learning.reset(reason)
 
     # -- resolve --------------------------------------------------------------------
@@ -487,6 +551,10 @@ class Workspace:
         ``memory:N`` (a saved note) and ``session:ID#N`` (step N of a session) are this
         user's own records: their text comes back in full, no proof needed.
         """
+        self._check_open()
+        check_text("uri", uri)
+        if proof is not None:
+            check_type("proof", proof, Mapping)
         if uri.startswith("memory:"):  # a note this user may read: theirs in full
             note = self.memory.get(uri.removeprefix("memory:"))
             return Resolved(uri, uri, None, None, sha256_text(note.text),
@@ -508,6 +576,7 @@ class Workspace:
     def status(self, *, check_files: bool = True) -> Status:
         """What is indexed (base, this branch's overlay); with ``check_files``, also how
         many files differ from the index now (a walk that reads every file)."""
+        self._check_open()
         self._state.layers.check_base_ref()
         try:
             embedder = self.embedder

@@ -6,7 +6,8 @@
     ├── NotFoundError (LookupError)           the thing asked for does not exist
     │   └── UnknownReplayKeyError             no turn was recorded under that replay key
     ├── WorkspaceError (OSError)              the workspace cannot be read
-    │   └── WorkspaceNotFoundError (FileNotFoundError)
+    │   ├── WorkspaceNotFoundError (FileNotFoundError)
+    │   └── WorkspaceClosedError              a call on a Workspace after its close()
     ├── IndexStateError                       the on-disk index cannot be used as it is
     │   ├── IndexNotBuiltError                nothing indexed yet: run `cortex index`
     │   ├── IndexSchemaError                  an old or foreign layout: the message says how
@@ -46,6 +47,7 @@ __all__ = [
     "PayloadTooLargeError",
     "RateLimitedError",
     "UnknownReplayKeyError",
+    "WorkspaceClosedError",
     "WorkspaceError",
     "WorkspaceNotFoundError",
 ]
@@ -77,6 +79,11 @@ class WorkspaceError(CortexError, OSError):
 
 class WorkspaceNotFoundError(WorkspaceError, FileNotFoundError):
     """The workspace path does not exist."""
+
+
+class WorkspaceClosedError(WorkspaceError):
+    """The ``Workspace`` was closed: its calls would reopen what ``close`` released. Open
+    the folder again (``Workspace.open``) to go on."""
 
 
 class IndexStateError(CortexError):

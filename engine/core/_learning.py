@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_LEARN_RATE",
     "FAULT_REASONS",
     "MAX_ATTEST_CITATIONS",
+    "FailureReason",
     "LearnSettings",
     "Learned",
     "Outcome",
@@ -25,9 +26,6 @@ __all__ = [
     "salience_keys",
 ]
 
-# Failure reasons that say the cited evidence itself was wrong: only these take a citation
-# back; any other failure (a flaky test, a timeout) says nothing about the evidence.
-FAULT_REASONS = frozenset({"factual_error", "wrong_assumption"})
 MAX_ATTEST_CITATIONS = 256  # more is not a model citing evidence but a caller dumping ids
 DEFAULT_LEARN_RATE = 0.1  # EMA step: about the last ten outcomes dominate
 DEFAULT_LEARN_BOUND = 1.5  # |offset| per feature: below the source prior's 4.0: tilts, not rules
@@ -38,6 +36,18 @@ class Outcome(StrEnum):
 
     SUCCESS = "success"
     FAILURE = "failure"
+
+
+class FailureReason(StrEnum):
+    """The failure reasons learning knows: the cited evidence itself was wrong. Only these
+    take a citation back; any other reason (a flaky test, a timeout) is free text, journaled
+    and shown by the bundle, that says nothing about the evidence."""
+
+    FACTUAL_ERROR = "factual_error"
+    WRONG_ASSUMPTION = "wrong_assumption"
+
+
+FAULT_REASONS = frozenset(r.value for r in FailureReason)
 
 
 @dataclass(frozen=True, slots=True)

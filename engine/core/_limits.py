@@ -4,7 +4,9 @@ refuse the same request with the same message (the servers check first, before a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
+from typing import TypeVar
 
 from engine.core._errors import ConfigError, UnknownReplayKeyError
 
@@ -14,9 +16,12 @@ __all__ = [
     "MAX_TEXT_BYTES",
     "MIN_BUDGET_TOKENS",
     "check_budget",
+    "check_items",
     "check_k",
     "check_model_citations",
     "check_text",
+    "check_type",
+    "parse_enum",
     "unknown_replay_key",
     "yes_no",
 ]
@@ -27,11 +32,50 @@ MAX_TEXT_BYTES = 128 << 10  # a goal or query is an issue at most (71 KB, logs a
 # the longest of the SWE-bench sets here), not a file; more logs go in signals
 MAX_K = 100  # search results; past this a caller wants build_context's packing instead
 
+_E = TypeVar("_E", bound=StrEnum)
+_T = TypeVar("_T")
 
-def check_text(name: str, value: str) -> None:
-    """Refuse a goal, query or other short text over ``MAX_TEXT_BYTES`` (UTF-8)."""
-    if len(value.encode("utf-8", errors="replace")) > MAX_TEXT_BYTES:
-        raise ConfigError(f"{name} is over {MAX_TEXT_BYTES} bytes; send a shorter one")
+
+def check_type(
+    name: str, value: object, kind: type[object] | tuple[type[object], ...], what: str = ""
+) -> None:
+    """Refuse an argument that is not a ``kind`` (``what`` says what it must be, for a
+    tuple of kinds): a ``ConfigError`` naming ``name``, where a wrong type failed deep
+    inside with an ``AttributeError`` or a ``TypeError``."""
+    if not isinstance(value, kind):
+        raise _wrong_type(name, value, what or f"a {getattr(kind, '__name__', kind)}")
+
+
+def _wrong_type(name: str, value: object, what: str) -> ConfigError:
+    return ConfigError(f"{name} must be {what}, not {type(value).__name__}")
+
+
+def check_text(name: str, value: object, most: int | None = MAX_TEXT_BYTES) -> str:
+    """Refuse a goal, query or other text that is no ``str`` (None, bytes, a number), that
+    holds a lone surrogate (no UTF-8 holds one: it failed later, in a tokenizer or SQLite),
+    or that is over ``most`` bytes of UTF-8 (None: any size)."""
+    if not isinstance(value, str):
+        raise _wrong_type(name, value, "text")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ConfigError(f"{name} holds a lone surrogate (character {exc.start}): "
+                          "not text") from None  # fmt: skip
+    if most is not None and size > most:
+        raise ConfigError(f"{name} is over {most} bytes; send a shorter one")
+    return value
+
+
+def check_items(name: str, items: Iterable[_T] | None) -> tuple[_T, ...]:
+    """``items`` (a list, a tuple, any iterable; None is none) as a tuple. One string is
+    refused, not read as one item per character (``constraints="keep the API"`` pinned one
+    constraint per letter), as are bytes and a mapping (its keys)."""
+    if items is None:
+        return ()
+    if isinstance(items, str | bytes | bytearray | Mapping) or not isinstance(items, Iterable):
+        one = " (for one item pass [item])" if isinstance(items, str | bytes) else ""
+        raise ConfigError(f"{name} must be a list, not {type(items).__name__}{one}")
+    return tuple(items)
 
 
 def check_k(k: object, most: int | None = MAX_K) -> int:
@@ -65,6 +109,17 @@ def check_model_citations(cited: object) -> None:
                               f"not {type(c).__name__} {c!r}")  # fmt: skip
 
 
+def parse_enum(kind: type[_E], value: object, what: str) -> _E:
+    """``value`` as a member of ``kind`` (a member, or its string value); a ``ConfigError``
+    listing the choices otherwise."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str) and value in {m.value for m in kind}:
+        return kind(value)
+    choices = ", ".join(m.value for m in kind)
+    raise ConfigError(f"unknown {what} {value!r}; use one of: {choices}")
+
+
 def yes_no(name: str, raw: str) -> bool:
     """A yes or a no as a setting or a query flag is written (1/0, true/false, yes/no,
     on/off; empty is no); other words are refused: ``CORTEX_LEDGER=maybe`` turned the ledger
@@ -77,6 +132,8 @@ def yes_no(name: str, raw: str) -> bool:
     raise ConfigError(f"{name} must be one of 1/0, true/false, yes/no, on/off, got {raw!r}")
 
 
-def unknown_replay_key(replay_key: str) -> UnknownReplayKeyError:
-    """The one error for a replay key no turn was recorded under."""
-    return UnknownReplayKeyError(f"unknown replay key {replay_key!r}: no turn recorded under it")
+def unknown_replay_key(replay_key: str, why: str = "") -> UnknownReplayKeyError:
+    """The one error for a replay key no turn was recorded under (``why``: what this
+    process knows of the key, where it knows more)."""
+    said = f"unknown replay key {replay_key!r}: no turn recorded under it"
+    return UnknownReplayKeyError(f"{said} ({why})" if why else said)

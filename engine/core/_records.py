@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from engine.core._limits import check_items, check_text, check_type, parse_enum
+from engine.core._session import step_role
 from indexers import Chunk, Span
 
 __all__ = [
@@ -24,6 +27,7 @@ __all__ = [
     "Snippet",
     "ToolSignal",
     "Turn",
+    "signals_of",
 ]
 
 
@@ -42,10 +46,25 @@ class Lane(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One earlier turn of the session, verbatim."""
+    """One earlier turn of the session, verbatim: a role ``Session.add`` takes (``user``,
+    ``assistant``, ``tool``, ``request``, ``changes``) and its text; anything else is a
+    ``ConfigError``, raised here."""
 
-    role: str  # "user", "assistant", "tool"
+    role: str
     text: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "role", step_role(self.role).value)
+        check_text("turn text", self.text, None)
+
+    @classmethod
+    def recorded(cls, role: str, text: str) -> Turn:
+        """A turn as a ledger recorded it, read back unchecked: turns recorded before
+        roles were checked took any role, and their feedback and replay still work."""
+        turn = object.__new__(cls)
+        object.__setattr__(turn, "role", role)
+        object.__setattr__(turn, "text", text)
+        return turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +77,17 @@ class SessionState:
     # A session id chosen by the planner: the engine journals the turn under it and packs
     # the session's history lane (see ``Workspace.session``); "" = no session.
     session: str = ""
+
+    def __post_init__(self) -> None:
+        # A list is kept as a tuple (the record stays hashable); one string is refused.
+        for name in ("recent_turns", "constraints", "subgoals"):
+            object.__setattr__(self, name, check_items(name, getattr(self, name)))
+        for turn in self.recent_turns:
+            check_type("recent_turns items", turn, Turn, "Turn records")
+        for name in ("constraints", "subgoals"):
+            for item in getattr(self, name):
+                check_type(f"{name} items", item, str, "text")
+        check_text("session", self.session, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,12 +215,33 @@ class SignalKind(StrEnum):
     TEXT = "text"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolSignal:
-    """Output from a tool the agent ran (a traceback, a failing test, a compiler error)."""
+    """Output from a tool the agent ran (a traceback, a failing test, a compiler error).
+
+    ``kind`` is a ``SignalKind`` or its value (``"traceback"``); anything else is a
+    ``ConfigError`` naming the kinds, raised here, before any call records a thing.
+
+    >>> ToolSignal("ValueError: empty header", "traceback").kind
+    <SignalKind.TRACEBACK: 'traceback'>
+    """
 
     text: str
-    kind: SignalKind = SignalKind.TEXT
+    kind: SignalKind
+
+    def __init__(self, text: str, kind: SignalKind | str = SignalKind.TEXT) -> None:
+        object.__setattr__(self, "text", check_text("tool signal", text, None))
+        object.__setattr__(self, "kind", parse_enum(SignalKind, kind, "tool signal kind"))
+
+
+def signals_of(tool_signals: Iterable[ToolSignal | str] | None) -> tuple[ToolSignal, ...]:
+    """A request's tool signals as records (a plain string is a ``text`` signal); one
+    string for the whole list, or an item of another type, is refused."""
+    signals = []
+    for s in check_items("tool_signals", tool_signals):
+        check_type("tool_signals items", s, (ToolSignal, str), "ToolSignal records or text")
+        signals.append(s if isinstance(s, ToolSignal) else ToolSignal(s))
+    return tuple(signals)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Checkpoint", "Compaction", "Step", "StepRole", "Stub"]
+from engine.core._errors import ConfigError
+
+__all__ = ["Checkpoint", "Compaction", "Step", "StepRole", "Stub", "step_role"]
 
 
 class StepRole(StrEnum):
@@ -26,6 +28,17 @@ class StepRole(StrEnum):
     DECISION = "decision"  # an explicit decision, with its rationale and evidence
     REQUEST = "request"  # a build_context request and what its pack cited
     CHANGES = "changes"  # files the working tree changed between turns
+
+
+def step_role(role: object) -> StepRole:
+    """``role`` (a ``StepRole`` or its value) as the role of a step ``Session.add`` journals
+    or of a ``Turn`` a planner passes: any but ``decision``, which goes through
+    ``Session.decide`` with its rationale."""
+    if role == StepRole.DECISION:
+        raise ConfigError("record decisions with decide(text, rationale, evidence)")
+    if isinstance(role, str) and role in {r.value for r in StepRole}:
+        return StepRole(role)
+    raise ConfigError(f"unknown role {role!r}; use user, assistant, tool, request or changes")
 
 
 @dataclass(frozen=True, slots=True)

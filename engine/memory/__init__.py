@@ -42,7 +42,7 @@ from engine.memory._lane import LaneSettings, build_lane
 from engine.memory._lines import search_items
 from engine.memory._links import CodeAccess, file_lines
 from engine.memory._memory import MAX_K as MAX_MEMORY_K
-from engine.memory._memory import MAX_QUERY_CHARS, Memory, MemoryItem
+from engine.memory._memory import MAX_QUERY_CHARS, Memory, MemoryItem, recall_query
 from engine.memory._observations import DEDUPE_WINDOW_S, NoteStore
 from engine.memory._observe import Observation, command_of, names_in, observe
 from engine.memory._outcomes import OutcomeIndex
@@ -101,6 +101,7 @@ __all__ = [
     "names_in",
     "observe",
     "purge_ledger",
+    "recall_query",
     "rules_sections",
     "search_items",
     "session_summary",

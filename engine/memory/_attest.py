@@ -21,6 +21,7 @@ a success's few misranked rivals give.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +34,7 @@ from engine.core import (
     LearnSettings,
     Outcome,
     RateLimitedError,
+    check_text,
     salience_keys,
     uri_path,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "check_attest",
     "cited_keys",
     "ema_step",
+    "failure_reason",
     "item_changes",
     "split_rows",
 ]
@@ -68,21 +71,37 @@ class FeatureRow:
     rank: int = 0  # its place in the turn's ranking (0: the best)
 
 
-def check_attest(outcome: str, reason: str | None, intent: str, citations: int) -> Outcome:
-    """The outcome, or a ``ConfigError`` naming what is wrong with the attest."""
+def check_attest(
+    outcome: str, reason: str | None, intent: str, citations: int
+) -> tuple[Outcome, str | None]:
+    """The outcome and its reason as journaled (see ``failure_reason``), or a
+    ``ConfigError`` naming what is wrong with the attest: a reason says why a step failed,
+    so a success takes none."""
     try:
         checked = Outcome(outcome)
     except ValueError:
         raise ConfigError(f"unknown outcome {outcome!r}; use success or failure") from None
-    if reason is not None and not isinstance(reason, str):
-        raise ConfigError("reason must be a string")
+    if reason is not None:
+        reason = failure_reason(check_text("reason", reason))
+    if reason is not None and checked is Outcome.SUCCESS:
+        raise ConfigError(f"success takes no reason (got {reason!r}): a reason says why a "
+                          "step failed")  # fmt: skip
     if not intent.strip():
         raise ConfigError("an attest needs the turn's intent (its goal or query), got none")
     if citations < 1:
         raise ConfigError("an outcome needs at least one citation (what did the step use?)")
     if citations > MAX_ATTEST_CITATIONS:
         raise ConfigError(f"{citations} citations: at most {MAX_ATTEST_CITATIONS} per feedback")
-    return checked
+    return checked, reason
+
+
+def failure_reason(reason: str) -> str | None:
+    """A failure's reason as journaled: a ``FailureReason`` in its own words however it was
+    written ("Wrong_Assumption", " factual-error ": a slip of case took no citation back),
+    other text stripped, blank text as none."""
+    text = reason.strip()
+    known = re.sub(r"[\s_-]+", "_", text.lower())
+    return known if known in FAULT_REASONS else (text or None)
 
 
 def _overlaps(row: FeatureRow, ref: CitedRef) -> int:

@@ -19,9 +19,11 @@ from engine.core import (
     NoteGraph,
     NoteType,
     NotFoundError,
+    check_items,
+    parse_enum,
 )
 from engine.memory._near import index_near
-from engine.memory._observations import NoteStore, check_id, parse_enum
+from engine.memory._observations import NoteStore, check_id
 
 __all__ = ["relate", "walk"]
 
@@ -79,7 +81,8 @@ def walk(
     note_id = check_id(note_id)
     if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
         raise ConfigError(f"depth must be between 1 and {MAX_DEPTH}, got {depth!r}")
-    allowed = {parse_enum(EdgeKind, k, "edge kind") for k in kinds} or set(EdgeKind)
+    allowed = {parse_enum(EdgeKind, k, "edge kind") for k in check_items("kinds", kinds)}
+    allowed = allowed or set(EdgeKind)
     root = store.rows([note_id]).get(note_id)
     if root is None:
         raise NotFoundError(f"no note {note_id} here (for this project and user)")

@@ -82,7 +82,7 @@ class Inputs:
             query=raw["query"],
             tool_signals=tuple(ToolSignal(t, SignalKind(k)) for k, t in raw["tool_signals"]),
             state=SessionState(
-                recent_turns=tuple(Turn(r, t) for r, t in raw["recent_turns"]),
+                recent_turns=tuple(Turn.recorded(r, t) for r, t in raw["recent_turns"]),
                 constraints=tuple(raw["constraints"]),
                 subgoals=tuple(raw["subgoals"]),
                 session=str(raw.get("session", "")),
@@ -104,11 +104,14 @@ class Journal:
         self.user = user
         self._lock = threading.Lock()
         self._ledger: Ledger | None = None
+        self._closed = False
 
     @contextmanager
     def _held(self) -> Iterator[Ledger]:
         """The open ledger, under the lock; ledger errors leave as ``LedgerStateError``."""
         with self._lock:
+            if self._closed:  # opening it again would leak the handle close released
+                raise LedgerStateError(f"ledger {self.path}: closed (with its workspace)")
             try:
                 if self._ledger is None:
                     self._ledger = self._open()
@@ -128,8 +131,9 @@ class Journal:
             return Ledger.open(self.path, read_only=True)
 
     def close(self) -> None:
-        """Close the ledger file."""
+        """Close the ledger file; later calls raise ``LedgerStateError``."""
         with self._lock:
+            self._closed = True
             if self._ledger is not None:
                 self._ledger.close()
                 self._ledger = None

@@ -15,6 +15,7 @@ note is left out unless asked for; so are archived and deleted ones.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,12 +37,14 @@ from engine.core import (
     SaveResult,
     Scope,
     body_text,
+    check_items,
+    parse_enum,
     preview,
 )
 from engine.memory._episodes import episode_of, episode_scores
 from engine.memory._graph import relate, walk
 from engine.memory._near import follows_neighbours, index_near
-from engine.memory._observations import NoteStore, check_id, parse_enum
+from engine.memory._observations import NoteStore, check_id
 from engine.memory._query import lift_titled, query_words, titled
 from engine.memory._recall import (
     EPISODE_PENALTY,
@@ -63,6 +66,7 @@ __all__ = [
     "Memory",
     "MemoryItem",
     "NotePool",
+    "recall_query",
 ]
 
 MAX_K = 100  # search results at once; past this a caller wants get or timeline
@@ -274,7 +278,7 @@ class Memory:
         _check_query(query)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise ConfigError(f"k must be between 1 and {MAX_K}, got {k!r}")
-        kinds = {parse_enum(NoteType, t, "note type").value for t in types}
+        kinds = {parse_enum(NoteType, t, "note type").value for t in check_items("types", types)}
         if pool is not None and pool.query != query:
             raise ConfigError("a note pool serves searches of the query it was read for")
         if pool is None:
@@ -546,6 +550,20 @@ class Memory:
             tuple((s, n) for s, n in by_scope),
             model,
         )
+
+
+def recall_query(text: str) -> str:
+    """What a lane's read of saved notes searches for ``text`` (a goal or query up to
+    ``MAX_TEXT_BYTES``, a pasted issue): ``text`` itself, or past ``MAX_QUERY_CHARS`` its
+    leading part, ending at a whole word. The code lane's lexical search keeps a long
+    request's first terms the same way; a lane never fails a context for its length."""
+    if len(text) <= MAX_QUERY_CHARS:
+        return text
+    text = text.lstrip()
+    head = text[:MAX_QUERY_CHARS]
+    if len(text) > MAX_QUERY_CHARS and not text[MAX_QUERY_CHARS].isspace():
+        head = re.sub(r"\S+\Z", "", head) or head  # a word cut in two is left out
+    return head
 
 
 def _check_query(query: str) -> None:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,7 @@ from engine.core import (
     body_text,
     clean_field,
     normalised,
+    parse_enum,
 )
 from engine.memory._episodes import Episodes
 from engine.memory._links import CodeAccess, checked_links, link_entities
@@ -54,7 +55,7 @@ from engine.memory._near import NEAR_WEIGHT, index_near
 from engine.memory._recall import NoteEmbedder, Vectors, importance
 from indexers import redact, sha256_text
 
-__all__ = ["CLOCK_SKEW_S", "DEDUPE_WINDOW_S", "SCHEMA", "NoteStore", "parse_enum"]
+__all__ = ["CLOCK_SKEW_S", "DEDUPE_WINDOW_S", "SCHEMA", "NoteStore"]
 
 SCHEMA = 2  # 2: the lexical index holds each note's neighbours' words (``near``)
 DEDUPE_WINDOW_S = 30 * 86_400.0  # the same content saved again within 30 days is one note
@@ -91,7 +92,6 @@ _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
 _RANK = f"bm25({TITLE_WEIGHT}, 1.0, {NEAR_WEIGHT})"
 _FTS_RANK = "INSERT INTO notes_fts (notes_fts, rank) VALUES ('rank', ?)"
 _FTS_RANK_NOW = "SELECT v FROM notes_fts_config WHERE k = 'rank'"
-_E = TypeVar("_E", NoteType, Scope, EdgeKind)
 _COLUMNS = (
     "id, type, scope, title, what, why, place, learned, topic_key, revision, "
     "entities, links, created, updated, accessed, access_count, deleted, archived"
@@ -105,16 +105,6 @@ def _unwritable(exc: sqlite3.DatabaseError) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and (
         "readonly" in text or "read-only" in text or "unable to open" in text
     )
-
-
-def parse_enum(kind: type[_E], value: object, what: str) -> _E:
-    """``value`` as a member of ``kind``; a ``ConfigError`` listing the choices otherwise."""
-    if isinstance(value, kind):
-        return value
-    if isinstance(value, str) and value in {m.value for m in kind}:
-        return kind(value)
-    choices = ", ".join(m.value for m in kind)
-    raise ConfigError(f"unknown {what} {value!r}; use one of: {choices}")
 
 
 class NoteStore:

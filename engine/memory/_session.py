@@ -30,6 +30,7 @@ from engine.core import (
     NotFoundError,
     Step,
     StepRole,
+    step_role,
 )
 from engine.memory._compact import compact
 from engine.memory._history import Memo
@@ -117,13 +118,7 @@ class Session:
     ) -> Step:
         """Journal one step; returns it with its step number. ``role``: user, assistant,
         tool, request or changes (decisions go through ``decide``)."""
-        try:
-            kind = StepRole(role)
-        except ValueError as exc:
-            raise ConfigError(f"unknown role {role!r}; use user, assistant, tool, request "
-                              "or changes") from exc  # fmt: skip
-        if kind is StepRole.DECISION:
-            raise ConfigError("record decisions with decide(text, rationale, evidence)")
+        kind = step_role(role)
         if is_error is not None and not isinstance(is_error, bool):
             raise ConfigError(f"is_error must be true or false, not {is_error!r}")
         if exit_status is not None and (type(exit_status) is not int):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import Config, ConfigError, SessionState, Workspace
+from engine import Config, ConfigError, SessionState, Workspace, WorkspaceClosedError
 from engine.core import BundleItem, MemoryStateError, Tier
 from engine.memory import SalienceTables
 from engine.packing import fit_bundle
@@ -122,10 +122,19 @@ def test_a_notes_error_reaches_the_caller(ws: Workspace, monkeypatch: pytest.Mon
         ws.bundle("register a new hook type")
 
 
-def test_a_closed_workspace_bundles_again(ws: Workspace) -> None:
-    """Closing stops the note readers; the next bundle starts them again, same bytes."""
+def test_closing_stops_the_note_readers_and_a_reopened_workspace_bundles_alike(
+    ws: Workspace,
+) -> None:
+    """Closing stops the bundle's note reader threads; the closed workspace refuses a
+    bundle, and the folder opened again bundles the same bytes."""
     ws.memory.save("You maintain the hook registry.", "identity")
     first = ws.bundle("register a new hook type").render()
+    readers = ws._learning._readers
+    assert readers is not None
+    threads = list(readers._threads)
     ws.close()
-    assert ws.bundle("register a new hook type").render() == first
-    ws.close()
+    assert threads and not any(t.is_alive() for t in threads)
+    with pytest.raises(WorkspaceClosedError):
+        ws.bundle("register a new hook type")
+    with Workspace.open(ws.root, CONFIG) as again:
+        assert again.bundle("register a new hook type").render() == first

@@ -746,12 +746,13 @@ def test_a_linked_working_tree_with_a_store_of_its_own_keeps_it(tmp_path: Path) 
     _git(root, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "wt")
     with Workspace.open(tmp_path / "wt", CONFIG) as ws:
         project = ws._notes.project  # as the earlier release stamped its rows
+        user = ws.layers.user
     from engine.index import Manifest
 
     old = tmp_path / "wt" / ".cortex" / "memory.sqlite"
     (tmp_path / "wt" / ".cortex").mkdir()
     Manifest(old.parent).write()  # a state folder an earlier release made
-    store = NoteStore(old, project=project, user=ws.layers.user, terms=code_terms)
+    store = NoteStore(old, project=project, user=user, terms=code_terms)
     Memory(store).save("Saved before the upgrade", "note", what="kept")
     store.close()
     with Workspace.open(tmp_path / "wt", CONFIG) as ws:
@@ -863,3 +864,194 @@ def test_a_hash_in_a_path_is_part_of_the_path(tmp_path: Path) -> None:
         cited = next(s for s in pack.citations if s.source_uri.startswith("notes#2/use#it.py#L"))
         result = ws.feedback(pack.replay_key, [cited.id], outcome="success")
         assert result.valid == (cited.id,) and not result.stale
+
+
+def test_one_string_where_a_list_goes_is_refused_before_anything_is_recorded(
+    repo: Path,
+) -> None:
+    """A bare string for tool_signals, tool_results, a bundle's objects or the paths to
+    forget was read one character per item (into the prompt and the ledger, or as one-letter
+    paths to forget): each is a ConfigError naming the argument, and nothing is recorded."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        pack = ws.build_context("register_hook", budget_tokens=2000)
+        records = ws.journal.head()[0]
+        with pytest.raises(ConfigError, match="tool_signals must be a list, not str"):
+            ws.build_context("register_hook", tool_signals="ValueError")  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="tool_signals must be a list, not str"):
+            ws.search("register_hook", tool_signals="ValueError")  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="tool_results must be a list, not str"):
+            ws.feedback(pack.replay_key, [1], tool_results="pytest passed")  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="objects must be a list, not str"):
+            ws.bundle("fix the hook", "hooks.py")  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="paths must be a list, not str"):
+            ws.forget("hooks.py", dry_run=True)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="types must be a list, not str"):
+            ws.memory.search("hooks", types="note")  # type: ignore[arg-type]
+        assert ws.journal.head()[0] == records
+        assert ws.feedback(pack.replay_key, [1], tool_results=["pytest passed"]).valid == (1,)
+
+
+def test_arguments_of_the_wrong_type_are_config_errors_naming_them(repo: Path) -> None:
+    """None, a number, bytes or a dict where text or a record goes, and text with a lone
+    surrogate, are ConfigErrors naming the argument (they were AttributeError, TypeError
+    or UnicodeEncodeError from deep inside), raised before anything is recorded."""
+    from engine import SessionState, ToolSignal
+
+    with pytest.raises(ConfigError, match="path must be"):
+        Workspace.open(None, CONFIG)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="config must be a Config, not dict"):
+        Workspace.open(repo, {"ledger": False})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="tool signal must be text, not NoneType"):
+        ToolSignal(None)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="tool signal must be text, not bytes"):
+        ToolSignal(b"x")  # type: ignore[arg-type]
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        ws.build_context("register_hook", state=SessionState(session="s"))
+        records = ws.journal.head()[0]
+        calls = [
+            ("goal must be text, not NoneType", lambda: ws.build_context(None)),
+            ("goal must be text, not int", lambda: ws.build_context(123)),
+            ("goal must be text, not bytes", lambda: ws.build_context(b"register_hook")),
+            ("query must be text, not int", lambda: ws.build_context("x", 5)),
+            ("goal holds a lone surrogate", lambda: ws.build_context("Header\ud800Parser")),
+            ("query holds a lone surrogate", lambda: ws.build_context(
+                "x", "a\ud800b", state=SessionState(session="s"))),
+            ("tool_signals items must be", lambda: ws.build_context("x", tool_signals=[None])),
+            ("state must be a SessionState, not dict", lambda: ws.build_context(
+                "x", state={"session": "s"})),
+            ("settings must be a ContextSettings, not str", lambda: ws.build_context(
+                "x", settings="x")),
+            ("query must be text, not NoneType", lambda: ws.search(None)),
+            ("goal must be text, not int", lambda: ws.search("x", goal=1)),
+            ("uri must be text, not NoneType", lambda: ws.resolve(None)),
+            ("proof must be a Mapping, not str", lambda: ws.resolve("hooks.py", "abc")),
+        ]  # fmt: skip
+        for message, call in calls:
+            with pytest.raises(ConfigError, match=message):
+                call()
+        assert ws.journal.head()[0] == records
+
+
+def test_a_damaged_ledger_or_memory_store_still_gives_the_pack_with_an_advisory(
+    repo: Path,
+) -> None:
+    """The memory lane and the learned offsets are extras: a memory store or a ledger that
+    cannot be read leaves them out, and the pack comes back with an advisory naming the
+    file and what to do (recorded or not: an unrecordable turn is said so, as the docstring
+    promises). A session's history is no extra: naming a session with the ledger damaged
+    raises, rather than pack without the history the caller asked for."""
+    from engine import LedgerStateError, SessionState
+
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        ws.memory.save("hooks live in hooks.py", "note")
+        ws.build_context("register_hook")
+    for name, said in (("memory.sqlite", "memory: "), ("ledger.sqlite", "ledger: ")):
+        damaged = repo / ".cortex" / name
+        saved = damaged.read_bytes()
+        damaged.write_bytes(b"garbage" * 100)
+        with Workspace.open(repo, CONFIG) as ws:
+            for record in (False, True):
+                pack = ws.build_context("register_hook", record=record)
+                assert any(c.source_uri.startswith("hooks.py") for c in pack.citations)
+                notes = [a for a in pack.advisory if a.startswith(said)]
+                assert notes and all(str(damaged) in a for a in notes), pack.advisory
+            if name == "ledger.sqlite":
+                assert any("not recorded" in a for a in pack.advisory)
+                with pytest.raises(LedgerStateError):
+                    ws.build_context("register_hook", state=SessionState(session="s"))
+        damaged.write_bytes(saved)
+
+
+def test_a_closed_workspace_refuses_every_call_and_reopens_nothing(repo: Path) -> None:
+    """After close() every call that reads or writes the workspace's state raises
+    WorkspaceClosedError (they silently reopened some fifteen SQLite handles); its names
+    (root, config, paths) stay readable; a second close is a no-op, and a new Workspace
+    of the same folder works."""
+    import inspect
+
+    from engine import CortexError, WorkspaceClosedError
+
+    names = {"root", "config", "state_dir", "ledger_path", "project", "defer_far_refresh"}
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        ws.build_context("register_hook", record=False)
+    ws.close()
+    fds = len(os.listdir("/proc/self/fd")) if Path("/proc/self/fd").is_dir() else None
+    checked = []
+    for name, member in inspect.getmembers(Workspace):
+        if name.startswith("_") or name in names | {"open", "find", "close"}:
+            continue
+        with pytest.raises(WorkspaceClosedError, match="closed"):
+            if isinstance(member, property):
+                getattr(ws, name)
+            else:
+                params = inspect.signature(member).parameters.values()
+                needed = [None for p in params if p.name != "self" and p.default is p.empty
+                          and p.kind is p.POSITIONAL_OR_KEYWORD]  # fmt: skip
+                getattr(ws, name)(*needed)
+        checked.append(name)
+    assert {"build_context", "search", "feedback", "memory", "journal", "bundle"} <= set(checked)
+    assert issubclass(WorkspaceClosedError, CortexError)
+    with pytest.raises(WorkspaceClosedError):
+        ws.__enter__()  # `with ws:` again
+    assert ws.root == repo.resolve() and ws.config == CONFIG
+    if fds is not None:
+        assert len(os.listdir("/proc/self/fd")) == fds
+    with Workspace.open(repo, CONFIG) as again:
+        assert again.build_context("register_hook", record=False).citations
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_workspace_used_across_a_fork_is_refused_in_the_child(repo: Path) -> None:
+    """A forked child's calls on its parent's Workspace raise WorkspaceError at once (its
+    SQLite handles and any lock a parent thread held must not be used there: children hung),
+    closing it there leaves the parent's handles alone, and a Workspace opened in the child
+    works."""
+    from engine import WorkspaceError
+
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        ws.build_context("register_hook")
+        pid = os.fork()
+        if pid == 0:  # the child: the exit code says what happened; SIGALRM if it hangs
+            signal.alarm(30)
+            try:
+                try:
+                    ws.build_context("register_hook")
+                    os._exit(2)
+                except WorkspaceError as exc:
+                    if "fork" not in str(exc):
+                        os._exit(3)
+                ws.close()
+                with Workspace.open(repo, CONFIG) as own:
+                    own.build_context("register_hook")
+                os._exit(0)
+            finally:
+                os._exit(4)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        assert ws.build_context("register_hook").citations  # the parent's handles still work
+
+
+def test_an_empty_path_and_an_unrecorded_key_are_named(repo: Path) -> None:
+    """Workspace.open("") is a ConfigError (it opened the current folder); feedback on or
+    replay of a key this process built with record=False says so, where it said only "no
+    turn recorded under it"."""
+    from engine import UnknownReplayKeyError
+
+    for empty in ("", "  "):
+        with pytest.raises(ConfigError, match="path is empty"):
+            Workspace.open(empty, CONFIG)
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        ws.build_context("register_hook")  # a ledger exists
+        key = ws.build_context("compute the offset", record=False).replay_key
+        for call in (lambda: ws.feedback(key, [1]), lambda: ws.replay(key),
+                     lambda: ws.feedback(key, [1], outcome="success")):  # fmt: skip
+            with pytest.raises(UnknownReplayKeyError, match="built with record=False"):
+                call()
+        with pytest.raises(UnknownReplayKeyError, match=r"no turn recorded under it$"):
+            ws.replay("0" * 32)

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
 from indexers import Family, language_for_file, language_for_path
@@ -75,3 +78,25 @@ def test_plain_c_header_stays_c(head: bytes) -> None:
     (written for C++ readers of a C file) do not make it C++."""
     assert language_for_file("src/sds.h", head).name == "c"
     assert language_for_file("src/sds.c", b"namespace x {\n}\n").name == "c"  # only `.h`
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+def test_a_fork_during_a_grammar_load_leaves_the_child_loading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process forked while another of its threads loads a grammar inherits the loader's
+    lock held: the child gets a fresh one and loads the grammar itself."""
+    from indexers import _languages
+
+    python = language_for_path("x.py")
+    monkeypatch.setattr(_languages, "_grammars", {})
+    with _languages._grammar_lock:  # as a thread mid-load holds it when another forks
+        pid = os.fork()
+        if pid == 0:  # the child: exits 0 once the grammar loads; SIGALRM kills it if it hangs
+            signal.alarm(20)
+            try:
+                os._exit(0 if _languages.grammar(python) is not None else 2)
+            finally:
+                os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

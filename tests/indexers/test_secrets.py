@@ -3,10 +3,16 @@ ordinary code is left alone."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections import Counter
+
+import pytest
 
 from indexers import chunk_file, redact, secret_kinds
 from tests.indexers.secrets_corpus import corpus
+
+_TOKEN = "ghp_" + "Q8vR2mN5kL9pX3wT7yZ1aB4cD6eF0gH2jK5m"
 
 
 def test_every_planted_secret_is_redacted() -> None:
@@ -112,3 +118,28 @@ def test_unquoted_assignments_in_free_text_are_redacted() -> None:
     for text in left:
         assert redact(text, "").text == text, text
     assert redact("password = hunter2hunter2", "auth.py").text == "password = hunter2hunter2"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
+@pytest.mark.parametrize("built", [True, False])
+def test_a_fork_while_a_thread_holds_the_detector_lock_leaves_the_child_working(
+    built: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process forked while another of its threads is inside ``redact`` (which took the
+    detector's lock on every call) gets the lock held forever: its next redact hung. The
+    child redacts, whether the detector was built before the fork or not."""
+    from indexers import _secrets
+
+    redact("warm up")
+    if not built:
+        monkeypatch.setattr(_secrets, "_detector", None)
+    with _secrets._init:  # as a thread mid-redact holds it when another thread forks
+        pid = os.fork()
+        if pid == 0:  # the child: exits 0 once redact answers; SIGALRM kills it if it hangs
+            signal.alarm(20)
+            try:
+                os._exit(0 if "[REDACTED" in redact(f"GITHUB_TOKEN={_TOKEN}\n").text else 2)
+            finally:
+                os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

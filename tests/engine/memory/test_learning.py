@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import Config, ConfigError, RateLimitedError, Workspace
-from engine.core import LearnSettings, Outcome
+from engine import Config, ConfigError, FailureReason, RateLimitedError, Workspace
+from engine.core import FAULT_REASONS, LearnSettings, Outcome
 from engine.memory import (
     FeatureRow,
     SalienceState,
@@ -80,6 +80,29 @@ def test_faulted_failure_takes_a_citation_back_to_a_floor_of_zero(ws: Workspace)
         ws.feedback(key, [cited], outcome=outcome, reason=reason)
     assert _items(ws)["file:hooks.py"][:2] == (0, 1)
     assert "file:hooks.py" not in ws.learned().salience
+
+
+def test_a_known_reason_is_known_however_it_is_written_and_success_takes_none(
+    ws: Workspace,
+) -> None:
+    """"Wrong_Assumption", " wrong-assumption " and FailureReason.FACTUAL_ERROR take the
+    citation back as the canonical words do (a typo of case silently did not), and are
+    journaled canonical; a reason given with success is refused, nothing recorded."""
+    for budget, reason in ((1500, None), (1501, "Wrong_Assumption"), (1502, " factual-error "),
+                           (1503, None), (1504, FailureReason.WRONG_ASSUMPTION)):  # fmt: skip
+        key, cited = _hooks_id(ws, budget=budget)
+        ws.feedback(key, [cited], outcome="failure" if reason else "success", reason=reason)
+        if reason:
+            assert _items(ws)["file:hooks.py"][0] == 0, reason
+    reasons = [r.payload["reason"] for r in ws.journal.learning_records(0)
+               if isinstance(r.payload, dict) and "reason" in r.payload]  # fmt: skip
+    assert reasons == [None, "wrong_assumption", "factual_error", None, "wrong_assumption"]
+    key, cited = _hooks_id(ws, budget=1505)
+    head = ws.journal.head()
+    with pytest.raises(ConfigError, match="success takes no reason"):
+        ws.feedback(key, [cited], outcome="success", reason="factual_error")
+    assert ws.journal.head() == head
+    assert {r.value for r in FailureReason} == FAULT_REASONS
 
 
 def test_other_failure_changes_no_count_but_touches_and_journals(ws: Workspace) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from engine import Workspace
 from engine.core import Config, Lane
+from engine.memory import MAX_QUERY_CHARS
 
 CONFIG = Config(dense_model="hash")
 SOURCE = '''def retry_request(url, attempts):
@@ -93,3 +94,19 @@ def test_forget_purges_the_string_from_saved_notes(tmp_path: Path) -> None:
         assert all(secret not in h.preview + h.title for h in ws.memory.search(secret))
         raw = b"".join(p.read_bytes() for p in ws.state_dir.glob("memory.sqlite*"))
         assert secret.encode() not in raw
+
+
+def test_a_goal_longer_than_a_memory_query_still_packs_with_its_notes(tmp_path: Path) -> None:
+    """A pasted issue past memory search's ``MAX_QUERY_CHARS`` (far under the goal limit)
+    packs once notes exist: the lane recalls from the goal's leading part, the bundle too,
+    and a blank query falls back to the goal as the code lane's does."""
+    goal = "How are retries done? " + "the request keeps timing out. " * 200
+    assert len(goal) > MAX_QUERY_CHARS
+    with _workspace(tmp_path) as ws:
+        saved = ws.memory.save("Retries give up after the attempts run out", "decision")
+        pack = ws.build_context(goal, budget_tokens=3000, record=False)
+        assert f"memory:{saved.id}" in [c.source_uri for c in pack.citations]
+        pack = ws.build_context("how are retries done?", "   ", record=False)
+        assert f"memory:{saved.id}" in [c.source_uri for c in pack.citations]
+        bundle = ws.bundle(goal, budget=2000)
+        assert f"memory:{saved.id}" in [i.uri for i in bundle.items]

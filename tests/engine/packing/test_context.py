@@ -16,6 +16,7 @@ from engine import (
     ConfigError,
     Lane,
     SessionState,
+    SignalKind,
     TiktokenCounter,
     ToolSignal,
     Turn,
@@ -377,3 +378,14 @@ def test_a_note_is_cited_by_its_uri_and_only_ascii_digits_are_numbers(ws: Worksp
     note = next(s for s in pack.citations if s.source_uri == f"memory:{saved.id}")
     result = ws.feedback(pack.replay_key, [f"memory:{saved.id}", "٣", "memory:999"])
     assert result.valid == (note.id,) and result.dropped == ("٣", "memory:999")
+
+
+def test_a_tool_signal_kind_given_as_a_string_packs_as_the_enum_does(ws: Workspace) -> None:
+    """``ToolSignal(text, kind="traceback")``, as most callers write it, packs exactly as
+    ``SignalKind.TRACEBACK`` does (it crashed deep in packing)."""
+    trace = 'File "/home/ci/project/parser.py", line 7, in parse_strict\nValueError: empty'
+    as_text = ws.build_context("Fix the crash", tool_signals=[ToolSignal(trace, "traceback")],
+                               record=False)  # fmt: skip
+    as_enum = ws.build_context("Fix the crash", record=False,
+                               tool_signals=[ToolSignal(trace, SignalKind.TRACEBACK)])  # fmt: skip
+    assert as_text.render() == as_enum.render() and as_text.replay_key == as_enum.replay_key
