@@ -42,7 +42,10 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 # 13: in docs, shell scripts, env files and Dockerfiles an unquoted `PASSWORD=value` is
 #    redacted (an index made before may hold one in clear); a line left half-typed no
 #    longer folds the definitions after it into one unnamed section
-CHUNKER_VERSION = 13
+# 14: an Authorization header's credentials (``Basic <base64>``, ``Token <hex>``) are
+#    redacted, and a symlink into .git or cortex's state is skipped: an index made before
+#    may hold a git config's CI token
+CHUNKER_VERSION = 14
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
 _LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block

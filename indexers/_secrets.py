@@ -77,6 +77,13 @@ _FREE_FORM = (".md", ".markdown", ".rst", ".txt", ".adoc", ".sh", ".bash", ".zsh
               ".env", ".envrc", ".conf", ".cmd", ".bat", ".ps1", ".log")  # fmt: skip
 _FREE_NAMES = ("dockerfile", "containerfile", "makefile", "procfile", "jenkinsfile")
 _AS_CONFIG = "text.ini"
+# An HTTP Authorization header's credentials, in any file: detect-secrets finds a bearer
+# JWT but not ``Basic <base64>`` or ``Token <hex>`` (what GitHub Actions writes into
+# .git/config as ``extraheader = AUTHORIZATION: basic …``, and what clients send).
+_AUTH_KIND = "authorization-header"
+_AUTH_HEADER = re.compile(
+    r"""authorization["']?\s*[:=]\s*["']?(?:(basic|bearer|token|digest|negotiate|ntlm|"""
+    r"""apikey|key)\s+)?([A-Za-z0-9+/_\-.~]{8,}={0,2})""", re.IGNORECASE)
 _MAX_PER_LINE = 4
 
 
@@ -372,9 +379,18 @@ def _findings(detector: _Detector, path: str, number: int, line: str) -> list[tu
     return found
 
 
+def _auth_headers(line: str) -> list[tuple[str, str]]:
+    """The credentials of the Authorization headers on ``line`` (``_AUTH_HEADER``): after a
+    scheme (``Basic``, ``Token``, …), or without one a long token with a digit and no dot
+    (``authorization = request.headers.get`` is code, not a credential)."""
+    return [(_AUTH_KIND, m.group(2)) for m in _AUTH_HEADER.finditer(line)
+            if m.group(1) or (len(m.group(2)) >= 20 and "." not in m.group(2)
+                              and any(c.isdigit() for c in m.group(2)))]  # fmt: skip
+
+
 def secret_kinds() -> list[str]:
     """Every kind of secret that is looked for, as ``[REDACTED:kind]`` names it."""
-    return [*_get().kinds, "private-key-block"]
+    return [*_get().kinds, "private-key-block", _AUTH_KIND]
 
 
 def redact(text: str, path: str = "") -> Redacted:
@@ -387,7 +403,8 @@ def redact(text: str, path: str = "") -> Redacted:
         return Redacted(text, ())
     wanted = detector.gate.lines(text)
     keyed = "PRIVATE KEY" in text or "PuTTY-User-Key-File" in text
-    if not wanted and not keyed:
+    authed = "uthorization" in text or "UTHORIZATION" in text
+    if not wanted and not keyed and not authed:
         return Redacted(text, ())
     lines = text.split("\n")
     redactions: list[Redaction] = []
@@ -409,9 +426,11 @@ def redact(text: str, path: str = "") -> Redacted:
                 in_key = True
             redactions.append(Redaction("private-key", i + 1))
             continue
-        if i not in wanted:
+        headers = _auth_headers(line) if authed else []
+        if i not in wanted and not headers:
             continue
-        for kind, found in _findings(detector, path, i + 1, line):
+        found_here = _findings(detector, path, i + 1, line) if i in wanted else []
+        for kind, found in [*found_here, *headers]:
             value = _whole_token(line, found)
             if kind == "private-key" or not found.strip():
                 continue

@@ -143,3 +143,24 @@ def test_a_fork_while_a_thread_holds_the_detector_lock_leaves_the_child_working(
                 os._exit(3)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_authorization_header_credentials_are_redacted_and_code_is_not() -> None:
+    """GitHub Actions writes its job token into .git/config as ``extraheader =
+    AUTHORIZATION: basic <base64>``, which reached search through a symlink (stop 45's
+    review): Basic, Token and other schemes' credentials are redacted in any file; code
+    that only names the header keeps its text."""
+    token = "eC1hY2Nlc3MtdG9rZW46Z2hzXzE2QzdlNDJGMjkyYzY5MTJFNzcxMGM4MzgzNDdBZTE3OEI0YQ=="
+    for line, path in ((f"\textraheader = AUTHORIZATION: basic {token}", "config"),
+                       ("headers = {'Authorization': 'Token 8f14e45fceea167a5a36dedd4bea2543'}",
+                        "client.py"),
+                       ('curl -H "Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==" https://x',
+                        "README.md")):  # fmt: skip
+        done = redact(line, path)
+        assert "[REDACTED:authorization-header]" in done.text, line
+        assert not any(v in done.text for v in (token, "8f14e45fceea", "dXNlcjpw")), done.text
+    for code in ('authorization = request.headers.get("Authorization")',
+                 'headers["Authorization"] = f"Bearer {token}"', "authorization: Basic",
+                 "The Authorization header carries the credentials."):  # fmt: skip
+        assert redact(code, "app.py").text == code
+    assert "authorization-header" in secret_kinds()
