@@ -440,7 +440,7 @@ def test_data_and_arguments_are_refused_before_any_work(
 ) -> None:
     """A missing field, a repeated id, a bad budget and a missing --compare folder were a
     traceback (or a failure after indexing); a row without a language took Python's."""
-    from eval.swebench import parse_budgets
+    from eval.swebench_runs import parse_budgets
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instance_id": "a", "repo": "o/r"}\n')
