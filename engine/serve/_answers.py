@@ -3,6 +3,7 @@ the exception tree to HTTP statuses in one place, and every handler's answer or 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,6 +20,7 @@ from engine.core import (
     RateLimitedError,
     yes_no,
 )
+from engine.serve._once import check_key
 from engine.serve._service import REQUEST_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -29,6 +31,13 @@ MAX_BODY_BYTES = 1 << 20  # 1 MiB: a 128 KiB goal and query plus 256 KiB of sign
 # A body a little over the limit is read to its end before the 413, so the client can read
 # the answer (a server that stops reading makes most clients fail with a broken pipe).
 _DRAIN_BYTES = 8 * MAX_BODY_BYTES
+
+
+# The thread of a call over the limit cannot be stopped: say that it may still land.
+TIMED_OUT = (
+    f"timed out after {REQUEST_TIMEOUT_S:.0f} s; the call goes on and a write may still "
+    "land: retry a session step or decision with the same Idempotency-Key to get its answer"
+)
 
 
 def status_of(exc: BaseException) -> tuple[int, str]:
@@ -71,7 +80,7 @@ async def answer(work: Callable[[], Awaitable[object]]) -> Response:
         return JSONResponse(await work())
     except (CortexError, TimeoutError) as exc:
         status, kind = status_of(exc)
-        message = str(exc) or f"timed out after {REQUEST_TIMEOUT_S:.0f} s"
+        message = str(exc) or TIMED_OUT
         return error(status, kind, message)
     except Exception as exc:  # a bug: say so without leaking internals, keep serving
         print(f"cortex: internal error: {exc!r}", file=sys.stderr)
@@ -108,6 +117,16 @@ async def json_body(request: Request) -> dict[str, Any]:
     except RecursionError as exc:
         raise ConfigError("the body is nested too deeply") from exc
     return body
+
+
+def idempotency(request: Request, body: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The request's ``Idempotency-Key`` (scoped to its path) and a fingerprint of what it
+    asks, for ``Service.call_once``; None when the client sent no key."""
+    raw = request.headers.get("idempotency-key")
+    if raw is None:
+        return None
+    asked = json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    return f"{request.url.path}\n{check_key(raw)}", hashlib.sha256(asked).hexdigest()
 
 
 def flag(params: Mapping[str, str], name: str) -> bool:

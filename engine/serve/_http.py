@@ -31,9 +31,11 @@ JSON encoding of the records (``engine.serve``'s ``to_json``); errors are
 ``status_of``: 400 (bad input), 401, 404 (unknown key or route), 413 (body over
 ``MAX_BODY_BYTES``), 429 (feedback with an outcome over the attest rate), 503 (the index
 is being built, busy, or unusable: the message says what to run), 504 (over
-``REQUEST_TIMEOUT_S``); 500 only for a bug. Reads run in parallel on ``Service``'s thread
-pool; index refreshes run in the background, one at a time. Starlette and uvicorn (both dependencies
-of the MCP SDK) are imported inside ``build_app`` and ``serve``.
+``REQUEST_TIMEOUT_S``: the call goes on unseen, so a step or decision sent with an
+``Idempotency-Key`` is found by its retry, ``_once``); 500 only for a bug. Reads run in
+parallel on ``Service``'s thread pool; index refreshes run in the background, one at a time.
+Starlette and uvicorn (both dependencies of the MCP SDK) are imported inside ``build_app``
+and ``serve``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.core import ConfigError
-from engine.serve._answers import answer, json_body
+from engine.serve._answers import answer, idempotency, json_body
 from engine.serve._encode import to_json
 from engine.serve._requests import evidence_of, field, only, steps_of
 from engine.serve._service import Service
@@ -30,7 +30,8 @@ def session_routes(service: Service) -> list[Route]:
             role, text = field(body, "role", str, None), field(body, "text", str, None)
             if role is None or text is None:
                 raise ConfigError("role and text are required")
-            step = await call(
+            step = await service.call_once(
+                idempotency(request, body),
                 service.session_add,
                 request.path_params["session"],
                 role,
@@ -50,9 +51,11 @@ def session_routes(service: Service) -> list[Route]:
             text = field(body, "text", str, None)
             if text is None:
                 raise ConfigError("text is required")
-            step = await call(service.session_decide, request.path_params["session"], text,
-                              field(body, "rationale", str, ""),
-                              evidence_of(body.get("evidence")))  # fmt: skip
+            step = await service.call_once(
+                idempotency(request, body), service.session_decide,
+                request.path_params["session"], text, field(body, "rationale", str, ""),
+                evidence_of(body.get("evidence")),
+            )  # fmt: skip
             return to_json(step)
 
         return await answer(work)
