@@ -38,6 +38,7 @@ from engine.serve import (
     resolve_checked,
     to_json,
     unknown_replay_key,
+    whole_number,
 )
 from indexers import ChunkedFile, Skipped
 from ledger import JSON, FeedbackRecord, TurnRecord
@@ -505,9 +506,13 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def _anchor(raw: str) -> tuple[int, str]:
     seq, _, digest = raw.strip().partition(":")
-    if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+    try:
+        number = whole_number("SEQ", seq)
+    except ConfigError:
+        number = -1
+    if number < 0 or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise ConfigError(f"--anchor takes SEQ:HASH as `cortex ledger head` prints it, got {raw!r}")
-    return int(seq), digest
+    return number, digest
 
 
 def cmd_mcp(args: argparse.Namespace, config: Config, out: TextIO) -> int:

@@ -58,6 +58,7 @@ from engine.core._limits import (
     check_model_citations,
     check_text,
     unknown_replay_key,
+    whole_number,
     yes_no,
 )
 from engine.core._notes import (
@@ -237,5 +238,6 @@ __all__ = [
     "preview",
     "salience_keys",
     "unknown_replay_key",
+    "whole_number",
     "yes_no",
 ]

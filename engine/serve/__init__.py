@@ -4,7 +4,7 @@ refreshes) that MCP (stdio, and streamable HTTP at ``/mcp``) and the JSON API un
 of the contract records (``to_json``) that ``--json``, MCP and HTTP all print. The MCP SDK,
 starlette and uvicorn are imported only when a server is built."""
 
-from engine.core import unknown_replay_key
+from engine.core import unknown_replay_key, whole_number
 from engine.serve._encode import (
     JSON,
     chunk_json,
@@ -64,4 +64,5 @@ __all__ = [
     "to_json",
     "tool_results_of",
     "unknown_replay_key",
+    "whole_number",
 ]

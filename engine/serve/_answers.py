@@ -18,6 +18,7 @@ from engine.core import (
     NotFoundError,
     PayloadTooLargeError,
     RateLimitedError,
+    whole_number,
     yes_no,
 )
 from engine.serve._once import check_key
@@ -90,7 +91,7 @@ async def answer(work: Callable[[], Awaitable[object]]) -> Response:
 async def json_body(request: Request) -> dict[str, Any]:
     """The request's body: a JSON object of at most ``MAX_BODY_BYTES``, all of it text."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > _DRAIN_BYTES:
+    if declared and whole_number("Content-Length", declared) > _DRAIN_BYTES:
         raise PayloadTooLargeError(f"the body is over {MAX_BODY_BYTES} bytes")
     chunks: list[bytes] = []
     size = 0
@@ -137,8 +138,4 @@ def flag(params: Mapping[str, str], name: str) -> bool:
 def whole(params: Mapping[str, str], name: str, default: int) -> int:
     """A query parameter that must be a whole number (``default`` when absent)."""
     raw = params.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit():
-        raise ConfigError(f"{name} must be a whole number, got {raw!r}")
-    return int(raw)
+    return default if raw is None else whole_number(name, raw)

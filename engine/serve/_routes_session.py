@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.core import ConfigError
+from engine.core import ConfigError, whole_number
 from engine.serve._answers import answer, idempotency, json_body
 from engine.serve._encode import to_json
 from engine.serve._requests import evidence_of, field, only, steps_of
@@ -63,9 +63,7 @@ def session_routes(service: Service) -> list[Route]:
     async def session_show(request: Request) -> Response:
         async def work() -> object:
             raw = request.query_params.get("step")
-            if raw is not None and not raw.isdigit():
-                raise ConfigError(f"step must be a whole number, got {raw!r}")
-            step = int(raw) if raw is not None else None
+            step = None if raw is None else whole_number("step", raw)
             return await call(service.session_show, request.path_params["session"], step)
 
         return await answer(work)
@@ -98,10 +96,8 @@ def session_routes(service: Service) -> list[Route]:
         async def work() -> object:
             session = request.path_params["session"]
             if request.method == "GET":
-                raw = request.path_params["step"]
-                if not raw.isdigit():
-                    raise ConfigError(f"step must be a whole number, got {raw!r}")
-                done = await call(service.session_checkpoint, session, int(raw), load=True)
+                step = whole_number("step", request.path_params["step"])
+                done = await call(service.session_checkpoint, session, step, load=True)
                 return to_json(done)
             body = await json_body(request)
             only(body, "step", "budget_tokens")

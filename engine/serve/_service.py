@@ -90,7 +90,7 @@ READ_THREADS = 4  # reads at once; most of a build holds the GIL, so more thread
 WATCH_INTERVAL_S = 60.0  # re-index check: walking and hashing a big tree costs ~1 s
 REFRESH_WAIT_S = 600.0  # longest an `index` call with wait blocks
 _WARM_QUERY = "warm up"
-_URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>\d{1,9})(?:-L?(?P<end>\d{1,9}))?)?$")
+_URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>[0-9]{1,9})(?:-L?(?P<end>[0-9]{1,9}))?)?$")
 _RECORD_SCHEMES = ("memory:", "session:")  # the caller's own records, not indexed files
 _T = TypeVar("_T")
 

@@ -114,3 +114,18 @@ def test_the_cli_says_a_misspelt_variable_in_one_line(
     err = capsys.readouterr().err
     assert err == ("cortex: warning: CORTEX_BUDGET_TOKEN is not a cortex setting and is "
                    "ignored (did you mean CORTEX_BUDGET_TOKENS?)\n")  # fmt: skip
+
+
+@pytest.mark.parametrize("raw", ["²", "٣", "\uff11\uff12", "1²", "+1", "1_000", "", "9" * 31])
+def test_a_number_is_ascii_digits(raw: str) -> None:
+    """``whole_number`` takes ASCII digits only: ``str.isdigit()`` passes "²" (which
+    ``int()`` refuses) and ``int()`` reads "٣" and fullwidth "12" as numbers; and so do settings."""
+    from engine.core import whole_number
+
+    with pytest.raises(ConfigError, match="whole number"):
+        whole_number("k", raw)
+    with pytest.raises(ConfigError, match="integer"):
+        Config.from_env({"CORTEX_MAX_SECTION_TOKENS": raw})
+    assert whole_number("k", "0012") == 12 and whole_number("n", "-3", signed=True) == -3
+    with pytest.raises(ConfigError, match="must be a number"):
+        Config.from_env({"CORTEX_MMR_LAMBDA": "\u0660\u066b\u0665"})
