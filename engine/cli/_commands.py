@@ -525,17 +525,9 @@ def cmd_mcp(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def cmd_serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Serve the workspace over HTTP: MCP at /mcp and a JSON API under /v1."""
-    from engine.serve import serve
+    from engine.serve import read_token, serve
 
-    token = None
-    if args.token_file:
-        try:
-            token = Path(args.token_file).read_text("utf-8").strip()
-        except OSError as exc:
-            raise ConfigError(f"cannot read the token file {args.token_file}: "
-                              f"{exc.strerror or exc}") from exc  # fmt: skip
-        if not token:
-            raise ConfigError(f"the token file {args.token_file} is empty")
+    token = read_token(args.token_file) if args.token_file else None
     serve(args.where, config, host=args.host, port=args.port, token=token, watch=args.watch,
           tools=args.tools)
     return EXIT_OK

@@ -43,7 +43,9 @@ from __future__ import annotations
 import hmac
 import os
 import socket
+import stat
 import sys
+import warnings
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +53,7 @@ from typing import TYPE_CHECKING
 from engine.core import (
     Config,
     ConfigError,
+    ConfigWarning,
 )
 from engine.serve._answers import MAX_BODY_BYTES, error
 from engine.serve._mcp import ADMIN_TOOLS, build_mcp_server, tool_names
@@ -69,9 +72,13 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["MAX_BODY_BYTES", "OPENAPI", "TOKEN_ENV", "build_app", "serve"]
+__all__ = ["MAX_BODY_BYTES", "MIN_TOKEN_CHARS", "OPENAPI", "TOKEN_ENV", "build_app", "read_token",
+           "serve"]  # fmt: skip
 
 TOKEN_ENV = "CORTEX_TOKEN"  # kept out of Config: a secret must not land in logs or records
+# Off loopback the token is all that guards the workspace: 16 random characters are past
+# guessing over a network (`secrets.token_urlsafe(16)` gives 22).
+MIN_TOKEN_CHARS = 16
 _OPEN_PATHS = frozenset({"/healthz"})
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -168,6 +175,31 @@ def _hostname(netloc: str) -> str:
     return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
 
 
+def read_token(path: str | Path) -> str:
+    """The token in the file at ``path`` (surrounding blanks dropped): ``ConfigError`` when
+    it cannot be read or is empty, and a ``ConfigWarning`` when group or others may read
+    the file, as whoever reads it can call the server as its owner."""
+    where = Path(path)
+    try:
+        token = where.read_text("utf-8").strip()
+        mode = where.stat().st_mode
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ConfigError(f"cannot read the token file {path}: {why}") from exc
+    if not token:
+        raise ConfigError(f"the token file {path} is empty")
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        warnings.warn(f"the token file {path} is readable by {_who(mode)} (mode "
+                      f"{stat.S_IMODE(mode):04o}): `chmod 600 {path}`", ConfigWarning,
+                      stacklevel=2)  # fmt: skip
+    return token
+
+
+def _who(mode: int) -> str:
+    return " and ".join(name for bit, name in ((stat.S_IRGRP, "its group"),
+                                               (stat.S_IROTH, "others")) if mode & bit)  # fmt: skip
+
+
 def serve(
     path: str | Path,
     config: Config,
@@ -192,6 +224,12 @@ def serve(
         raise ConfigError(f"refusing to serve on {host} without a token: anyone who can "
                           f"reach it could read the workspace (set ${TOKEN_ENV} or "
                           "--token-file)")  # fmt: skip
+    if token and len(token) < MIN_TOKEN_CHARS and _hostname(host) not in _LOOPBACK:
+        raise ConfigError(
+            f"refusing to serve on {host} with a {len(token)}-character token: it needs at "
+            f"least {MIN_TOKEN_CHARS} (make one with `python -c \"import secrets; "
+            "print(secrets.token_urlsafe(32))\"`)"
+        )
     tool_names(tools)  # an unknown name fails before anything is opened
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
