@@ -75,10 +75,13 @@ def error(status: int, kind: str, message: str) -> Response:
 
 async def answer(work: Callable[[], Awaitable[object]]) -> Response:
     """``work``'s result as JSON, or its error as ``{"error": {"type", "message"}}``."""
+    from starlette.requests import ClientDisconnect
     from starlette.responses import JSONResponse
 
     try:
         return JSONResponse(await work())
+    except ClientDisconnect:  # no one to answer; the gate (``_bodies``) logged it
+        return error(400, "bad_request", "the client went away before its request arrived")
     except (CortexError, TimeoutError) as exc:
         status, kind = status_of(exc)
         message = str(exc) or TIMED_OUT

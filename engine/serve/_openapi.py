@@ -11,7 +11,8 @@ _OK = {"description": "ok", "content": {"application/json": {"schema": {"type": 
 _ERRS = {str(c): {"description": d, "content": {"application/json": {"schema": _ERR}}}
          for c, d in ((400, "bad input"), (401, "missing or wrong token"),
                       (403, "an admin route this server does not offer"), (404, "unknown key"),
-                      (413, "body too large"), (503, "index not ready, busy or unusable"),
+                      (408, "the body did not arrive in time"), (413, "body too large"),
+                      (503, "index not ready, busy or unusable"),
                       (504, "timeout"))}
 
 
