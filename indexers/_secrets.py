@@ -15,8 +15,14 @@ plugin's words, all found in one Aho-Corasick pass per file (pyahocorasick), the
 pattern itself on those lines; patterns with no literal of 3+ characters on lines holding
 a long token; and any assignment of a long quoted token, for the entropy plugins.
 
-A secret is replaced by ``[REDACTED:kind]`` wherever it occurs in the text, and a private
-key block is blanked to its END line, so line numbers and spans do not move.
+On a line that passes, only the plugins whose own patterns match it run (the rest could
+find nothing there), and a line repeated in a text is scanned once: the library's filters
+around each plugin cost ~0.1 ms, and keyword-dense text (a log of ``password=…`` lines)
+sends every line through.
+
+A secret is replaced by ``[REDACTED:kind]`` wherever it occurs in the text (all values in
+one pass), and a private key block is blanked to its END line, so line numbers and spans do
+not move.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import re
 import string
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -256,24 +262,87 @@ class _Detector:
         plugins = [cls for cls in mapping.values() if cls.__name__ not in _SKIPPED_PLUGINS]
         configure_settings_from_baseline({"plugins_used": [{"name": c.__name__} for c in plugins]})
         from detect_secrets.filters.heuristic import is_indirect_reference
-        from detect_secrets.settings import get_settings
+        from detect_secrets.settings import get_plugins, get_settings
 
         get_settings().disable_filters(_INDIRECT)
         self.indirect = is_indirect_reference
         self.gate = _Gate(plugins)
+        self.plugins = [(plugin, _cue(plugin)) for plugin in get_plugins()]
         self.kinds = sorted(_slug(t) for t, c in mapping.items()
                             if c.__name__ not in _SKIPPED_PLUGINS)  # fmt: skip
         self.lock = threading.Lock()
 
-    def scan(self, path: str, number: int, line: str) -> list[tuple[str, str]]:
-        """(kind, secret value) pairs detect-secrets finds on one line, after its filters."""
-        from detect_secrets.core.scan import _process_line_based_plugins
-
+    def scan(self, path: str, line: str, *, keyword_only: bool = False) -> list[tuple[str, str]]:
+        """(kind, secret value) pairs detect-secrets finds on one line, after its filters
+        (``keyword_only``: its keyword plugin's alone)."""
+        filename = path or "text"
+        stripped = line.rstrip()
+        plugins = [plugin for plugin, cue in self.plugins
+                   if (not keyword_only or plugin.secret_type == _KEYWORD)
+                   and cue(stripped, filename)]  # fmt: skip
+        if not plugins:
+            return []
         with self.lock:  # its plugins and filters cache state between calls
-            found = list(_process_line_based_plugins([(number, line)], path or "text"))
+            found = _scan_line(plugins, filename, line)
         indirect = any(s.type == _KEYWORD for s in found) and self.indirect(line)
         return [(_slug(s.type), s.secret_value or "") for s in found
                 if not (indirect and s.type == _KEYWORD)]  # fmt: skip
+
+
+def _cue(plugin: Any) -> Callable[[str, str], bool]:
+    """Whether ``plugin`` can find anything on a line of a file: a regex plugin reports
+    only its own patterns' matches, the entropy plugins only quoted strings, the keyword
+    plugin only its file type's patterns' matches (the ones it would run). Checking that is
+    ~10x cheaper than running the plugin and detect-secrets' filters around it."""
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
+    from detect_secrets.plugins.keyword import (
+        QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+        REGEX_BY_FILETYPE,
+        KeywordDetector,
+    )
+    from detect_secrets.util.filetype import determine_file_type
+
+    if isinstance(plugin, KeywordDetector):  # as its analyze_line picks its patterns
+
+        def keyword(line: str, filename: str) -> bool:
+            patterns = REGEX_BY_FILETYPE.get(
+                determine_file_type(filename), QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
+            )
+            return any(p.search(line) for p in patterns)
+
+        return keyword
+    if isinstance(plugin, RegexBasedDetector):
+        patterns = list(plugin.denylist)
+    elif isinstance(plugin, HighEntropyStringsPlugin):
+        patterns = [plugin.regex]
+    else:  # a plugin of another shape: always run
+        return lambda line, filename: True
+    return lambda line, filename: any(p.search(line) for p in patterns)
+
+
+def _scan_line(plugins: list[Any], filename: str, line: str) -> list[Any]:
+    """detect-secrets' line scan (``core.scan._process_line_based_plugins``, pinned 1.5.0)
+    with the plugins chosen per line: its line filters, each plugin, then its secret
+    filters. The line is scanned alone, as line 1: it has no previous line (as line 2 it
+    would be its own previous line, for the allowlist's ``nextline`` comment)."""
+    from detect_secrets.core.scan import _is_filtered_out
+    from detect_secrets.core.scan import _scan_line as scan_plugin
+    from detect_secrets.util.code_snippet import get_code_snippet
+
+    context = get_code_snippet(lines=[line], line_number=1)
+    line = line.rstrip()
+    if _is_filtered_out(["line"], filename=filename, line=line, context=context):
+        return []
+    found = []
+    for plugin in plugins:
+        for secret in scan_plugin(plugin=plugin, filename=filename, line=line, line_number=1,
+                                  context=context):  # fmt: skip
+            if not _is_filtered_out(["context"], filename=secret.filename, line=line,
+                                    secret=secret.secret_value, plugin=plugin,
+                                    context=context):  # fmt: skip
+                found.append(secret)
+    return found
 
 
 _detector: _Detector | None = None
@@ -358,16 +427,17 @@ def _credible(value: str) -> bool:
     return len(v) >= 8 and sum(kinds) >= 2 and not any(c in v for c in "()[]{}$<>")
 
 
-def _findings(detector: _Detector, path: str, number: int, line: str) -> list[tuple[str, str]]:
+def _findings(detector: _Detector, path: str, line: str) -> list[tuple[str, str]]:
     """What detect-secrets finds on the line as the file ``path`` is read, and in free
-    text also what it finds reading the line as configuration (``_FREE_FORM``)."""
-    found = detector.scan(path, number, line)
+    text also what its keyword plugin finds reading the line as configuration
+    (``_FREE_FORM``)."""
+    found = detector.scan(path, line)
     if not _free_form(path):
         return found
     seen = {value for _, value in found}
     rest = line
     for _ in range(_MAX_PER_LINE):  # a configuration value runs to the line's end: cut it
-        hits = [v for k, v in detector.scan(_AS_CONFIG, number, rest) if k == _KEYWORD_KIND]
+        hits = [v for _, v in detector.scan(_AS_CONFIG, rest, keyword_only=True)]
         words = hits[0].split() if hits else []
         if not words:
             break
@@ -411,6 +481,7 @@ def redact(text: str, path: str = "") -> Redacted:
     values: dict[str, str] = {}  # replaced wherever they occur
     short: list[tuple[int, str, str]] = []  # (line, value, kind): replaced on their line only
     in_key = False
+    memo: dict[str, list[tuple[str, str]]] = {}  # a line's findings hang on its text alone
     for i, line in enumerate(lines):
         if in_key:  # inside a private key block: blank it through its END line
             in_key = not _END_KEY.search(line)
@@ -429,8 +500,9 @@ def redact(text: str, path: str = "") -> Redacted:
         headers = _auth_headers(line) if authed else []
         if i not in wanted and not headers:
             continue
-        found_here = _findings(detector, path, i + 1, line) if i in wanted else []
-        for kind, found in [*found_here, *headers]:
+        if i in wanted and line not in memo:
+            memo[line] = _findings(detector, path, line)
+        for kind, found in [*memo.get(line, ()), *headers]:
             value = _whole_token(line, found)
             if kind == "private-key" or not found.strip():
                 continue
@@ -447,12 +519,31 @@ def redact(text: str, path: str = "") -> Redacted:
             redactions.append(Redaction(kind, i + 1))
     for i, value, kind in short:
         lines[i] = _replace_short(lines[i], value, f"[REDACTED:{kind}]")
-    if values:
-        # Longest first, so a value that contains another is replaced whole.
-        for value in sorted(values, key=len, reverse=True):
-            marker = f"[REDACTED:{values[value]}]"
-            lines = [ln.replace(value, marker) if value in ln else ln for ln in lines]
-    return Redacted("\n".join(lines), tuple(redactions))
+    return Redacted(_replace_values("\n".join(lines), values), tuple(redactions))
+
+
+def _replace_values(text: str, values: dict[str, str]) -> str:
+    """``text`` with every occurrence of each value covered by ``[REDACTED:kind]``, in one
+    pass however many values there are (Aho-Corasick finds all occurrences at once).
+    Occurrences that overlap are covered by one marker, named for the longest of them: no
+    character of any occurrence stays, and a marker is never written inside another."""
+    if not values:
+        return text
+    spans = sorted((end + 1 - len(value), end + 1, value)
+                   for end, value in _automaton(list(values)).iter(text))  # fmt: skip
+    out: list[str] = []
+    at = 0  # end of the text already written
+    run: list[Any] = []  # the merged run being built: [start, end, longest value]
+    for start, end, value in [*spans, (len(text) + 1, 0, "")]:
+        if run and start < run[1]:  # overlaps the run
+            run[1] = max(run[1], end)
+            run[2] = value if len(value) > len(run[2]) else run[2]
+            continue
+        if run:
+            out += [text[at : run[0]], f"[REDACTED:{values[run[2]]}]"]
+            at = run[1]
+        run = [start, end, value]
+    return "".join([*out, text[at:]])
 
 
 # A credential in a path is a token of 16 or more characters (provider keys are 20-40+);

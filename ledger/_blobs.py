@@ -1,7 +1,9 @@
 """Content-addressed texts: the exact UTF-8 bytes, stored once under their sha256, zlib-packed.
 
 Snippet texts and rendered prompts live here, so a replay needs only the ledger. Every read
-re-hashes the bytes, so a damaged or edited blob is reported, never returned.
+re-hashes the bytes, so a damaged or edited blob is reported, never returned. What a purge
+left in a text's place is read through ``ledger._verify.load_stored``, which also checks
+that a purge record in the chain names it.
 """
 
 from __future__ import annotations
@@ -11,11 +13,10 @@ import sqlite3
 import zlib
 
 from ledger._errors import BlobNotFoundError, LedgerCorruptError
-from ledger._sqlite import has_table
 
 __all__ = [
-    "PURGED_MARK", "blob_problem", "load_stored", "load_text", "purged_problem",
-    "replace_text", "store_text", "text_page",
+    "PURGED_MARK", "blob_problem", "load_text", "purged_problem", "replace_text",
+    "store_text", "text_page", "unpack_text",
 ]
 
 # Level 6 (zlib's default) makes the ledger ~5% smaller than level 1 for ~0.2 ms more a turn
@@ -89,20 +90,9 @@ def text_page(conn: sqlite3.Connection, after: str, batch: int = 256) -> list[tu
     return [(str(s), _unpack(str(s), packed).decode("utf-8", "replace")) for s, packed in rows]
 
 
-def load_stored(conn: sqlite3.Connection, sha256: str) -> tuple[str, bool]:
-    """(text, purged): the text stored under ``sha256``, or, once a purge removed it, the
-    replacement with the removed parts marked ``[PURGED]``."""
-    try:
-        return load_text(conn, sha256), False
-    except BlobNotFoundError:
-        if not has_table(conn, "purged"):
-            raise
-        row = conn.execute(
-            "SELECT replacement_sha256, data FROM purged WHERE sha256 = ?", (sha256,)
-        ).fetchone()
-        if row is None:
-            raise
-        return _unpack(str(row[0]), row[1]).decode("utf-8"), True
+def unpack_text(sha256: str, packed: object) -> str:
+    """A stored text's packed bytes, checked against ``sha256`` and decoded."""
+    return _unpack(sha256, packed).decode("utf-8")
 
 
 def replace_text(conn: sqlite3.Connection, sha256: str, replacement: str, seq: int) -> str:

@@ -18,7 +18,7 @@ from os import PathLike
 from pathlib import Path
 from types import TracebackType
 
-from ledger._blobs import load_stored, load_text, replace_text, store_text, text_page
+from ledger._blobs import load_text, replace_text, store_text, text_page
 from ledger._codec import (
     GENESIS_HASH,
     canonical_json,
@@ -44,7 +44,7 @@ from ledger._records import (
     check_time,
 )
 from ledger._sqlite import PURGED_TABLE, connect, translate_errors
-from ledger._verify import chain_head, verify_chain
+from ledger._verify import chain_head, load_stored, record_problem, verify_chain
 
 __all__ = ["BUSY_TIMEOUT_S", "Ledger"]
 
@@ -143,8 +143,11 @@ class Ledger:
 
     def get_stored(self, sha256: str) -> tuple[str, bool]:
         """(text, purged): like ``get_text``, but a text a purge removed gives its
-        replacement (the removed parts marked ``[PURGED]``) and True instead of an error."""
-        with self._reading("read a text from") as conn:
+        replacement (the removed parts marked ``[PURGED]``) and True instead of an error.
+
+        The replacement is returned only when a sound purge record names it; one slipped
+        in by hand raises ``LedgerCorruptError``."""
+        with self._reading("read a text from") as conn, _snapshot(conn):
             return load_stored(conn, sha256)
 
     def texts(self) -> Iterator[tuple[str, str]]:
@@ -389,15 +392,22 @@ class Ledger:
 
         Equal inputs give equal keys, so a key can recur; every turn with it rendered the
         same prompt, and the latest is the one feedback most likely refers to.
+
+        The record is checked as ``verify`` checks it (its content against its hash, its
+        links to the records beside it), without walking the chain: an edited record
+        raises ``LedgerCorruptError`` rather than being replayed.
         """
-        with self._reading("read") as conn:
+        with self._reading("read") as conn, _snapshot(conn):
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM records WHERE replay_key = ? AND kind = 'turn' "
                 "ORDER BY seq DESC LIMIT 1",
                 (key,),
             ).fetchone()
+            problem = None if row is None else record_problem(conn, int(row[0]))
         if row is None:
             return None
+        if problem is not None:
+            raise LedgerCorruptError(f"the turn under replay key {key} fails its check: {problem}")
         turn = decode_row(row)
         if not isinstance(turn, TurnRecord) or turn.replay_key != key:
             raise LedgerCorruptError(
@@ -419,7 +429,7 @@ class Ledger:
             where += " AND turn_id = ?"
             args.append(turn_id)
         while True:
-            with self._reading("read") as conn:
+            with self._reading("read") as conn, _snapshot(conn):
                 rows = conn.execute(
                     f"SELECT {_COLUMNS} FROM records WHERE seq > ?{where} ORDER BY seq LIMIT ?",
                     (after, *args, _PAGE),
@@ -440,7 +450,7 @@ class Ledger:
         if n <= 0:
             return []
         where, args = ("WHERE kind = ?", (RecordKind(kind).value,)) if kind else ("", ())
-        with self._reading("read") as conn:
+        with self._reading("read") as conn, _snapshot(conn):
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM records {where} ORDER BY seq DESC LIMIT ?", (*args, n)
             ).fetchall()
@@ -509,6 +519,17 @@ class Ledger:
                     with suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                 raise
+
+
+@contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: a record checked against its neighbours and the head sees
+    them as of one commit, even while another process appends."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
 
 
 def _filled(conn: sqlite3.Connection, record: Record) -> Record:

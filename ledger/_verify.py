@@ -11,6 +11,10 @@ The walk names the first place the chain breaks and why:
 
 What it cannot see is a rewrite of the whole tail with fresh hashes and a fresh head: a hash
 chain proves order and integrity relative to a head someone kept elsewhere.
+
+Reads that hand a record out (a replay) check that one record the same way, without the walk
+(``record_problem``), and take a purged text's replacement only when a purge record in the
+chain names it (``load_stored``).
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ import hashlib
 import json
 import sqlite3
 
-from ledger._blobs import blob_problem, purged_problem
+from ledger._blobs import blob_problem, load_text, purged_problem, unpack_text
 from ledger._codec import GENESIS_HASH, canonical_record
+from ledger._errors import BlobNotFoundError, LedgerCorruptError
 from ledger._records import RecordKind, VerifyReport
 from ledger._sqlite import has_table
 
-__all__ = ["chain_head", "verify_chain"]
+__all__ = ["chain_head", "load_stored", "record_problem", "verify_chain"]
 
 _KINDS = frozenset(k.value for k in RecordKind)
 # The records whose payload names stored texts (``blobs``), checked with ``blobs=True``.
@@ -34,11 +39,12 @@ _FETCH = 512  # rows per fetch: bounded memory on a large ledger, few round trip
 
 # Text columns are read as their raw bytes: a byte edited into invalid UTF-8 is then a
 # finding about that record, not an exception that ends the walk.
-_SELECT = (
+_ROWS = (
     "SELECT seq, CAST(kind AS BLOB), CAST(turn_id AS BLOB), CAST(time AS BLOB), payload, "
     "CAST(prev_hash AS BLOB), CAST(record_hash AS BLOB), CAST(replay_key AS BLOB) "
-    "FROM records ORDER BY seq"
+    "FROM records"
 )
+_SELECT = f"{_ROWS} ORDER BY seq"
 
 
 class _BadRecordError(Exception):
@@ -88,6 +94,66 @@ def chain_head(conn: sqlite3.Connection) -> tuple[int, str]:
     if row is None:
         return 0, GENESIS_HASH
     return int(row[0]), _as_str(row[1])
+
+
+def record_problem(conn: sqlite3.Connection, seq: int) -> str | None:
+    """What the walk would find wrong with record ``seq`` itself, or None if it is sound:
+    its content against its record_hash, its prev_hash against the record before it, and
+    the record after it (or the head) linking back to it.
+
+    Three indexed reads instead of a walk, for a read that must not hand out an edited
+    record. It catches any edit of this record; a rewrite that also re-hashes the records
+    after it is left to ``verify_chain`` (and, for a whole new tail, its anchor). Call it
+    inside a read transaction, so the neighbours and the head are of one commit."""
+    row = conn.execute(f"{_ROWS} WHERE seq = ?", (seq,)).fetchone()
+    if row is None:
+        return f"record seq {seq} is missing"
+    prev = GENESIS_HASH
+    if seq > 1:
+        before = conn.execute(
+            "SELECT CAST(record_hash AS BLOB) FROM records WHERE seq = ?", (seq - 1,)
+        ).fetchone()
+        if before is None:
+            return f"seq {seq - 1} is missing (deleted): the record before seq {seq}"
+        prev = _as_str(before[0])
+    try:
+        _, rec_hash = _check_record(row, prev)
+    except _BadRecordError as bad:
+        return f"record seq {seq}: {bad.reason}"
+    after = conn.execute(
+        "SELECT CAST(prev_hash AS BLOB) FROM records WHERE seq = ?", (seq + 1,)
+    ).fetchone()
+    if after is not None:
+        if _as_str(after[0]) != rec_hash:
+            return f"record seq {seq + 1} does not link to seq {seq}: seq {seq} was rewritten"
+    elif chain_head(conn) != (seq, rec_hash):
+        return f"the head does not end at seq {seq}, the last record"
+    return None
+
+
+def load_stored(conn: sqlite3.Connection, sha256: str) -> tuple[str, bool]:
+    """(text, purged): the text stored under ``sha256``, re-hashed on read, or, once a
+    purge removed it, the replacement (the removed parts marked ``[PURGED]``) that a sound
+    purge record in the chain names for it.
+
+    Raises ``BlobNotFoundError`` when neither is stored, and ``LedgerCorruptError`` for
+    bytes that do not hash to their name and for a replacement no purge record vouches for
+    (a row slipped into the ``purged`` table by hand)."""
+    try:
+        return load_text(conn, sha256), False
+    except BlobNotFoundError:
+        query = "SELECT 1 FROM purged WHERE sha256 = ?"
+        if not has_table(conn, "purged") or conn.execute(query, (sha256,)).fetchone() is None:
+            raise
+    purges = _Purges(conn)
+    problem = purged_problem(conn, sha256, purges.replacement.get(sha256))
+    if problem is None:
+        problem = record_problem(conn, purges.named_by[sha256])
+    if problem is not None:
+        raise LedgerCorruptError(problem)
+    row = conn.execute("SELECT replacement_sha256, data FROM purged WHERE sha256 = ?",
+                       (sha256,)).fetchone()  # fmt: skip
+    return unpack_text(str(row[0]), row[1]), True
 
 
 def _as_str(value: object) -> str:
@@ -181,16 +247,19 @@ class _Purges:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.replacement: dict[str, str] = {}
+        self.named_by: dict[str, int] = {}  # the purge record (seq) that named each
         self.seen: set[str] = set()
         self.present = has_table(conn, "purged")
         if not self.present:
             return
-        for (payload,) in conn.execute("SELECT payload FROM records WHERE kind = 'purge'"):
+        query = "SELECT seq, payload FROM records WHERE kind = 'purge' ORDER BY seq"
+        for seq, payload in conn.execute(query):
             try:
-                pairs = json.loads(payload)["texts"]
-                self.replacement.update({str(a): str(b) for a, b in pairs})
+                pairs = [(str(a), str(b)) for a, b in json.loads(payload)["texts"]]
             except (ValueError, TypeError, KeyError):
                 continue  # the walk reports the record itself if it was edited
+            self.replacement.update(pairs)
+            self.named_by.update((a, int(seq)) for a, _ in pairs)
 
 
 def _check_blobs(

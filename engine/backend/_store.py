@@ -220,7 +220,7 @@ def _payload(fields: Sequence[str]) -> list[str] | bool:
 def _version(text: str) -> tuple[int, ...]:
     parts = []
     for piece in text.lstrip("v").split(".")[:3]:
-        digits = "".join(c for c in piece if c.isdigit())
+        digits = "".join(c for c in piece if "0" <= c <= "9")  # isdigit() takes "²"
         parts.append(int(digits or 0))
     return tuple(parts)
 

@@ -39,6 +39,7 @@ from engine.serve import (
     resolve_checked,
     to_json,
     unknown_replay_key,
+    whole_number,
 )
 from indexers import ChunkedFile, Skipped
 from ledger import JSON, FeedbackRecord, TurnRecord
@@ -506,9 +507,13 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def _anchor(raw: str) -> tuple[int, str]:
     seq, _, digest = raw.strip().partition(":")
-    if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+    try:
+        number = whole_number("SEQ", seq)
+    except ConfigError:
+        number = -1
+    if number < 0 or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise ConfigError(f"--anchor takes SEQ:HASH as `cortex ledger head` prints it, got {raw!r}")
-    return int(seq), digest
+    return number, digest
 
 
 def cmd_mcp(args: argparse.Namespace, config: Config, out: TextIO) -> int:
@@ -521,17 +526,9 @@ def cmd_mcp(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def cmd_serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Serve the workspace over HTTP: MCP at /mcp and a JSON API under /v1."""
-    from engine.serve import serve
+    from engine.serve import read_token, serve
 
-    token = None
-    if args.token_file:
-        try:
-            token = Path(args.token_file).read_text("utf-8").strip()
-        except OSError as exc:
-            raise ConfigError(f"cannot read the token file {args.token_file}: "
-                              f"{exc.strerror or exc}") from exc  # fmt: skip
-        if not token:
-            raise ConfigError(f"the token file {args.token_file} is empty")
+    token = read_token(args.token_file) if args.token_file else None
     serve(args.where, config, host=args.host, port=args.port, token=token, watch=args.watch,
           tools=args.tools)
     return EXIT_OK

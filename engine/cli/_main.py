@@ -25,6 +25,7 @@ from engine import (
     SearchMode,
     Workspace,
 )
+from engine.cli._args import integer
 from engine.cli._bundle import cmd_bundle
 from engine.cli._commands import (
     EXIT_ERROR,
@@ -117,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     chunks.add_argument("--text", action="store_true", help="include each chunk's text")
     chunks.add_argument(
         "--max-tokens",
-        type=int,
+        type=integer,
         dest="max_section_tokens",
         help="split sections larger than this many tokens (default 512)",
     )
@@ -151,7 +152,8 @@ def _parser() -> argparse.ArgumentParser:
         default="hybrid",
         help="hybrid (default), bm25 (no dense channel), dense (the dense retriever alone)",
     )
-    search.add_argument("-k", type=int, default=10, help="how many results (default 10, 1..100)")
+    search.add_argument("-k", type=integer, default=10,
+                        help="how many results (default 10, 1..100)")  # fmt: skip
     search.add_argument(
         "--signal", action="append", metavar="TEXT", help="tool output to ground on; repeatable"
     )
@@ -164,7 +166,7 @@ def _parser() -> argparse.ArgumentParser:
     context.add_argument(
         "--goal", help="the task's goal, pinned verbatim and searched too (default: the query)"
     )
-    context.add_argument("--budget", type=int, default=None,
+    context.add_argument("--budget", type=integer, default=None,
                          help="token budget (default 8000, or CORTEX_BUDGET_TOKENS)")
     context.add_argument(
         "--signal",
@@ -208,7 +210,7 @@ def _parser() -> argparse.ArgumentParser:
     bundle.add_argument("goal", help="what the task is")
     bundle.add_argument("--object", action="append", metavar="PATH_OR_SYMBOL",
                         help="a path or symbol the task will touch; repeatable")  # fmt: skip
-    bundle.add_argument("--budget", type=int, default=DEFAULT_BUNDLE_BUDGET,
+    bundle.add_argument("--budget", type=integer, default=DEFAULT_BUNDLE_BUDGET,
                         help=f"tokens (default {DEFAULT_BUNDLE_BUDGET}, at most 4000)")  # fmt: skip
 
     resolve = _command(sub, "resolve", cmd_resolve, positional=False)
@@ -234,13 +236,13 @@ def _parser() -> argparse.ArgumentParser:
         help="for verify: a head printed earlier (`ledger head`), kept outside the ledger; "
         "detects a chain cut at its tail and re-headed",
     )
-    led.add_argument("-n", type=int, default=20, help="for log: how many records (default 20)")
+    led.add_argument("-n", type=integer, default=20, help="for log: how many records (default 20)")
 
     status = _command(sub, "status", cmd_status, positional=True)
     status.add_argument("--fast", action="store_true", help="skip the walk that counts changes")
 
     learned = _command(sub, "learned", cmd_learned, positional=True)
-    learned.add_argument("-k", type=int, default=20, help="salient items shown (default 20)")
+    learned.add_argument("-k", type=integer, default=20, help="salient items shown (default 20)")
     learned.add_argument("--reset", action="store_true",
                          help="forget it all: salience and rerank offsets back to none, every "
                               "user's (journaled; earlier turns still replay)")  # fmt: skip
@@ -267,7 +269,8 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = _command(sub, "serve", cmd_serve, positional=True, json=False)
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
+    serve.add_argument("--port", type=integer, default=8765,
+                       help="port (default 8765; 0: any free)")  # fmt: skip
     serve.add_argument(
         "--token-file",
         metavar="PATH",
@@ -309,7 +312,7 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                      choices=["user", "assistant", "tool", "changes", "request"])  # fmt: skip
     add.add_argument("--tool", metavar="NAME", help="the tool that printed TEXT")
     add.add_argument("--error", action="store_true", help="the tool reported an error")
-    add.add_argument("--exit-status", type=int, metavar="N", help="the tool's exit status")
+    add.add_argument("--exit-status", type=integer, metavar="N", help="the tool's exit status")
     add.add_argument("text", help="the step's text, or - to read standard input")
     decide = parsers["decide"]
     decide.add_argument("text", help="what was decided")
@@ -317,20 +320,20 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     decide.add_argument("--evidence", action="append", metavar="ID",
                         help="a citation number or session:ID#N; repeatable")  # fmt: skip
     show = parsers["show"]
-    show.add_argument("--step", type=int, metavar="N", help="one step, in full")
-    show.add_argument("--lane", type=int, metavar="BUDGET", help="the history lane in BUDGET")
+    show.add_argument("--step", type=integer, metavar="N", help="one step, in full")
+    show.add_argument("--lane", type=integer, metavar="BUDGET", help="the history lane in BUDGET")
     compact = parsers["compact"]
-    compact.add_argument("--load-bearing", type=int, action="append", metavar="N",
+    compact.add_argument("--load-bearing", type=integer, action="append", metavar="N",
                          help="a step kept whole; repeatable")  # fmt: skip
-    compact.add_argument("--budget", type=int, default=4000, help="tokens (default 4000)")
-    compact.add_argument("--step", type=int, metavar="N", help="up to this step (default: all)")
-    compact.add_argument("--in-context", type=int, action="append", metavar="N",
+    compact.add_argument("--budget", type=integer, default=4000, help="tokens (default 4000)")
+    compact.add_argument("--step", type=integer, metavar="N", help="up to this step (default: all)")
+    compact.add_argument("--in-context", type=integer, action="append", metavar="N",
                          help="a step the planner's context holds; repeatable (default: "
                          "all; the goal stays pinned)")  # fmt: skip
     checkpoint = parsers["checkpoint"]
-    checkpoint.add_argument("step", type=int, help="the step to checkpoint at")
+    checkpoint.add_argument("step", type=integer, help="the step to checkpoint at")
     checkpoint.add_argument("--load", action="store_true", help="read the checkpoint back")
-    checkpoint.add_argument("--budget", type=int, default=4000, help="tokens (default 4000)")
+    checkpoint.add_argument("--budget", type=integer, default=4000, help="tokens (default 4000)")
     parsers["end"].add_argument("--scope", choices=["personal", "project"], default="personal",
                                 help="who sees the note (default: personal)")  # fmt: skip
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from engine import Config, Note, NoteHit, Workspace
+from engine.cli._args import integer
 from engine.cli._text import terminal_safe
 from engine.serve import notes_json, to_json
 
@@ -77,18 +78,18 @@ def memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                            "the epoch or an ISO 8601 time (default: now)")  # fmt: skip
     search = parsers["search"]
     search.add_argument("query")
-    search.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    search.add_argument("-k", type=integer, default=10, help="how many (default 10)")
     search.add_argument("--type", action="append", choices=_TYPES, help="only these types")
     search.add_argument("--include-superseded", action="store_true")
     for name in ("get", "timeline", "graph", "forget", "archive"):
         parsers[name].add_argument("id", help="a note id (or memory:ID)")
-    parsers["timeline"].add_argument("--before", type=int, default=5)
-    parsers["timeline"].add_argument("--after", type=int, default=5)
+    parsers["timeline"].add_argument("--before", type=integer, default=5)
+    parsers["timeline"].add_argument("--after", type=integer, default=5)
     relate = parsers["relate"]
     relate.add_argument("src")
     relate.add_argument("kind", choices=_EDGES)
     relate.add_argument("dst")
-    parsers["graph"].add_argument("--depth", type=int, default=1, help="1-10 (default 1)")
+    parsers["graph"].add_argument("--depth", type=integer, default=1, help="1-10 (default 1)")
     parsers["graph"].add_argument("--kind", action="append", choices=_EDGES)
     parsers["forget"].add_argument("--hard", action="store_true")
     parsers["archive"].add_argument("--undo", action="store_true")

@@ -65,6 +65,7 @@ from engine.core._limits import (
     check_type,
     parse_enum,
     unknown_replay_key,
+    whole_number,
     yes_no,
 )
 from engine.core._notes import (
@@ -256,5 +257,6 @@ __all__ = [
     "step_role",
     "unknown_replay_key",
     "uri_path",
+    "whole_number",
     "yes_no",
 ]

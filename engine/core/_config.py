@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.core._errors import ConfigError
 from engine.core._learning import DEFAULT_LEARN_BOUND, DEFAULT_LEARN_RATE, LearnSettings
-from engine.core._limits import check_budget, yes_no
+from engine.core._limits import check_budget, whole_number, yes_no
 from engine.core._settings import (
     DEFAULT_WORD_FORMS,
     ContextSettings,
@@ -252,13 +252,15 @@ def _parse(name: str, raw: str, default: object) -> object:
         return yes_no(f"{ENV_PREFIX}{name.upper()}", raw)
     if isinstance(default, float):
         try:
+            if not raw.isascii():  # float() and int() read "٣" as 3
+                raise ValueError(raw)
             return float(raw)
         except ValueError as exc:
             raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be a number, got {raw!r}") from exc
     if isinstance(default, int):
         try:
-            return int(raw)
-        except ValueError as exc:
+            return whole_number(name, raw.strip(), signed=True)
+        except ConfigError as exc:
             raise ConfigError(
                 f"{ENV_PREFIX}{name.upper()} must be an integer, got {raw!r}"
             ) from exc

@@ -4,6 +4,7 @@ refuse the same request with the same message (the servers check first, before a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import TypeVar
@@ -23,6 +24,7 @@ __all__ = [
     "check_type",
     "parse_enum",
     "unknown_replay_key",
+    "whole_number",
     "yes_no",
 ]
 
@@ -31,6 +33,11 @@ MAX_BUDGET_TOKENS = 200_000  # a whole model context window; more is a mistake
 MAX_TEXT_BYTES = 128 << 10  # a goal or query is an issue at most (71 KB, logs and all, is
 # the longest of the SWE-bench sets here), not a file; more logs go in signals
 MAX_K = 100  # search results; past this a caller wants build_context's packing instead
+# A number as a caller writes one: ASCII digits. str.isdigit() is true for "²", which int()
+# refuses, and int() reads "٣" (Arabic-Indic) as 3; 30 digits is past any count or id, and
+# int() refuses past 4,300 (with a ValueError, not a ConfigError).
+_WHOLE = re.compile(r"[0-9]{1,30}")
+_SIGNED = re.compile(r"-?[0-9]{1,30}")
 
 _E = TypeVar("_E", bound=StrEnum)
 _T = TypeVar("_T")
@@ -118,6 +125,21 @@ def parse_enum(kind: type[_E], value: object, what: str) -> _E:
         return kind(value)
     choices = ", ".join(m.value for m in kind)
     raise ConfigError(f"unknown {what} {value!r}; use one of: {choices}")
+
+
+def whole_number(name: str, raw: str, *, signed: bool = False) -> int:
+    """``raw`` read as a whole number written in ASCII digits (a leading ``-`` too when
+    ``signed``): a query parameter, a path segment, a note id, an argument, a setting.
+    Anything else is a ``ConfigError`` naming ``name``; ranges are checked where the number
+    is used.
+
+    >>> whole_number("k", "12")
+    12
+    """
+    if (_SIGNED if signed else _WHOLE).fullmatch(raw) is None:
+        shown = raw if len(raw) <= 40 else raw[:40] + "…"
+        raise ConfigError(f"{name} must be a whole number (digits 0-9), got {shown!r}")
+    return int(raw)
 
 
 def yes_no(name: str, raw: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from engine.core import Config, ConfigError, EmbeddingModelError
+from engine.core import Config, ConfigError, EmbeddingModelError, whole_number
 from engine.embed._embedders import (
     DEFAULT_MODEL,
     Embedder,
@@ -45,8 +45,8 @@ def make_embedder(name: str, config: Config) -> Embedder | None:
     if key.startswith("hash"):
         _, _, dim = key.partition(":")
         try:
-            return HashEmbedder(int(dim) if dim else 64)
-        except ValueError as exc:
+            return HashEmbedder(whole_number("dim", dim) if dim else 64)
+        except ValueError as exc:  # a ConfigError is one too
             raise ConfigError(f"bad hash embedder {name!r}; use 'hash' or 'hash:DIM'") from exc
     if key in _MINILM_ALIASES:
         return SentenceTransformerEmbedder(DEFAULT_MODEL)

@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.core import FeedbackResult, Snippet, uri_path
+from engine.core import ConfigError, FeedbackResult, Snippet, uri_path, whole_number
 from indexers import decode, redact, sha256_text, span_text
 from ledger import TurnRecord
 
 __all__ = ["CitedRef", "RecentCitations", "check_citations", "citation_number", "still_matches"]
 
-_CITATION = re.compile(r"^\s*\[?\s*([0-9]{1,6})\s*\]?\s*$")  # ASCII digits: "٣" is no 3
+_CITATION = re.compile(r"^\s*\[?\s*([^\s\[\]]{1,6})\s*\]?\s*$")  # a number, maybe in [ ]
 # Turns whose citations are kept in memory for ``feedback`` with the ledger off (the
 # ledger keeps them all). Only the citation refs are kept, not whole packs: hundreds of
 # packs' objects made each full garbage collection a 60-110 ms pause inside a call.
@@ -56,7 +56,12 @@ def citation_number(raw: int | str) -> int | None:
     if isinstance(raw, int):
         return raw
     match = _CITATION.match(str(raw))
-    return int(match.group(1)) if match else None
+    if match is None:
+        return None
+    try:
+        return whole_number("a citation", match.group(1))  # ASCII digits: "٣" is no 3
+    except ConfigError:
+        return None
 
 
 def check_citations(

@@ -33,6 +33,7 @@ from ledger import (
     FeedbackDraft,
     JournalEntry,
     Ledger,
+    LedgerCorruptError,
     LedgerError,
     LedgerWriteError,
     RecordKind,
@@ -44,6 +45,12 @@ from ledger import (
 )
 
 __all__ = ["Inputs", "Journal"]
+
+# Said when a read that checks what it returns (a replay, a stored text) finds it altered.
+_ALTERED = (
+    "the ledger was altered after it was written, and cortex will not read it as it is; "
+    "run `cortex ledger verify` to name the first bad record"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +137,16 @@ class Journal:
                 raise
             return Ledger.open(self.path, read_only=True)
 
+    @contextmanager
+    def _checked(self) -> Iterator[Ledger]:
+        """``_held`` for reads that check what they return: a record or text that fails
+        its check says the ledger was altered and how to find where."""
+        with self._held() as ledger:
+            try:
+                yield ledger
+            except LedgerCorruptError as exc:
+                raise LedgerStateError(f"ledger {self.path}: {exc}; {_ALTERED}") from exc
+
     def close(self) -> None:
         """Close the ledger file; later calls raise ``LedgerStateError``."""
         with self._lock:
@@ -170,8 +187,9 @@ class Journal:
             return ledger.append_turn(draft)
 
     def find(self, replay_key: str) -> TurnRecord | None:
-        """The latest turn recorded under ``replay_key`` (None when it is another user's)."""
-        with self._held() as ledger:
+        """The latest turn recorded under ``replay_key`` (None when it is another user's),
+        checked against its record hash and its links in the chain."""
+        with self._checked() as ledger:
             turn = ledger.turn_by_replay_key(replay_key)
         return turn if turn is not None and self._mine(turn) else None
 
@@ -180,13 +198,15 @@ class Journal:
 
     def text(self, sha256: str) -> str:
         """A stored text (verified against its hash on read); once ``forget`` purged it,
-        what the purge left (the removed parts marked ``[PURGED]``, checked by verify)."""
-        with self._held() as ledger:
+        what the purge left (the removed parts marked ``[PURGED]``), only when a purge
+        record in the chain names it."""
+        with self._checked() as ledger:
             return ledger.get_stored(sha256)[0]
 
     def stored(self, sha256: str) -> tuple[str, bool]:
-        """(text, purged): a stored text, or what a purge left of it (parts marked)."""
-        with self._held() as ledger:
+        """(text, purged): a stored text, or what a purge left of it (parts marked), checked
+        as ``text`` is."""
+        with self._checked() as ledger:
             return ledger.get_stored(sha256)
 
     def purge(

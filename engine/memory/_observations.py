@@ -23,7 +23,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from engine.core import (
     clean_field,
     normalised,
     parse_enum,
+    whole_number,
 )
 from engine.memory._episodes import Episodes
 from engine.memory._links import CodeAccess, checked_links, link_entities
@@ -685,8 +686,9 @@ _MAX_ID = 2**63 - 1  # SQLite's largest integer: no row has a larger id
 
 
 def _check_id(note_id: object) -> int:
-    if isinstance(note_id, str) and note_id.strip().removeprefix("memory:").isdigit():
-        note_id = int(note_id.strip().removeprefix("memory:"))
+    if isinstance(note_id, str):
+        with suppress(ConfigError):  # "memory:²" or "abc": no note, as below
+            note_id = whole_number("note id", note_id.strip().removeprefix("memory:"))
     if isinstance(note_id, bool) or not isinstance(note_id, int) or not 1 <= note_id <= _MAX_ID:
         raise NotFoundError(f"no note {note_id!r}: note ids are integers from 1 to {_MAX_ID}")
     return note_id

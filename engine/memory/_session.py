@@ -43,7 +43,7 @@ from ledger import JSON, JournalEntry, RecordKind
 __all__ = ["SESSION_ID", "Session", "clean_text", "session_uri"]
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
-_URI = re.compile(r"session:([A-Za-z0-9][A-Za-z0-9._:@-]{0,127})#(\d+)")
+_URI = re.compile(r"session:([A-Za-z0-9][A-Za-z0-9._:@-]{0,127})#([0-9]{1,9})")  # "٣" is no 3
 MAX_EVIDENCE = 64  # evidence ids one decision may cite
 
 

@@ -12,7 +12,8 @@ from overlays import View
 
 __all__ = ["URI", "relative_path", "resolve_in"]
 
-URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$")
+# ASCII digits: "\d" also matches "٣", which int() reads as 3.
+URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>[0-9]+)(?:-L?(?P<end>[0-9]+))?)?$")
 _SHOWN_HASH = 12  # hex digits of a snippet's sha256 the prompt shows (``Hash: sha256:…``)
 
 

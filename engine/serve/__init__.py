@@ -4,7 +4,7 @@ refreshes) that MCP (stdio, and streamable HTTP at ``/mcp``) and the JSON API un
 of the contract records (``to_json``) that ``--json``, MCP and HTTP all print. The MCP SDK,
 starlette and uvicorn are imported only when a server is built."""
 
-from engine.core import unknown_replay_key
+from engine.core import unknown_replay_key, whole_number
 from engine.serve._encode import (
     JSON,
     chunk_json,
@@ -15,7 +15,15 @@ from engine.serve._encode import (
     pack_json,
     to_json,
 )
-from engine.serve._http import MAX_BODY_BYTES, OPENAPI, TOKEN_ENV, build_app, serve
+from engine.serve._http import (
+    MAX_BODY_BYTES,
+    MIN_TOKEN_CHARS,
+    OPENAPI,
+    TOKEN_ENV,
+    build_app,
+    read_token,
+    serve,
+)
 from engine.serve._mcp import build_mcp_server, run_stdio
 from engine.serve._requests import Proof, field, proof_of, state_of, strings, tool_results_of
 from engine.serve._service import (
@@ -37,6 +45,7 @@ __all__ = [
     "MAX_BUDGET_TOKENS",
     "MAX_K",
     "MAX_TEXT_BYTES",
+    "MIN_TOKEN_CHARS",
     "OPENAPI",
     "REQUEST_TIMEOUT_S",
     "TOKEN_ENV",
@@ -55,6 +64,7 @@ __all__ = [
     "notes_json",
     "pack_json",
     "proof_of",
+    "read_token",
     "reset_json",
     "resolve_checked",
     "run_stdio",
@@ -64,4 +74,5 @@ __all__ = [
     "to_json",
     "tool_results_of",
     "unknown_replay_key",
+    "whole_number",
 ]

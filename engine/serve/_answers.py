@@ -3,6 +3,7 @@ the exception tree to HTTP statuses in one place, and every handler's answer or 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -17,8 +18,10 @@ from engine.core import (
     NotFoundError,
     PayloadTooLargeError,
     RateLimitedError,
+    whole_number,
     yes_no,
 )
+from engine.serve._once import check_key
 from engine.serve._service import REQUEST_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -29,6 +32,13 @@ MAX_BODY_BYTES = 1 << 20  # 1 MiB: a 128 KiB goal and query plus 256 KiB of sign
 # A body a little over the limit is read to its end before the 413, so the client can read
 # the answer (a server that stops reading makes most clients fail with a broken pipe).
 _DRAIN_BYTES = 8 * MAX_BODY_BYTES
+
+
+# The thread of a call over the limit cannot be stopped: say that it may still land.
+TIMED_OUT = (
+    f"timed out after {REQUEST_TIMEOUT_S:.0f} s; the call goes on and a write may still "
+    "land: retry a session step or decision with the same Idempotency-Key to get its answer"
+)
 
 
 def status_of(exc: BaseException) -> tuple[int, str]:
@@ -65,13 +75,16 @@ def error(status: int, kind: str, message: str) -> Response:
 
 async def answer(work: Callable[[], Awaitable[object]]) -> Response:
     """``work``'s result as JSON, or its error as ``{"error": {"type", "message"}}``."""
+    from starlette.requests import ClientDisconnect
     from starlette.responses import JSONResponse
 
     try:
         return JSONResponse(await work())
+    except ClientDisconnect:  # no one to answer; the gate (``_bodies``) logged it
+        return error(400, "bad_request", "the client went away before its request arrived")
     except (CortexError, TimeoutError) as exc:
         status, kind = status_of(exc)
-        message = str(exc) or f"timed out after {REQUEST_TIMEOUT_S:.0f} s"
+        message = str(exc) or TIMED_OUT
         return error(status, kind, message)
     except Exception as exc:  # a bug: say so without leaking internals, keep serving
         print(f"cortex: internal error: {exc!r}", file=sys.stderr)
@@ -81,7 +94,7 @@ async def answer(work: Callable[[], Awaitable[object]]) -> Response:
 async def json_body(request: Request) -> dict[str, Any]:
     """The request's body: a JSON object of at most ``MAX_BODY_BYTES``, all of it text."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > _DRAIN_BYTES:
+    if declared and whole_number("Content-Length", declared) > _DRAIN_BYTES:
         raise PayloadTooLargeError(f"the body is over {MAX_BODY_BYTES} bytes")
     chunks: list[bytes] = []
     size = 0
@@ -110,6 +123,16 @@ async def json_body(request: Request) -> dict[str, Any]:
     return body
 
 
+def idempotency(request: Request, body: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The request's ``Idempotency-Key`` (scoped to its path) and a fingerprint of what it
+    asks, for ``Service.call_once``; None when the client sent no key."""
+    raw = request.headers.get("idempotency-key")
+    if raw is None:
+        return None
+    asked = json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    return f"{request.url.path}\n{check_key(raw)}", hashlib.sha256(asked).hexdigest()
+
+
 def flag(params: Mapping[str, str], name: str) -> bool:
     """A query parameter that is a yes or a no (absent: no; ``engine.core.yes_no``)."""
     return yes_no(name, params.get(name, ""))
@@ -118,8 +141,4 @@ def flag(params: Mapping[str, str], name: str) -> bool:
 def whole(params: Mapping[str, str], name: str, default: int) -> int:
     """A query parameter that must be a whole number (``default`` when absent)."""
     raw = params.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit():
-        raise ConfigError(f"{name} must be a whole number, got {raw!r}")
-    return int(raw)
+    return default if raw is None else whole_number(name, raw)

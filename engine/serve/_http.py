@@ -28,12 +28,15 @@ For planners that do not speak MCP::
 Every route but ``/healthz`` checks the bearer token when one is set. Answers are the one
 JSON encoding of the records (``engine.serve``'s ``to_json``); errors are
 ``{"error": {"type", "message"}}``, mapped from the exception tree in ``_answers``'s
-``status_of``: 400 (bad input), 401, 404 (unknown key or route), 413 (body over
-``MAX_BODY_BYTES``), 429 (feedback with an outcome over the attest rate), 503 (the index
-is being built, busy, or unusable: the message says what to run), 504 (over
-``REQUEST_TIMEOUT_S``); 500 only for a bug. Reads run in parallel on ``Service``'s thread
-pool; index refreshes run in the background, one at a time. Starlette and uvicorn (both dependencies
-of the MCP SDK) are imported inside ``build_app`` and ``serve``.
+``status_of``: 400 (bad input), 401, 404 (unknown key or route), 408 (a body that did
+not arrive within ``BODY_TIMEOUT_S``, ``_bodies``), 413 (body over ``MAX_BODY_BYTES``),
+429 (feedback with an outcome over the attest rate), 503 (the index is being built, busy,
+or unusable: the message says what to run), 504 (over
+``REQUEST_TIMEOUT_S``: the call goes on unseen, so a step or decision sent with an
+``Idempotency-Key`` is found by its retry, ``_once``); 500 only for a bug. Reads run in
+parallel on ``Service``'s thread pool; index refreshes run in the background, one at a time.
+Starlette and uvicorn (both dependencies of the MCP SDK) are imported inside ``build_app``
+and ``serve``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ from __future__ import annotations
 import hmac
 import os
 import socket
+import stat
 import sys
+import warnings
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,8 +54,10 @@ from typing import TYPE_CHECKING
 from engine.core import (
     Config,
     ConfigError,
+    ConfigWarning,
 )
 from engine.serve._answers import MAX_BODY_BYTES, error
+from engine.serve._bodies import BODY_TIMEOUT_S, Body
 from engine.serve._mcp import ADMIN_TOOLS, build_mcp_server, tool_names
 from engine.serve._openapi import OPENAPI
 from engine.serve._routes_context import context_routes
@@ -65,11 +72,20 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["MAX_BODY_BYTES", "OPENAPI", "TOKEN_ENV", "build_app", "serve"]
+__all__ = ["MAX_BODY_BYTES", "MIN_TOKEN_CHARS", "OPENAPI", "TOKEN_ENV", "build_app", "read_token",
+           "serve"]  # fmt: skip
 
 TOKEN_ENV = "CORTEX_TOKEN"  # kept out of Config: a secret must not land in logs or records
+# Off loopback the token is all that guards the workspace: 16 random characters are past
+# guessing over a network (`secrets.token_urlsafe(16)` gives 22).
+MIN_TOKEN_CHARS = 16
+# uvicorn's limits, named. It has no read timeout: a request body gets one in ``_bodies``.
+# Its limit_concurrency is left off: it counts every open connection, so a flood of stalled
+# ones made every request, a healthy one's too, a 503 (and a warning line) until they went.
+KEEP_ALIVE_S = 5  # an idle kept-alive connection closes after this (uvicorn's default)
+MAX_HEAD_BYTES = 16 << 10  # a request line and headers (h11's default): a URI of 8 KB fits
 _OPEN_PATHS = frozenset({"/healthz"})
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -132,12 +148,31 @@ class _Gate:
         self.loopback = loopback
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            refusal = self._refusal(dict(scope["headers"]), scope["path"])
-            if refusal is not None:
-                await error(*refusal)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(dict(scope["headers"]), scope["path"])
+        if refusal is not None:
+            await error(*refusal)(scope, receive, send)
+            return
+        import anyio
+
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        cancel = anyio.CancelScope()
+        body = Body(receive, scope, cancel)
+        with cancel:  # the body's deadline, or its client leaving, cancels the app
+            await self.app(scope, body, sending)
+        if body.expired and not started:
+            late = error(408, "timeout", f"the request body did not arrive within "
+                                         f"{BODY_TIMEOUT_S:.0f} s")  # fmt: skip
+            late.headers["Connection"] = "close"  # uvicorn then closes it at once
+            await late(scope, receive, send)
 
     def _refusal(self, headers: dict[bytes, bytes], path: str) -> tuple[int, str, str] | None:
         if self.loopback:
@@ -166,6 +201,31 @@ def _hostname(netloc: str) -> str:
     return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
 
 
+def read_token(path: str | Path) -> str:
+    """The token in the file at ``path`` (surrounding blanks dropped): ``ConfigError`` when
+    it cannot be read or is empty, and a ``ConfigWarning`` when group or others may read
+    the file, as whoever reads it can call the server as its owner."""
+    where = Path(path)
+    try:
+        token = where.read_text("utf-8").strip()
+        mode = where.stat().st_mode
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ConfigError(f"cannot read the token file {path}: {why}") from exc
+    if not token:
+        raise ConfigError(f"the token file {path} is empty")
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        warnings.warn(f"the token file {path} is readable by {_who(mode)} (mode "
+                      f"{stat.S_IMODE(mode):04o}): `chmod 600 {path}`", ConfigWarning,
+                      stacklevel=2)  # fmt: skip
+    return token
+
+
+def _who(mode: int) -> str:
+    return " and ".join(name for bit, name in ((stat.S_IRGRP, "its group"),
+                                               (stat.S_IROTH, "others")) if mode & bit)  # fmt: skip
+
+
 def serve(
     path: str | Path,
     config: Config,
@@ -190,6 +250,12 @@ def serve(
         raise ConfigError(f"refusing to serve on {host} without a token: anyone who can "
                           f"reach it could read the workspace (set ${TOKEN_ENV} or "
                           "--token-file)")  # fmt: skip
+    if token and len(token) < MIN_TOKEN_CHARS and _hostname(host) not in _LOOPBACK:
+        raise ConfigError(
+            f"refusing to serve on {host} with a {len(token)}-character token: it needs at "
+            f"least {MIN_TOKEN_CHARS} (make one with `python -c \"import secrets; "
+            "print(secrets.token_urlsafe(32))\"`)"
+        )
     tool_names(tools)  # an unknown name fails before anything is opened
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
@@ -199,7 +265,10 @@ def serve(
     service = Service.open(path, config, watch=WATCH_INTERVAL_S if watch is None else watch)
     try:
         app = build_app(service, token=token, host=host, tools=tools)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        server = uvicorn.Server(uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE_S,
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        ))  # fmt: skip
         where = f"[{host}]" if family == socket.AF_INET6 else host
         url = f"http://{where}:{sock.getsockname()[1]}"
         print(f"cortex: serving {service.ws.root} at {url} (MCP: {url}/mcp, API: {url}/v1)",

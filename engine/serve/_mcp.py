@@ -311,7 +311,8 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         except CortexError as exc:
             raise ToolError(str(exc)) from exc
         except TimeoutError as exc:
-            raise ToolError(f"timed out after {REQUEST_TIMEOUT_S:.0f} s") from exc
+            raise ToolError(f"timed out after {REQUEST_TIMEOUT_S:.0f} s; the call goes on "
+                            "and a write may still land") from exc  # fmt: skip
 
     def result(body: dict[str, JSON], *texts: str) -> CallToolResult:
         blocks = [TextContent(text=t) for t in texts or (json.dumps(body, indent=2),)]

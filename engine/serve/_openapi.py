@@ -11,7 +11,8 @@ _OK = {"description": "ok", "content": {"application/json": {"schema": {"type": 
 _ERRS = {str(c): {"description": d, "content": {"application/json": {"schema": _ERR}}}
          for c, d in ((400, "bad input"), (401, "missing or wrong token"),
                       (403, "an admin route this server does not offer"), (404, "unknown key"),
-                      (413, "body too large"), (503, "index not ready, busy or unusable"),
+                      (408, "the body did not arrive in time"), (413, "body too large"),
+                      (503, "index not ready, busy or unusable"),
                       (504, "timeout"))}
 
 
@@ -28,6 +29,9 @@ _STATE = {"type": "object", "additionalProperties": False,
                          "constraints": _STRS, "subgoals": _STRS,
                          "session": {"type": "string"}}}
 _SID = {"name": "session", "in": "path", "required": True, "schema": {"type": "string"}}
+_ONCE = {"name": "Idempotency-Key", "in": "header", "required": False,
+         "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+         "description": "retry with the same key and body: the first call's answer, once"}
 _INTS = {"type": "array", "items": {"type": "integer"}}
 _NID = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
 _NOTE_TYPES = ["decision", "bugfix", "pattern", "discovery", "config", "identity", "constraint",
@@ -96,14 +100,14 @@ OPENAPI: dict[str, Any] = {
         "/v1/session/{session}/steps": {"post": {
             "summary": "Journal one step of a session (role user, assistant, tool, changes, "
                        "request)",
-            "parameters": [_SID],
+            "parameters": [_SID, _ONCE],
             "requestBody": _body({"role": {"type": "string"}, "text": {"type": "string"},
                                   "tool": {"type": "string"}, "is_error": {"type": "boolean"},
                                   "exit_status": {"type": "integer"}}, ["role", "text"]),
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/session/{session}/decisions": {"post": {
             "summary": "Record a decision, its rationale and the evidence it rests on",
-            "parameters": [_SID],
+            "parameters": [_SID, _ONCE],
             "requestBody": _body({"text": {"type": "string"}, "rationale": {"type": "string"},
                                   "evidence": {"type": "array", "items": {}}}, ["text"]),
             "responses": {"200": _OK, **_ERRS}}},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.core import check_k, uri_path
+from engine.core import ConfigError, check_k, uri_path, whole_number
 from engine.serve._answers import answer, flag, json_body
 from engine.serve._encode import files_json, hits_json, to_json
 from engine.serve._requests import Proof, field, only, proof_of, state_of, strings
@@ -48,13 +48,15 @@ def context_routes(service: Service) -> list[Route]:
     async def search(request: Request) -> Response:
         async def work() -> object:
             q = request.query_params
-            k = q.get("k", "10")
-            if not k.isdigit():
-                check_k(k)  # the one message for a k that is no whole number
+            raw = q.get("k", "10")
+            try:
+                k = whole_number("k", raw)
+            except ConfigError:
+                k = check_k(raw)  # it raises: the one message for a k that is no whole number
             query, mode, goal = q.get("q", ""), q.get("mode", "hybrid"), q.get("goal", "")
             if flag(q, "files"):
-                return files_json(await call(service.search_files, query, mode, int(k), goal))
-            return hits_json(await call(service.search, query, mode, int(k), goal))
+                return files_json(await call(service.search_files, query, mode, k, goal))
+            return hits_json(await call(service.search, query, mode, k, goal))
 
         return await answer(work)
 

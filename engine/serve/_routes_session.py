@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.core import ConfigError
-from engine.serve._answers import answer, json_body
+from engine.core import ConfigError, whole_number
+from engine.serve._answers import answer, idempotency, json_body
 from engine.serve._encode import to_json
 from engine.serve._requests import evidence_of, field, only, steps_of
 from engine.serve._service import Service
@@ -30,7 +30,8 @@ def session_routes(service: Service) -> list[Route]:
             role, text = field(body, "role", str, None), field(body, "text", str, None)
             if role is None or text is None:
                 raise ConfigError("role and text are required")
-            step = await call(
+            step = await service.call_once(
+                idempotency(request, body),
                 service.session_add,
                 request.path_params["session"],
                 role,
@@ -50,9 +51,11 @@ def session_routes(service: Service) -> list[Route]:
             text = field(body, "text", str, None)
             if text is None:
                 raise ConfigError("text is required")
-            step = await call(service.session_decide, request.path_params["session"], text,
-                              field(body, "rationale", str, ""),
-                              evidence_of(body.get("evidence")))  # fmt: skip
+            step = await service.call_once(
+                idempotency(request, body), service.session_decide,
+                request.path_params["session"], text, field(body, "rationale", str, ""),
+                evidence_of(body.get("evidence")),
+            )  # fmt: skip
             return to_json(step)
 
         return await answer(work)
@@ -60,9 +63,7 @@ def session_routes(service: Service) -> list[Route]:
     async def session_show(request: Request) -> Response:
         async def work() -> object:
             raw = request.query_params.get("step")
-            if raw is not None and not raw.isdigit():
-                raise ConfigError(f"step must be a whole number, got {raw!r}")
-            step = int(raw) if raw is not None else None
+            step = None if raw is None else whole_number("step", raw)
             return await call(service.session_show, request.path_params["session"], step)
 
         return await answer(work)
@@ -95,10 +96,8 @@ def session_routes(service: Service) -> list[Route]:
         async def work() -> object:
             session = request.path_params["session"]
             if request.method == "GET":
-                raw = request.path_params["step"]
-                if not raw.isdigit():
-                    raise ConfigError(f"step must be a whole number, got {raw!r}")
-                done = await call(service.session_checkpoint, session, int(raw), load=True)
+                step = whole_number("step", request.path_params["step"])
+                done = await call(service.session_checkpoint, session, step, load=True)
                 return to_json(done)
             body = await json_body(request)
             only(body, "step", "budget_tokens")

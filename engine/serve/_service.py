@@ -59,6 +59,7 @@ from engine.core import (
     unknown_replay_key,
 )
 from engine.serve._encode import JSON, to_json
+from engine.serve._once import Once
 from engine.serve._requests import Proof
 from ledger import ToolResult
 
@@ -89,7 +90,7 @@ READ_THREADS = 4  # reads at once; most of a build holds the GIL, so more thread
 WATCH_INTERVAL_S = 60.0  # re-index check: walking and hashing a big tree costs ~1 s
 REFRESH_WAIT_S = 600.0  # longest an `index` call with wait blocks
 _WARM_QUERY = "warm up"
-_URI = re.compile(r"^(?P<path>.+?)(?:#L(?P<start>\d{1,9})(?:-L?(?P<end>\d{1,9}))?)?$")
+_URI = re.compile(r"^(?P<path>.+?)(?:#L(?P<start>[0-9]{1,9})(?:-L?(?P<end>[0-9]{1,9}))?)?$")
 _RECORD_SCHEMES = ("memory:", "session:")  # the caller's own records, not indexed files
 _T = TypeVar("_T")
 
@@ -110,6 +111,7 @@ class Service:
         self._last: dict[str, JSON] = {}
         self._stop = threading.Event()
         self._limiter: anyio.CapacityLimiter | None = None
+        self._once = Once()
         # A far move (a pull, a checkout) is indexed in the background, never inside a
         # request: one waited 53 s on Django, and 60 s (a 504) on the standard library.
         ws.defer_far_refresh(lambda: self.refresh())
@@ -167,6 +169,36 @@ class Service:
             return await anyio.to_thread.run_sync(
                 partial(fn, *args, **kwargs), limiter=self._limiter, abandon_on_cancel=True
             )
+
+    async def call_once(
+        self, once: tuple[str, str] | None, fn: Callable[..., _T], *args: Any, **kwargs: Any
+    ) -> _T:
+        """``call``, made once per idempotency key: ``once`` = (key, fingerprint of the
+        request). The first call under a key runs ``fn``; a retry with the same key gets its
+        answer, waiting for it (up to ``REQUEST_TIMEOUT_S`` again) while it still runs, even
+        after the first answered 504 (see ``engine.serve._once``)."""
+        import anyio
+
+        if once is None:
+            return await self.call(fn, *args, **kwargs)
+        key, fingerprint = once
+        future, first = self._once.claim(key, fingerprint)
+        if first:
+
+            def run() -> None:  # settles the future even when no one waits any more
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:
+                    self._once.settle(key, future, None, exc)
+                else:
+                    self._once.settle(key, future, result, None)
+
+            await self.call(run)
+        if not future.done():  # a retry while the first call runs: wait for its answer
+            with anyio.fail_after(REQUEST_TIMEOUT_S):
+                await anyio.to_thread.run_sync(future.exception, abandon_on_cancel=True)
+        result: _T = future.result()
+        return result
 
     def _ready(self) -> Workspace:
         if self._first_build:

@@ -342,3 +342,48 @@ def test_a_session_steps_or_checkpoints_text_edited_is_caught(tmp_path: Path, ho
         with raw(path) as conn:
             conn.execute("INSERT OR REPLACE INTO blobs (sha256, size, data) VALUES (?, ?, ?)",
                          saved)  # fmt: skip
+
+
+def _turn_by_key(path: Path, key: str) -> TurnRecord | None:
+    with Ledger.open(path, create=False) as ledger:
+        return ledger.turn_by_replay_key(key)
+
+
+def test_a_replayed_turn_pointed_at_another_prompt_is_refused(
+    ten: tuple[Path, list[TurnRecord]],
+) -> None:
+    """A turn whose payload is edited to name another turn's prompt (hash left as it was)
+    is refused by the replay lookup, as verify names it, not replayed."""
+    path, turns = ten
+    with raw(path) as conn:
+        stored = conn.execute("SELECT payload FROM records WHERE seq = 5").fetchone()[0]
+        payload = json.loads(stored)
+        payload["render_sha256"] = turns[2].render_sha256
+        edited = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        conn.execute("UPDATE records SET payload = ? WHERE seq = 5", (edited,))
+    assert _verify(path).first_bad_seq == 5
+    with pytest.raises(LedgerCorruptError, match="does not hash to its record_hash"):
+        _turn_by_key(path, "rk-t05")
+    assert _turn_by_key(path, "rk-t04") == turns[3]  # the others still replay
+
+
+@pytest.mark.parametrize(
+    ("seq", "sql", "reason"),
+    [
+        (5, "UPDATE records SET record_hash = ? WHERE seq = 5", "does not hash"),
+        (5, "UPDATE records SET prev_hash = ? WHERE seq = 5", "prev_hash does not link"),
+        (6, "UPDATE records SET prev_hash = ? WHERE seq = 6", "does not link to seq 5"),
+        (10, "UPDATE head SET last_hash = ?", "the head does not end at seq 10"),
+    ],
+)
+def test_a_replayed_turn_is_checked_against_its_links(
+    ten: tuple[Path, list[TurnRecord]], seq: int, sql: str, reason: str
+) -> None:
+    """The lookup checks the turn's own hash, its link back, and the link to it from the
+    record after it (or the head): each edit verify names there is refused there."""
+    path, _ = ten
+    with raw(path) as conn:
+        conn.execute(sql, ("f" * 64,))
+    key = "rk-t05" if seq in (5, 6) else "rk-t10"
+    with pytest.raises(LedgerCorruptError, match=reason):
+        _turn_by_key(path, key)

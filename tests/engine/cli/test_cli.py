@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -219,6 +222,36 @@ def test_feedback_resolve_and_replay_commands(indexed: Path) -> None:
     assert code == EXIT_ERROR and text.startswith("no text")
     code, text = _run("replay", pack["replay_key"], "--path", str(indexed), "--json")
     assert code == EXIT_OK and json.loads(text)["text"] == pack["render"]
+
+
+def test_replay_refuses_a_tampered_ledger(
+    indexed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A turn edited to name another turn's prompt, or a prompt swapped for a forged
+    ``purged`` row, is refused by replay and ledger show (exit 1, one line that says the
+    ledger was altered and to run verify), never printed."""
+    keys = []
+    for query in ("what does handler return", "helper doubles"):
+        code, text = _run("context", query, "--path", str(indexed), "--json")
+        keys.append(json.loads(text)["replay_key"])
+    db = indexed / ".cortex" / "ledger.sqlite"
+    with sqlite3.connect(db, isolation_level=None) as conn:
+        first, second = (json.loads(conn.execute(
+            "SELECT payload FROM records WHERE replay_key = ?", (k,)).fetchone()[0])
+            for k in keys)  # fmt: skip
+        first["render_sha256"] = second["render_sha256"]
+        conn.execute("UPDATE records SET payload = ? WHERE replay_key = ?",
+                     (json.dumps(first, sort_keys=True, separators=(",", ":")).encode(), keys[0]))
+        forged = b"FORGED PROMPT"
+        conn.execute("DELETE FROM blobs WHERE sha256 = ?", (second["render_sha256"],))
+        conn.execute("INSERT INTO purged VALUES (?, 1, ?, ?)", (second["render_sha256"],
+                     hashlib.sha256(forged).hexdigest(), zlib.compress(forged)))  # fmt: skip
+    capsys.readouterr()
+    for argv in (("replay", keys[0]), ("ledger", "show", keys[0]), ("replay", keys[1])):
+        code, text = _run(*argv, "--path", str(indexed))
+        err = capsys.readouterr().err
+        assert code == EXIT_ERROR and not text and err.count("\n") == 1, argv
+        assert "altered" in err and "cortex ledger verify" in err and "FORGED" not in err
 
 
 def test_errors_are_one_line_with_the_right_exit_code(

@@ -128,3 +128,18 @@ def test_settings_given_in_code_are_of_their_type() -> None:
             Config(**bad)  # type: ignore[arg-type]
     assert Config(include=["src/**", "lib/**"]).include == ("src/**", "lib/**")  # type: ignore[arg-type]
     assert Config(mmr_lambda=1).mmr_lambda == 1
+
+
+@pytest.mark.parametrize("raw", ["²", "٣", "\uff11\uff12", "1²", "+1", "1_000", "", "9" * 31])
+def test_a_number_is_ascii_digits(raw: str) -> None:
+    """``whole_number`` takes ASCII digits only: ``str.isdigit()`` passes "²" (which
+    ``int()`` refuses) and ``int()`` reads "٣" and fullwidth "12" as numbers; and so do settings."""
+    from engine.core import whole_number
+
+    with pytest.raises(ConfigError, match="whole number"):
+        whole_number("k", raw)
+    with pytest.raises(ConfigError, match="integer"):
+        Config.from_env({"CORTEX_MAX_SECTION_TOKENS": raw})
+    assert whole_number("k", "0012") == 12 and whole_number("n", "-3", signed=True) == -3
+    with pytest.raises(ConfigError, match="must be a number"):
+        Config.from_env({"CORTEX_MMR_LAMBDA": "\u0660\u066b\u0665"})

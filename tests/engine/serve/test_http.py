@@ -11,6 +11,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from engine import Config, SessionState, Turn, Workspace
+from engine import Config, ConfigError, SessionState, Turn, Workspace
 from engine.cli import main
-from engine.serve import MAX_BODY_BYTES, Service, to_json
+from engine.serve import MAX_BODY_BYTES, MIN_TOKEN_CHARS, Service, read_token, serve, to_json
 from engine.serve._answers import status_of as _status
 from indexers import sha256_text
 from tests.engine.serve.test_mcp import REPO_ROOT, indexed_repo, server_env
@@ -67,6 +68,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     cmd = [sys.executable, "-m", "engine.cli", "serve", str(repo), "--port", "0"]
     token_file = tmp_path_factory.mktemp("secret") / "token"
     token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)  # a token file others may read is warned about
     proc = subprocess.Popen(
         [*cmd, "--token-file", str(token_file), "--watch", "0"],
         env=server_env(state),
@@ -118,6 +120,35 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
                             "--host", "0.0.0.0", "--port", "0"], env={**env, "CORTEX_TOKEN": " "},
                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert blank.returncode == 2 and "the token is blank" in blank.stderr  # it served, 401s
+
+
+def test_a_short_token_or_a_token_file_others_read_is_refused_or_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Off loopback a token shorter than MIN_TOKEN_CHARS is refused, naming its length (a
+    one-character token guarded 0.0.0.0); a token file group or others may read is
+    warned about as settings are, and one only its owner reads is not."""
+    loose = tmp_path / "tok1"
+    loose.write_text("a\n")
+    loose.chmod(0o644)
+    code = main(["serve", str(tmp_path), "--host", "0.0.0.0", "--port", "0",
+                 "--token-file", str(loose)], out=io.StringIO())  # fmt: skip
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 2
+    assert err[0] == (f"cortex: warning: the token file {loose} is readable by its group and "
+                      f"others (mode 0644): `chmod 600 {loose}`")  # fmt: skip
+    assert "with a 1-character token: it needs at least 16" in err[1]
+    with pytest.raises(ConfigError, match="a 15-character token"):
+        serve(tmp_path, Config(), host="0.0.0.0", port=0, token="x" * 15)
+    tight = tmp_path / "tok2"
+    tight.write_text("t" * MIN_TOKEN_CHARS + "\n")
+    tight.chmod(0o600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_token(tight) == "t" * MIN_TOKEN_CHARS
+    tight.write_text(" \n")
+    with pytest.raises(ConfigError, match="is empty"):
+        read_token(tight)
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import contextlib
 import io
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import httpx2
@@ -171,3 +172,34 @@ def test_mcp_refuses_bad_arguments_in_http_words(
         assert said.startswith("unknown field(s): budget_token;")
     else:
         assert said == "k has the wrong type (str)"
+
+
+@pytest.mark.parametrize("digit", ["²", "٣", "1²"])
+def test_a_digit_that_is_not_ascii_is_no_number_on_any_surface(
+    server: Server,  # noqa: F811
+    digit: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``str.isdigit()`` passes "²", which ``int()`` refuses (HTTP 500, an MCP "Error
+    executing tool", a CLI traceback), and ``int()`` reads "٣" as 3: a number a caller
+    writes is ASCII digits everywhere. A count or step is a 400 / exit 2; a note id that is
+    no number names no note, as ``memory/abc`` does (404 / exit 1)."""
+    for path in (f"/v1/search?q=hook&k={digit}", f"/v1/session/s1?step={digit}",
+                 f"/v1/session/s1/checkpoint/{digit}", f"/v1/memory/search?q=x&k={digit}",
+                 f"/v1/memory/1/timeline?before={digit}"):  # fmt: skip
+        status, body = server.request("GET", quote(path, safe="/?=&"))
+        assert status == 400 and "whole number" in body["error"]["message"], (path, body)
+    status, body = server.request("GET", quote(f"/v1/resolve?uri=session:s1%23{digit}",
+                                               safe="/?=&%"))  # fmt: skip
+    assert status == 400 and "bad uri" in body["error"]["message"]
+    for path in (f"/v1/memory/{digit}", f"/v1/resolve?uri=memory:{digit}"):
+        status, body = server.request("GET", quote(path, safe="/?=&"))
+        assert status == 404, (path, body)
+    assert "no note" in _mcp_error(server, "resolve", {"uri": f"memory:{digit}"})
+    assert "no note" in _cli_error(server, "memory", "get", digit)
+    assert "no note" in _cli_error(server, "resolve", f"memory:{digit}")
+    assert "SEQ:HASH" in _cli_error(server, "ledger", "verify", "--anchor", f"{digit}:{'0' * 64}")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        main(["search", "hook", "-k", digit, "--path", str(server.repo)], out=io.StringIO())
+    assert done.value.code == 2 and "whole number" in capsys.readouterr().err

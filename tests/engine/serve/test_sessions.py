@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -14,7 +16,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from engine import Config, Workspace
 from engine.cli import main
+from engine.serve import Service, build_app
 from tests.engine.serve.test_http import TOKEN, Server, server  # noqa: F401  (the fixture)
 
 LOG = "<returncode>1</returncode>\nTraceback (most recent call last):\n  File \"hooks.py\", " \
@@ -149,3 +153,62 @@ def test_session_and_memory_uris_resolve_on_every_surface(server: Server) -> Non
     assert bad.is_error and err["error"]["message"] in bad.content[0].text
     assert server.request("GET", "/v1/resolve?uri=" + quote("session:uri-1#9"))[0] == 404
     assert server.request("GET", "/v1/resolve?uri=memory:424242")[0] == 404
+
+
+def test_a_step_retried_with_its_idempotency_key_is_journaled_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step over the time limit answers 504 yet lands later; a retry with the same
+    Idempotency-Key waits for that step and answers it, once or many times, instead of
+    journaling it again. A key reused for another body is refused; no key, a new step."""
+    from starlette.testclient import TestClient
+
+    monkeypatch.setattr("engine.serve._service.REQUEST_TIMEOUT_S", 1.0)
+    ws = Workspace.open(tmp_path, Config(dense_model="hash"))
+    service = Service(ws)
+    release = threading.Event()
+    real = service.session_add
+
+    def slow(*args: Any) -> Any:
+        release.wait(10)  # as redacting a keyword-dense step took over a minute
+        return real(*args)
+
+    monkeypatch.setattr(service, "session_add", slow)
+    key = {"Idempotency-Key": "0b5e6c1e-retry-me"}
+    body = {"role": "tool", "text": "password=x\n" * 3}
+    with TestClient(build_app(service), base_url="http://127.0.0.1:8765") as client:
+        first = client.post("/v1/session/s/steps", json=body, headers=key)
+        assert first.status_code == 504 and "Idempotency-Key" in first.text
+        threading.Timer(0.2, release.set).start()  # the first call ends while the retry waits
+        again = client.post("/v1/session/s/steps", json=body, headers=key)
+        assert again.status_code == 200 and again.json()["step"] == 1
+        assert client.post("/v1/session/s/steps", json=body, headers=key).json() == again.json()
+        other = client.post("/v1/session/s/steps", json={**body, "text": "x"}, headers=key)
+        assert other.status_code == 400 and "another request" in other.text
+        assert [s["step"] for s in client.get("/v1/session/s").json()["steps"]] == [1]
+        bad = client.post("/v1/session/s/steps", json=body, headers={"Idempotency-Key": "x" * 300})
+        assert bad.status_code == 400
+        assert client.post("/v1/session/s/steps", json=body).json()["step"] == 2
+    ws.close()
+
+
+def test_idempotency_keys_keep_few_answers_and_every_running_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past ONCE_KEPT finished answers the oldest go, and past the window all do; a call
+    still running is never dropped (its retries wait on it); a failure is forgotten."""
+    from engine.serve import _once
+
+    once = _once.Once()
+    running, first = once.claim("run", "f")
+    assert first
+    for i in range(_once.ONCE_KEPT + 5):
+        future, _ = once.claim(f"k{i}", "f")
+        once.settle(f"k{i}", future, i, None)
+    assert once.claim("k0", "f")[1] and not once.claim(f"k{_once.ONCE_KEPT + 4}", "f")[1]
+    assert once.claim("run", "f") == (running, False)
+    failed, _ = once.claim("bad", "f")
+    once.settle("bad", failed, None, ValueError("nothing written"))
+    assert once.claim("bad", "f")[1]
+    monkeypatch.setattr(_once, "ONCE_WINDOW_S", -1.0)
+    assert once.claim(f"k{_once.ONCE_KEPT + 4}", "f")[1] and not once.claim("run", "f")[1]
