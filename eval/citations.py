@@ -49,6 +49,7 @@ from engine import Config, ContextPack, FeedbackResult, Snippet, Workspace, uri_
 from engine.core import MAX_ATTEST_CITATIONS
 from engine.memory import citation_number
 from eval.swebench_data import (
+    DEFAULT_DATA,
     Instance,
     check_workdir,
     find_git_dir,
@@ -345,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the answerers and print the report; 1 when an instance failed or none was
     selected."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/eval/swebench_dev.jsonl"))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repos", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--instances", default="")

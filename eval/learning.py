@@ -45,7 +45,13 @@ from engine import Config, ContextPack, Workspace
 from engine.core import uri_path
 from eval import metrics
 from eval.swebench import RepoOverlays
-from eval.swebench_data import Instance, check_workdir, find_git_dir, load_instances
+from eval.swebench_data import (
+    DEFAULT_DATA,
+    Instance,
+    check_workdir,
+    find_git_dir,
+    load_instances,
+)
 
 __all__ = ["bm25_rank", "creation_order", "main", "outcome_scores", "outcomes_ceiling"]
 
@@ -240,7 +246,7 @@ def outcomes_ceiling(rows: Sequence[dict[str, Any]]) -> dict[str, float] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/eval/swebench_dev.jsonl"))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--repos", type=Path, help="where the git dirs are")
     parser.add_argument("--out", type=Path, help="results folder")
     parser.add_argument("--summarise", type=Path, nargs="+", default=None,

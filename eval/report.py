@@ -1,4 +1,10 @@
-"""Aggregate per-instance rows into tables, a plot, and deltas against an earlier run."""
+"""Aggregate per-instance rows into tables, a plot, and deltas against an earlier run.
+
+    python -m eval.report OUT [--compare PREVIOUS_OUT]
+
+rebuilds ``OUT/report.md``, ``OUT/summary.json`` and the plot from ``OUT/results.jsonl``
+and ``OUT/run.json`` (an ``eval.swebench`` run, finished or not), and with ``--compare``
+prints the deltas against another run over the instances both scored."""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from typing import Any
 
 from eval.metrics import FILE_KS, FUNCTION_KS, mean
 
-__all__ = ["aggregate", "compare_runs", "write_report"]
+__all__ = ["aggregate", "compare_runs", "main", "write_report"]
 
 _SIDES = ("ours", "baseline")
 
@@ -255,3 +261,38 @@ def timing_summary(rows: Sequence[dict[str, Any]], wall_s: float) -> str:
             f"sum {sum(times):.0f} s" + (f"; base built by {', '.join(bases)}" if bases else "")
         )
     return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m eval.report OUT [--compare PREVIOUS_OUT]`` (see the module doc)."""
+    import argparse
+
+    from eval.swebench_runs import RESULTS, done_rows
+
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("out", type=Path, help="an eval.swebench --out folder")
+    parser.add_argument("--compare", type=Path, default=None, help="a previous --out folder")
+    args = parser.parse_args(argv)
+    for folder in (args.out, args.compare):
+        if folder is not None and not (folder / RESULTS).is_file():
+            raise SystemExit(f"{folder}: no {RESULTS} there (an eval.swebench --out folder)")
+    run = args.out / "run.json"
+    if not run.is_file():
+        raise SystemExit(f"{args.out}: no run.json (the settings the run was made with)")
+    settings = json.loads(run.read_text("utf-8"))
+    rows = list(done_rows(args.out).values())
+    old = args.out / "summary.json"
+    coverage = json.loads(old.read_text("utf-8")).get("coverage") if old.is_file() else None
+    if coverage is not None:  # the run's failures, as it recorded them, for the rows now
+        coverage = {**coverage, "scored": len(rows)}
+    write_report(args.out, rows, settings["budgets"], settings, 0.0, coverage)
+    print((args.out / "report.md").read_text("utf-8"))
+    if args.compare is not None:
+        print(compare_runs(args.compare, rows, settings["budgets"]))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -59,6 +59,7 @@ from eval.baseline_bm25 import Bm25Files, source_suffixes
 from eval.metrics import Section
 from eval.report import timing_summary
 from eval.swebench_data import (
+    DEFAULT_DATA,
     TREE_FORMAT,
     Instance,
     check_workdir,
@@ -499,9 +500,6 @@ def _run_repository(
             results.add(row)
     if not keep:
         shutil.rmtree(home, ignore_errors=True)
-
-
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "swebench_dev.jsonl"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

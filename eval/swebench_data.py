@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DEFAULT_DATA",
     "TREE_FORMAT",
     "Instance",
     "check_workdir",
@@ -28,6 +29,11 @@ __all__ = [
     "materialise",
     "plan_repository",
 ]
+
+
+# The dev split, where the workplace keeps it beside this repository (found from this file,
+# not from the folder a command runs in).
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "swebench_dev.jsonl"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,13 @@ from engine import Config, ContextSettings, Workspace, rank_files, uri_path
 from eval import metrics
 from eval.metrics import Section
 from eval.swebench import RepoOverlays
-from eval.swebench_data import Instance, find_git_dir, load_instances, plan_repository
+from eval.swebench_data import (
+    DEFAULT_DATA,
+    Instance,
+    find_git_dir,
+    load_instances,
+    plan_repository,
+)
 from overlays import read_history
 
 COLUMNS = ("acc@1", "acc@3", "acc@5", "acc@10", "hit", "fcov")
@@ -109,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--repos", type=Path, default=None,
                         help="where the git dirs are (the overlays layout needs them)")  # fmt: skip
-    parser.add_argument("--data", type=Path, default=Path("../shared/eval/swebench_dev.jsonl"))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--instances", default="")
     parser.add_argument("--budget", type=int, default=8000)
     parser.add_argument("--dense", default=None, help="dense model (eval.swebench's --dense)")

@@ -486,3 +486,24 @@ def test_trees_hold_every_tracked_file_as_a_checkout_does(tmp_path: Path) -> Non
     assert os.readlink(tree / "link.txt") == "version.txt" and os.access(tree / "run.sh", os.X_OK)
     with pytest.raises(RuntimeError, match=f"commit {'1' * 40} is not in"):
         materialise(repo / ".git", "1" * 40, tmp_path / "other")
+
+
+def test_a_runs_report_is_rebuilt_from_its_rows(dataset: tuple[Path, Path], tmp_path: Path) -> None:
+    """``python -m eval.report`` did nothing and exited 0 (stop 45's review): it rebuilds
+    report.md and summary.json from a run's rows, keeps what the run recorded of its
+    failures, compares with another run, and refuses a folder that holds no run."""
+    from eval.report import main as report
+
+    out = tmp_path / "out"
+    data = _variant(dataset, tmp_path, {}, {"instance_id": "nobody__x-1", "repo": "nobody/x"})
+    argv = ["--data", str(data), "--repos", str(dataset[0]), "--out", str(out), "--retriever",
+            "bm25", "--budgets", "4000", "--dense", "hash", "--no-baseline"]  # fmt: skip
+    assert main(argv) == 1
+    before = json.loads((out / "summary.json").read_text())
+    (out / "report.md").unlink()
+    assert report([str(out), "--compare", str(out)]) == 0
+    after = json.loads((out / "summary.json").read_text())
+    assert after["overall"] == before["overall"] and after["coverage"] == before["coverage"]
+    assert "FAILED nobody__x-1" in (out / "report.md").read_text()
+    with pytest.raises(SystemExit, match=r"no results\.jsonl"):
+        report([str(tmp_path)])
