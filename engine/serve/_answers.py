@@ -3,7 +3,6 @@ the exception tree to HTTP statuses in one place, and every handler's answer or 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping
@@ -21,7 +20,7 @@ from engine.core import (
     whole_number,
     yes_no,
 )
-from engine.serve._once import check_key
+from engine.serve._once import once_key
 from engine.serve._service import REQUEST_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -126,11 +125,7 @@ async def json_body(request: Request) -> dict[str, Any]:
 def idempotency(request: Request, body: Mapping[str, Any]) -> tuple[str, str] | None:
     """The request's ``Idempotency-Key`` (scoped to its path) and a fingerprint of what it
     asks, for ``Service.call_once``; None when the client sent no key."""
-    raw = request.headers.get("idempotency-key")
-    if raw is None:
-        return None
-    asked = json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")
-    return f"{request.url.path}\n{check_key(raw)}", hashlib.sha256(asked).hexdigest()
+    return once_key(request.url.path, request.headers.get("idempotency-key"), body)
 
 
 def flag(params: Mapping[str, str], name: str) -> bool:

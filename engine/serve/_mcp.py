@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from engine.core import DEFAULT_BUNDLE_BUDGET, Config, ConfigError, CortexError
 from engine.serve._encode import JSON, files_json, hits_json, notes_json, to_json
+from engine.serve._once import once_key
 from engine.serve._requests import (
     evidence_of,
     proof_of,
@@ -105,6 +106,9 @@ re-read its evidence with the same [n] numbers."""
 STATUS = """\
 What is indexed (commit, files, chunks, embedding model), how many files changed since, and
 whether a refresh is running. Call when answers look stale; if files changed, call index."""
+
+ONCE = ("any string naming this write (a UUID): a retry with the same key, after a timeout, "
+        "gets the first call's answer instead of a second step")
 
 SESSION_ADD = """\
 Journal one step of your session (pick any id and keep it for the task): role user (a
@@ -314,6 +318,16 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
             raise ToolError(f"timed out after {REQUEST_TIMEOUT_S:.0f} s; the call goes on "
                             "and a write may still land") from exc  # fmt: skip
 
+    async def run_once(once: tuple[str, str] | None, fn: Callable[..., _T], *args: Any) -> _T:
+        try:
+            return await service.call_once(once, fn, *args)
+        except CortexError as exc:
+            raise ToolError(str(exc)) from exc
+        except TimeoutError as exc:
+            raise ToolError(f"timed out after {REQUEST_TIMEOUT_S:.0f} s; the call goes on and "
+                            "a write may still land: retry with the same idempotency_key to "
+                            "get its answer") from exc  # fmt: skip
+
     def result(body: dict[str, JSON], *texts: str) -> CallToolResult:
         blocks = [TextContent(text=t) for t in texts or (json.dumps(body, indent=2),)]
         return CallToolResult(content=list(blocks), structured_content=body)
@@ -412,8 +426,13 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         tool: Annotated[str | None, Field(description="the tool's name")] = None,
         is_error: Bool | None = None,
         exit_status: Int | None = None,
+        idempotency_key: Annotated[str | None, Field(description=ONCE)] = None,
     ) -> CallToolResult:
-        step = await run(service.session_add, session, role, text, tool, is_error, exit_status)
+        asked = {"role": role, "text": text, "tool": tool, "is_error": is_error,
+                 "exit_status": exit_status}  # fmt: skip
+        step = await run_once(once_key(f"mcp session_add {session}", idempotency_key, asked),
+                              service.session_add, session, role, text, tool, is_error,
+                              exit_status)  # fmt: skip
         return result(to_json(step), f"session {session}: step {step.step} ({step.role.value})")
 
     @server.tool(description=SESSION_DECIDE, annotations=writes)
@@ -424,10 +443,13 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         evidence: Annotated[
             list[Int | Str], Field(description="citation numbers or session:ID#N refs")
         ] = [],  # noqa: B006
+        idempotency_key: Annotated[str | None, Field(description=ONCE)] = None,
     ) -> CallToolResult:
         cited = evidence_of  # decoded on the pool, so a bad one is a tool error
-        step = await run(lambda: service.session_decide(session, text, rationale,
-                                                        cited(evidence)))  # fmt: skip
+        asked = {"text": text, "rationale": rationale, "evidence": evidence}
+        step = await run_once(once_key(f"mcp session_decide {session}", idempotency_key, asked),
+                              lambda: service.session_decide(session, text, rationale,
+                                                             cited(evidence)))  # fmt: skip
         return result(to_json(step), f"session {session}: decision at step {step.step}")
 
     @server.tool(description=SESSION_SHOW, annotations=reads)

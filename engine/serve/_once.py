@@ -10,15 +10,18 @@ forgotten at once (a write that raised wrote nothing), so its retry runs again.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 from engine.core import ConfigError
 
-__all__ = ["MAX_KEY_CHARS", "ONCE_KEPT", "ONCE_WINDOW_S", "Once", "check_key"]
+__all__ = ["MAX_KEY_CHARS", "ONCE_KEPT", "ONCE_WINDOW_S", "Once", "check_key", "once_key"]
 
 ONCE_WINDOW_S = 600.0  # a retry comes within seconds or minutes; an hour-old key is a new call
 ONCE_KEPT = 64  # finished answers kept (a step's answer holds its text, up to 768 KiB)
@@ -87,3 +90,13 @@ def check_key(raw: str) -> str:
             "(a UUID, say)"
         )
     return raw
+
+
+def once_key(scope: str, raw: str | None, asked: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(key, fingerprint) for ``Service.call_once``: the caller's idempotency key, checked
+    and scoped (an HTTP path, an MCP tool and its session), and a fingerprint of what the
+    call ``asked``; None when the caller gave no key."""
+    if raw is None:
+        return None
+    body = json.dumps(asked, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
+    return f"{scope}\n{check_key(raw)}", hashlib.sha256(body).hexdigest()

@@ -212,3 +212,45 @@ def test_idempotency_keys_keep_few_answers_and_every_running_call(
     assert once.claim("bad", "f")[1]
     monkeypatch.setattr(_once, "ONCE_WINDOW_S", -1.0)
     assert once.claim(f"k{_once.ONCE_KEPT + 4}", "f")[1] and not once.claim("run", "f")[1]
+
+
+def test_an_mcp_step_retried_with_its_idempotency_key_is_journaled_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MCP's session tools could not name a write, so a retry after a timeout journaled a
+    step twice (stop 45's review): ``idempotency_key`` does for them what the HTTP header
+    does, and the timeout says to retry with it."""
+    from engine.serve import build_mcp_server
+
+    monkeypatch.setattr("engine.serve._service.REQUEST_TIMEOUT_S", 1.0)
+    ws = Workspace.open(tmp_path, Config(dense_model="hash"))
+    service = Service(ws)
+    release = threading.Event()
+    real = service.session_add
+
+    def slow(*args: Any) -> Any:
+        release.wait(10)
+        return real(*args)
+
+    monkeypatch.setattr(service, "session_add", slow)
+    mcp = build_mcp_server(service, "agent")
+    args = {"session": "m", "role": "tool", "text": "make\n", "idempotency_key": "k-1"}
+
+    async def calls() -> tuple[str, Any, Any, Any]:
+        try:
+            await mcp.call_tool("session_add", args)
+            timed_out = ""
+        except Exception as exc:  # the timeout, as a tool error
+            timed_out = str(exc)
+        threading.Timer(0.2, release.set).start()
+        again = await mcp.call_tool("session_add", args)
+        third = await mcp.call_tool("session_add", args)
+        decided = await mcp.call_tool("session_decide", {"session": "m", "text": "keep it",
+                                                            "idempotency_key": "d-1"})  # fmt: skip
+        return timed_out, again, third, decided
+
+    timed_out, again, third, decided = anyio.run(calls)
+    assert "same idempotency_key" in timed_out
+    assert str(again) == str(third) and "step 1" in str(again) and "step 2" in str(decided)
+    assert [s.step for s in ws.session("m").items()] == [1, 2]
+    ws.close()
