@@ -65,9 +65,11 @@ class TiktokenCounter:
 
     @property
     def name(self) -> str:
+        """The tiktoken encoding's name (what a budget's tokens are counted in)."""
         return self._encoding_name
 
     def _enc(self) -> tiktoken.Encoding:
+        """The encoding, loaded once (from the installed package; nothing is downloaded)."""
         if self._encoding is None:
             with self._lock:
                 if self._encoding is None:
@@ -83,9 +85,11 @@ class TiktokenCounter:
         return self._encoding
 
     def count(self, text: str) -> int:
+        """Tokens of ``text`` (special-token text counted as ordinary text)."""
         return len(self._enc().encode_ordinary(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
+        """``count`` of each text, in order; a large batch is encoded on several threads."""
         enc = self._enc()
         if sum(map(len, texts)) < _BATCH_MIN_CHARS:
             return [len(enc.encode_ordinary(t)) for t in texts]
