@@ -155,6 +155,25 @@ def test_session_and_memory_uris_resolve_on_every_surface(server: Server) -> Non
     assert server.request("GET", "/v1/resolve?uri=memory:424242")[0] == 404
 
 
+def _slow_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Workspace, Service, threading.Event]:
+    """A service whose ``session_add`` waits for the event (as redacting a keyword-dense
+    step took over a minute) under a one-second request limit."""
+    monkeypatch.setattr("engine.serve._service.REQUEST_TIMEOUT_S", 1.0)
+    ws = Workspace.open(tmp_path, Config(dense_model="hash"))
+    service = Service(ws)
+    release = threading.Event()
+    real = service.session_add
+
+    def slow(*args: Any) -> Any:
+        release.wait(10)
+        return real(*args)
+
+    monkeypatch.setattr(service, "session_add", slow)
+    return ws, service, release
+
+
 def test_a_step_retried_with_its_idempotency_key_is_journaled_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,17 +182,7 @@ def test_a_step_retried_with_its_idempotency_key_is_journaled_once(
     journaling it again. A key reused for another body is refused; no key, a new step."""
     from starlette.testclient import TestClient
 
-    monkeypatch.setattr("engine.serve._service.REQUEST_TIMEOUT_S", 1.0)
-    ws = Workspace.open(tmp_path, Config(dense_model="hash"))
-    service = Service(ws)
-    release = threading.Event()
-    real = service.session_add
-
-    def slow(*args: Any) -> Any:
-        release.wait(10)  # as redacting a keyword-dense step took over a minute
-        return real(*args)
-
-    monkeypatch.setattr(service, "session_add", slow)
+    ws, service, release = _slow_steps(tmp_path, monkeypatch)
     key = {"Idempotency-Key": "0b5e6c1e-retry-me"}
     body = {"role": "tool", "text": "password=x\n" * 3}
     with TestClient(build_app(service), base_url="http://127.0.0.1:8765") as client:
@@ -222,17 +231,7 @@ def test_an_mcp_step_retried_with_its_idempotency_key_is_journaled_once(
     does, and the timeout says to retry with it."""
     from engine.serve import build_mcp_server
 
-    monkeypatch.setattr("engine.serve._service.REQUEST_TIMEOUT_S", 1.0)
-    ws = Workspace.open(tmp_path, Config(dense_model="hash"))
-    service = Service(ws)
-    release = threading.Event()
-    real = service.session_add
-
-    def slow(*args: Any) -> Any:
-        release.wait(10)
-        return real(*args)
-
-    monkeypatch.setattr(service, "session_add", slow)
+    ws, service, release = _slow_steps(tmp_path, monkeypatch)
     mcp = build_mcp_server(service, "agent")
     args = {"session": "m", "role": "tool", "text": "make\n", "idempotency_key": "k-1"}
 
