@@ -11,6 +11,7 @@ from engine.core._bundle import (
     Tier,
 )
 from engine.core._chunks import (
+    SOURCE_URI,
     TRIVIAL_TOKENS,
     chunker_fingerprint,
     content_sha,
@@ -151,6 +152,7 @@ __all__ = [
     "MIN_BUDGET_TOKENS",
     "PINNED_FLOOR",
     "PREVIEW_CHARS",
+    "SOURCE_URI",
     "TRIVIAL_TOKENS",
     "Block",
     "BudgetUnreachableError",

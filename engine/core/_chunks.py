@@ -12,6 +12,7 @@ from engine.core._config import Config
 from indexers import CHUNKER_VERSION, Chunk, ChunkKind, TokenCounter
 
 __all__ = [
+    "SOURCE_URI",
     "TRIVIAL_TOKENS",
     "chunker_fingerprint",
     "content_sha",
@@ -66,10 +67,15 @@ def page_text(chunks: Iterable[Chunk]) -> str:
     return "\n".join(lines.get(n, "") for n in range(1, max(lines, default=0) + 1))
 
 
-_LINES = re.compile(r"#L\d+(?:-L?\d+)?$")
+# A source uri: ``path#La-Lb``, ``path#La`` or a bare ``path``. A path may hold a ``#`` of
+# its own (not first: "#L3" names no path), so only a trailing line fragment is one; lines
+# are ASCII digits ("٣" is no 3).
+SOURCE_URI = re.compile(
+    r"^(?P<path>[^#].*?)(?:#L(?P<start>[0-9]{1,9})(?:-L?(?P<end>[0-9]{1,9}))?)?$"
+)
 
 
 def uri_path(uri: str) -> str:
-    """The path of a source uri ``path#La-Lb`` (``path#La``, or a bare ``path``): cut at
-    the line fragment, as a path may hold a ``#`` of its own."""
-    return _LINES.sub("", uri, count=1)
+    """The path of a source uri (``SOURCE_URI``): cut at its line fragment only."""
+    match = SOURCE_URI.match(uri)
+    return match["path"] if match else uri

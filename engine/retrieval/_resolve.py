@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 
-from engine.core import ConfigError, Resolved, page_text
+from engine.core import SOURCE_URI, ConfigError, Resolved, page_text
 from indexers import TokenCounter, sha256_text
 from overlays import View
 
 __all__ = ["URI", "relative_path", "resolve_in"]
 
-# ASCII digits: "\d" also matches "٣", which int() reads as 3.
-URI = re.compile(r"^(?P<path>[^#]+?)(?:#L(?P<start>[0-9]+)(?:-L?(?P<end>[0-9]+))?)?$")
+URI = SOURCE_URI  # one pattern for every surface (engine.core)
 _SHOWN_HASH = 12  # hex digits of a snippet's sha256 the prompt shows (``Hash: sha256:…``)
 
 

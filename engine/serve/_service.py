@@ -31,6 +31,7 @@ from engine.core import (
     MAX_BUDGET_TOKENS,
     MAX_K,
     MAX_TEXT_BYTES,
+    SOURCE_URI,
     Bundle,
     Compaction,
     Config,
@@ -90,7 +91,6 @@ READ_THREADS = 4  # reads at once; most of a build holds the GIL, so more thread
 WATCH_INTERVAL_S = 60.0  # re-index check: walking and hashing a big tree costs ~1 s
 REFRESH_WAIT_S = 600.0  # longest an `index` call with wait blocks
 _WARM_QUERY = "warm up"
-_URI = re.compile(r"^(?P<path>.+?)(?:#L(?P<start>[0-9]{1,9})(?:-L?(?P<end>[0-9]{1,9}))?)?$")
 _RECORD_SCHEMES = ("memory:", "session:")  # the caller's own records, not indexed files
 _T = TypeVar("_T")
 
@@ -562,7 +562,7 @@ def resolve_checked(ws: Workspace, uri: str, proof: Proof | None) -> dict[str, J
             out["text"] = None
             out["reason"] = f"over {MAX_RESOLVE_BYTES} bytes; read the step with session show"
         return out
-    match = _URI.match(uri.strip())
+    match = SOURCE_URI.match(uri.strip())
     if match is None:
         raise ConfigError(
             f"bad uri {uri!r}; use path#L10-L20, path#L10, path, memory:N or session:ID#N"
