@@ -310,23 +310,20 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     erases = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
     async def run(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        try:
-            return await service.call(fn, *args, **kwargs)
-        except CortexError as exc:
-            raise ToolError(str(exc)) from exc
-        except TimeoutError as exc:
-            raise ToolError(f"timed out after {REQUEST_TIMEOUT_S:.0f} s; the call goes on "
-                            "and a write may still land") from exc  # fmt: skip
+        return await run_once(None, fn, *args, **kwargs)
 
-    async def run_once(once: tuple[str, str] | None, fn: Callable[..., _T], *args: Any) -> _T:
+    async def run_once(
+        once: tuple[str, str] | None, fn: Callable[..., _T], *args: Any, **kwargs: Any
+    ) -> _T:
+        """``Service.call_once`` (``call`` without a key), its errors as tool errors."""
         try:
-            return await service.call_once(once, fn, *args)
+            return await service.call_once(once, fn, *args, **kwargs)
         except CortexError as exc:
             raise ToolError(str(exc)) from exc
         except TimeoutError as exc:
+            retry = ": retry with the same idempotency_key to get its answer" if once else ""
             raise ToolError(f"timed out after {REQUEST_TIMEOUT_S:.0f} s; the call goes on and "
-                            "a write may still land: retry with the same idempotency_key to "
-                            "get its answer") from exc  # fmt: skip
+                            f"a write may still land{retry}") from exc  # fmt: skip
 
     def result(body: dict[str, JSON], *texts: str) -> CallToolResult:
         blocks = [TextContent(text=t) for t in texts or (json.dumps(body, indent=2),)]
