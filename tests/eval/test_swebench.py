@@ -408,7 +408,7 @@ def test_resume_rescores_changed_rows_and_survives_a_torn_line(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["overall"]["n"] == 1
     text = (out / "results.jsonl").read_text()
-    (out / "results.jsonl").write_text(text[: len(text) // 2])  # a write cut short
+    (out / "results.jsonl").write_text(text[:-40])  # the last write cut short
     assert main(["--data", str(moved), *argv]) == 0
     assert len((out / "results.jsonl").read_text().splitlines()) == 2
 
