@@ -70,6 +70,8 @@ def render_index_report(root: str, report: IndexReport) -> str:
         f"  chunks:     {report.chunks_added:,} added, {report.chunks_removed:,} removed\n"
         f"  skipped:    {skipped:,} files" + (f" ({reasons})" if reasons else "") + "\n"
     ]
+    if report.resumed:
+        out.append(f"  resumed:    {report.resumed:,} files kept from an interrupted run\n")
     if report.dense_model:
         out.append(
             f"  embeddings: {report.embeddings_computed:,} computed, "

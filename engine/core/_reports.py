@@ -30,6 +30,9 @@ class IndexReport:
     # Files (re)indexed by this run whose chunker failed on them, each cut into line windows
     # instead, with why: nothing is lost, but their sections have no names.
     fallbacks: dict[str, str] = field(default_factory=dict)
+    # Files of a new base that an interrupted run had indexed and this one kept (it went on
+    # from them instead of starting over).
+    resumed: int = 0
 
     @property
     def total_seconds(self) -> float:

@@ -47,6 +47,7 @@ from engine.core import (
     chunker_fingerprint,
     content_sha,
 )
+from engine.index._build import BuildRestart, build_segment
 from engine.index._history import Histories
 from engine.index._memories import Memories
 from engine.index._update import covered, ensure_dense, licence_folders, relicensed, update_segment
@@ -398,28 +399,37 @@ class Layers:
     ) -> IndexReport:
         # Built beside the base in use (one made under other chunker or file rules keeps
         # answering, in this process and others, until the new one is complete), then
-        # swapped in; an interrupted build starts over.
+        # swapped in. An interrupted build of the same base goes on from where it stopped
+        # (``engine.index._build``).
         directory = self.base_dir(base)
         building = directory.with_name(directory.name + _BUILDING)
 
-        def build(tree: Path) -> IndexReport:
+        def build(tree: Path, *, resume: bool) -> IndexReport:
             self._close(building)
+            if resume:
+                try:
+                    return build_segment(self.segment(building, create=True), tree,
+                                         self.config, counter=counter, embedder=embedder,
+                                         cache=cache, progress=progress)  # fmt: skip
+                except BuildRestart:
+                    self._close(building)
             shutil.rmtree(building, ignore_errors=True)
-            return update_segment(self.segment(building, create=True), tree, self.config,
-                                  counter=counter, embedder=embedder, cache=cache,
-                                  progress=progress)  # fmt: skip
+            return build_segment(self.segment(building, create=True), tree, self.config,
+                                 counter=counter, embedder=embedder, cache=cache,
+                                 progress=progress)  # fmt: skip
 
         report: IndexReport | None = None
+        resume = True
         if base == _NO_GIT or not changed_paths(self.root, base, self.inside):
             started = time.time_ns()
-            report = build(self.root)  # the folder is exactly the base: no checkout needed
+            report = build(self.root, resume=resume)  # the folder is exactly the base
             if base != _NO_GIT and self._written_since(building, started):
                 # A file written while the tree was read (an edit, then its revert) may
                 # hold neither the commit's text nor the tree's: the commit's files instead.
-                report = None
+                report, resume = None, False
         if report is None:
             with checkout(self.root, base, self.state_dir / "checkout") as tree:
-                report = build(tree)
+                report = build(tree, resume=resume)
         segment = self.segment(building)
         when = None if base == _NO_GIT else commit_time_ns(self.root, base)
         if when is not None:  # the base's files are as old as its commit, wherever built

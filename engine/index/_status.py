@@ -133,4 +133,5 @@ def combined_report(
         seconds=seconds,
         redactions=dict(Counter(overlay.redactions) + Counter(base.redactions if base else {})),
         fallbacks={**(base.fallbacks if base else {}), **overlay.fallbacks},
+        resumed=base.resumed if base else 0,
     )

@@ -335,7 +335,7 @@ def test_a_base_built_again_keeps_the_one_in_use_until_it_is_complete(
     """Other chunker settings (as a new version's chunker) mean the base is built again:
     killed mid-way, the base in use still answers (it was deleted first, and every call
     said there was no index); finished, it replaces it and leaves nothing beside it."""
-    from engine.index._update import update_segment as real
+    from engine.index._build import build_segment as real
 
     repo = make_repo(tmp_path / "repo")
     state = str(tmp_path / "state")
@@ -346,12 +346,12 @@ def test_a_base_built_again_keeps_the_one_in_use_until_it_is_complete(
     def killed(*args: object, **kwargs: object) -> object:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("engine.index._layers.update_segment", killed)
+    monkeypatch.setattr("engine.index._layers.build_segment", killed)
     with Workspace.open(repo, other) as ws, pytest.raises(KeyboardInterrupt):
         ws.index()
     with Workspace.open(repo, other) as ws:  # the new settings: the old base answers
         assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
-    monkeypatch.setattr("engine.index._layers.update_segment", real)
+    monkeypatch.setattr("engine.index._layers.build_segment", real)
     with Workspace.open(repo, other) as ws:
         ws.index()
         assert ws.search("compute_2", mode="bm25")[0].chunk.symbol == "compute_2"
@@ -366,7 +366,7 @@ def test_an_edit_put_back_while_the_base_is_read_is_not_indexed(
     it before the index ends: the tree is clean at both ends, so the base was taken from
     the tree and kept the patch (search kept returning code found nowhere). A file written
     while the tree was read now means the base is taken from the commit instead."""
-    from engine.index._update import update_segment as real
+    from engine.index._build import build_segment as real
 
     repo = make_repo(tmp_path / "repo")
     original = (repo / "hooks.py").read_text()
@@ -381,7 +381,7 @@ def test_an_edit_put_back_while_the_base_is_read_is_not_indexed(
             (repo / "hooks.py").write_text(original)  # the agent puts it back
         return report
 
-    monkeypatch.setattr("engine.index._layers.update_segment", patched_then_reverted)
+    monkeypatch.setattr("engine.index._layers.build_segment", patched_then_reverted)
     with Workspace.open(repo, CONFIG.with_(state_dir=str(tmp_path / "state"))) as ws:
         ws.index()
         assert not ws.search("patched_in_marker", mode="bm25")
