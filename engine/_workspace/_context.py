@@ -23,6 +23,7 @@ from engine.core import (
     SessionState,
     ToolSignal,
     check_budget,
+    check_step,
     check_text,
     check_type,
     signals_of,
@@ -76,6 +77,7 @@ class Contexts:
         if settings is not None:
             check_type("settings", settings, ContextSettings)
         check_type("record", record, bool)
+        check_step("history_upto", history_upto)
         if not goal.strip() and not query.strip():
             raise ConfigError("build_context needs a goal or a query")
         goal = goal if goal.strip() else query

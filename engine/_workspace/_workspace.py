@@ -344,8 +344,10 @@ class Workspace:
     ) -> ContextPack:
         """The context for the planner's next step (see ``engine.packing``).
 
-        ``goal`` is the task, pinned verbatim; ``query`` is what this step needs. Either
-        may be empty, not both, and each defaults to the other (as on every surface).
+        ``goal`` is the task, pinned verbatim (a line of it that would read as the prompt's
+        frame, such as an issue's own ``## Description``, gets a backslash in front);
+        ``query`` is what this step needs. Either may be empty, not both, and each defaults
+        to the other (as on every surface).
         ``tool_signals`` are tool outputs (tracebacks, failing tests, compiler errors) as
         ``ToolSignal`` or plain strings. The result's ``render()`` never exceeds
         ``budget_tokens`` (default: the config's).

@@ -20,6 +20,8 @@ __all__ = [
     "check_items",
     "check_k",
     "check_model_citations",
+    "check_step",
+    "check_steps",
     "check_text",
     "check_type",
     "parse_enum",
@@ -83,6 +85,26 @@ def check_items(name: str, items: Iterable[_T] | None) -> tuple[_T, ...]:
         one = " (for one item pass [item])" if isinstance(items, str | bytes) else ""
         raise ConfigError(f"{name} must be a list, not {type(items).__name__}{one}")
     return tuple(items)
+
+
+def check_step(name: str, value: object) -> int | None:
+    """A step number that selects steps up to it (``upto``, ``history_upto``): None for
+    all, else a whole number, 0 or more (a negative one counted from the end, as a Python
+    slice does, and silently dropped the newest steps)."""
+    if value is not None and (type(value) is not int or value < 0):
+        raise ConfigError(f"{name} must be a step number, 0 or more, not {value!r}")
+    return value
+
+
+def check_steps(name: str, values: object) -> tuple[int, ...]:
+    """Step numbers (``load_bearing``, ``in_context``): a list of whole numbers."""
+    steps: tuple[object, ...] = check_items(name, values)  # type: ignore[arg-type]
+    out: list[int] = []
+    for v in steps:
+        if type(v) is not int:
+            raise ConfigError(f"{name} must be a list of step numbers, not one holding {v!r}")
+        out.append(v)
+    return tuple(out)
 
 
 def check_k(k: object, most: int | None = MAX_K) -> int:

@@ -30,6 +30,10 @@ from engine.core import (
     NotFoundError,
     Step,
     StepRole,
+    check_k,
+    check_step,
+    check_steps,
+    check_text,
     step_role,
 )
 from engine.memory._compact import compact
@@ -136,6 +140,10 @@ class Session:
             raise ConfigError("a decision needs its text")
         if isinstance(evidence, str | bytes) or len(evidence) > MAX_EVIDENCE:
             raise ConfigError(f"evidence must be a list of at most {MAX_EVIDENCE} ids")
+        for e in evidence:  # None was journaled as the evidence "None"
+            if isinstance(e, bool) or not isinstance(e, str | int):
+                raise ConfigError(f"evidence must be citation numbers or session refs, "
+                                  f"not {e!r}")  # fmt: skip
         refs = [_scrub(str(e).strip())[:200] for e in evidence if str(e).strip()]
         return self._append(StepRole.DECISION, clean_text(text), {
             "rationale": _scrub(clean_text(rationale)), "evidence": refs})  # fmt: skip
@@ -176,6 +184,7 @@ class Session:
 
     def items(self, upto: int | None = None) -> tuple[Step, ...]:
         """The session's steps, oldest first (up to step ``upto``)."""
+        check_step("upto", upto)
         with self._lock:
             self._refresh()
             steps = self._steps if upto is None else self._steps[:upto]
@@ -218,7 +227,8 @@ class Session:
 
     def search(self, query: str, k: int = 3) -> list[Step]:
         """The ``k`` steps that best match ``query`` (BM25 over their full text)."""
-        return search_items(self.items(), query, k)
+        check_text("query", query)
+        return search_items(self.items(), query, check_k(k, None))
 
     # -- compaction ----------------------------------------------------------------------
 
@@ -233,6 +243,9 @@ class Session:
         if type(budget) is not int or not MIN_BUDGET_TOKENS <= budget <= MAX_BUDGET_TOKENS:
             raise ConfigError(f"budget_tokens must be within {MIN_BUDGET_TOKENS}.."
                               f"{MAX_BUDGET_TOKENS}, got {budget!r}")  # fmt: skip
+        load_bearing = check_steps("load_bearing", load_bearing)
+        if in_context is not None:
+            in_context = check_steps("in_context", in_context)
         items = self.items()
         if not items:
             raise NotFoundError(f"no session {self.id!r} here (for this user) to compact")

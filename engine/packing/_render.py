@@ -90,11 +90,13 @@ class Rendered:
 
 
 def _goal_text(goal: str, state: SessionState) -> str:
-    parts = [goal.strip()]
+    # A goal is often an issue pasted whole: its own "## Description" would read as a lane
+    # of the prompt (and change the prompt's shape from one task to the next).
+    parts = [inert(goal.strip())]
     if state.constraints:
-        parts.append("Constraints:\n" + "\n".join(f"- {c}" for c in state.constraints))
+        parts.append("Constraints:\n" + "\n".join(f"- {inert(c)}" for c in state.constraints))
     if state.subgoals:
-        parts.append("Sub-goals:\n" + "\n".join(f"- {g}" for g in state.subgoals))
+        parts.append("Sub-goals:\n" + "\n".join(f"- {inert(g)}" for g in state.subgoals))
     return "## Goal\n" + "\n\n".join(parts)
 
 

@@ -132,3 +132,29 @@ def test_a_lane_of_no_room_is_a_bad_argument(tmp_path: Path) -> None:
             s.lane(room)  # type: ignore[arg-type]
     assert s.lane(200).tokens <= 200
     journal.close()
+
+
+def test_step_numbers_and_lists_of_the_wrong_kind_are_refused(tmp_path: Path) -> None:
+    """Each was a bare TypeError deep inside, or (a negative ``upto``, Python's slice)
+    silently dropped the newest steps; ``evidence=[None]`` was journaled as "None"."""
+    journal, s = _open(tmp_path)
+    for text in ("fix the parser", "out", "more"):
+        s.add("user" if text.startswith("fix") else "tool", text)
+    bad = [
+        (lambda: s.compact(in_context=["2"], budget=1000), "in_context"),  # type: ignore[list-item]
+        (lambda: s.compact(load_bearing=2, budget=1000), "load_bearing"),  # type: ignore[arg-type]
+        (lambda: s.compact(load_bearing=[True], budget=1000), "load_bearing"),
+        (lambda: s.lane(200, upto="2"), "upto"),  # type: ignore[arg-type]
+        (lambda: s.lane(200, upto=-1), "upto"),
+        (lambda: s.items(-1), "upto"),
+        (lambda: s.search(None), "query"),  # type: ignore[arg-type]
+        (lambda: s.search("out", k=0), "k "),
+        (lambda: s.decide("d", evidence=[None]), "evidence"),  # type: ignore[list-item]
+        (lambda: s.decide("d", evidence=[1.5]), "evidence"),  # type: ignore[list-item]
+    ]
+    for call, name in bad:
+        with pytest.raises(ConfigError, match=name):
+            call()
+    assert len(s.items()) == 3  # nothing was journaled
+    assert "steps #1-#2;" in s.lane(200, upto=2).text
+    assert journal.verify().ok

@@ -160,3 +160,19 @@ def test_a_new_sessions_first_calls_show_no_step_and_then_no_old_numbers(
         history = next(b.text for b in second.prompt_blocks if b.lane is Lane.HISTORY)
         assert first.citations[0].source_uri in history
         assert not re.search(r"^\[\d+\] ", history, re.MULTILINE)
+
+
+def test_a_history_upto_that_is_no_step_number_is_refused(tmp_path: Path) -> None:
+    """``history_upto=-3`` read as a slice and built the lane without the newest steps."""
+    from engine import ConfigError
+
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, _config(tmp_path)) as ws:
+        ws.index()
+        ws.session("fix-1").add("user", "make register_hook reject empty events")
+        state = SessionState(session="fix-1")
+        for upto in (-3, "1", 1.0):
+            with pytest.raises(ConfigError, match="history_upto"):
+                ws.build_context("g", "register hook", state=state, history_upto=upto,  # type: ignore[arg-type]
+                                 record=False)  # fmt: skip
+        assert ws.build_context("g", "register hook", state=state, history_upto=0, record=False)
