@@ -40,12 +40,13 @@ def advise(
         notes.append(f"insufficient evidence: only {len(scored)} candidate sections found")
     asked = list(idents[:20])
     known = view.defining(asked, limit=1) if asked else {}
+    known |= _qualified(view, [i for i in asked if i not in known])
     missing = [i for i in asked if i not in known and not _mentioned(view, i)]
     if missing:
         notes.append(
             f"not found in the index: {', '.join(missing[:5])}; need the definition of {missing[0]}"
         )
-    defined_here = {d for p in shown for d in p.scored.chunk.defines}
+    defined_here = {d for p in shown for d in _names(p.scored.chunk.symbol, p.scored.chunk.defines)}
     undefined = [i for i in asked if i in known and i not in defined_here]
     if known and len(undefined) == len(known):
         notes.append(
@@ -53,6 +54,33 @@ def advise(
             f"(e.g. {undefined[0]}); raise the budget or ask for it by name"
         )
     return tuple(notes)
+
+
+def _qualified(view: View, names: Sequence[str]) -> dict[str, list[str]]:
+    """The dotted names among ``names`` (``LogCaptureFixture.get_records``) a section
+    defines under that qualified symbol: a section defines its bare name (``get_records``),
+    so looking the dotted one up said a method in the packed evidence was not indexed."""
+    dotted = {n: n.rsplit(".", 1)[1] for n in names if "." in n.strip(".")}
+    if not dotted:
+        return {}
+    found = view.defining(sorted(set(dotted.values())), limit=50)
+    chunks = view.chunks(sorted({cid for ids in found.values() for cid in ids}))
+    out: dict[str, list[str]] = {}
+    for name, tail in dotted.items():
+        ids = [cid for cid in found.get(tail, ())
+               if cid in chunks and name in _names(chunks[cid].symbol, ())]  # fmt: skip
+        if ids:
+            out[name] = ids[:1]
+    return out
+
+
+def _names(symbol: str | None, defines: Sequence[str]) -> set[str]:
+    """What a section can be asked for by: the names it defines, its symbol, and each
+    dotted tail of its symbol (``pkg.Cls.meth`` answers ``Cls.meth``)."""
+    out = set(defines)
+    parts = (symbol or "").split(".")
+    out.update(".".join(parts[i:]) for i in range(len(parts)) if parts[i:] != [""])
+    return out
 
 
 def _mentioned(view: View, name: str) -> bool:

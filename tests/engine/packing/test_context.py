@@ -389,3 +389,27 @@ def test_a_tool_signal_kind_given_as_a_string_packs_as_the_enum_does(ws: Workspa
     as_enum = ws.build_context("Fix the crash", record=False,
                                tool_signals=[ToolSignal(trace, SignalKind.TRACEBACK)])  # fmt: skip
     assert as_text.render() == as_enum.render() and as_text.replay_key == as_enum.replay_key
+
+
+def test_a_method_asked_for_by_its_class_and_name_is_not_called_missing(tmp_path: Path) -> None:
+    """A section defines its bare name (``get_records``): an agent asking for
+    ``LogCaptureFixture.get_records`` was told it is "not found in the index" while its
+    definition sat in the packed evidence (a real pytest session, stop 46's review)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "capture.py").write_text(
+        "class LogCaptureFixture:\n    '''Access to captured log records.'''\n\n"
+        "    def get_records(self, when):\n        '''Records of one phase.'''\n"
+        "        return self._item.stash[when]\n"
+    )
+    (root / "other.py").write_text("def unrelated():\n    return 1\n")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True, env=GIT_ENV)
+    with Workspace.open(root, Config(dense_model="hash", ledger=False)) as ws:
+        ws.index()
+        pack = ws.build_context("`LogCaptureFixture.get_records` returns stale records",
+                                budget_tokens=3000)  # fmt: skip
+        assert not any("not found in the index" in note for note in pack.advisory)
+        assert not any("weak evidence" in note for note in pack.advisory)
+        missing = ws.build_context("`LogCaptureFixture.get_rekords` is wrong", budget_tokens=3000)
+        assert any("not found in the index: LogCaptureFixture.get_rekords" in note
+                   for note in missing.advisory)  # fmt: skip
