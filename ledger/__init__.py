@@ -12,6 +12,7 @@ importing it opens no file.
 
 from ledger._blobs import PURGED_MARK
 from ledger._codec import GENESIS_HASH
+from ledger._cuts import cuts_problem, restore
 from ledger._errors import (
     BlobNotFoundError,
     LedgerCorruptError,
@@ -58,4 +59,6 @@ __all__ = [
     "TurnDraft",
     "TurnRecord",
     "VerifyReport",
+    "cuts_problem",
+    "restore",
 ]

@@ -8,9 +8,9 @@ interleaved inside a record.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -18,7 +18,7 @@ from os import PathLike
 from pathlib import Path
 from types import TracebackType
 
-from ledger._blobs import load_text, replace_text, store_text, text_page
+from ledger._blobs import load_text, purged_names, replace_text, store_text, text_page
 from ledger._codec import (
     GENESIS_HASH,
     canonical_json,
@@ -30,7 +30,8 @@ from ledger._codec import (
     text_sha256,
     turn_payload,
 )
-from ledger._errors import LedgerCorruptError
+from ledger._cuts import cut_text
+from ledger._errors import BlobNotFoundError, LedgerCorruptError
 from ledger._records import (
     JSON,
     FeedbackDraft,
@@ -46,9 +47,13 @@ from ledger._records import (
 from ledger._sqlite import PURGED_TABLE, connect, translate_errors
 from ledger._verify import chain_head, load_stored, record_problem, verify_chain
 
-__all__ = ["BUSY_TIMEOUT_S", "Ledger"]
+__all__ = ["BUSY_TIMEOUT_S", "COMPACT_WAIT_S", "Ledger"]
 
 BUSY_TIMEOUT_S = 10.0  # an append holds the lock ~1 ms; 10 s of waiting means a stuck writer
+# A reader's transaction (a replay, a verify of a large ledger) lasts a few seconds at most;
+# one still open after 30 s is held open on purpose, and waiting longer would not help.
+COMPACT_WAIT_S = 30.0
+_COMPACT_RETRY_S = 0.2  # between checkpoints that found a reader still in the old pages
 _PAGE = 256  # records per read while iterating: bounded memory, few round trips
 _COLUMNS = "seq, kind, turn_id, time, payload, prev_hash, record_hash"
 
@@ -150,47 +155,77 @@ class Ledger:
         with self._reading("read a text from") as conn, _snapshot(conn):
             return load_stored(conn, sha256)
 
-    def texts(self) -> Iterator[tuple[str, str]]:
-        """Every stored text as (sha256, text), in sha256 order, each verified on read."""
+    def texts(self, *, purged: bool = False) -> Iterator[tuple[str, str]]:
+        """Every stored text as (sha256, text), in sha256 order, each verified on read;
+        with ``purged``, then every text a purge removed as (its sha256, what the purge
+        left), each checked as ``get_stored`` checks it (a later purge cuts from that)."""
         after = ""
         while True:
             with self._reading("read the texts of") as conn:
                 page = text_page(conn, after)
             if not page:
+                break
+            yield from page
+            after = page[-1][0]
+        after = ""
+        while purged:
+            with self._reading("read the texts of") as conn, _snapshot(conn):
+                page = [(n, load_stored(conn, n)[0]) for n in purged_names(conn, after)]
+            if not page:
                 return
             yield from page
             after = page[-1][0]
 
-    def purge(self, replacements: Mapping[str, str], note: Mapping[str, JSON]) -> JournalEntry:
-        """Remove stored texts: each sha256 in ``replacements`` keeps only its replacement
-        (the text with what had to go marked). One transaction appends a ``purge`` record
-        naming every (removed sha256, replacement sha256) pair plus ``note`` (which must not
-        hold what was removed), so the chain still verifies and ``verify(blobs=True)``
-        counts the purged texts; then the file is vacuumed, so the removed bytes leave the
-        disk. Raises ``ValueError`` for a sha256 that names no stored text.
+    def purge(
+        self, cuts: Mapping[str, Sequence[tuple[int, int]]], note: Mapping[str, JSON]
+    ) -> JournalEntry:
+        """Cut parts out of stored texts: for each sha256 in ``cuts``, each (start, end)
+        range of characters of the text stored under it now (what an earlier purge left,
+        if one did) becomes ``[PURGED]``, and the rest stays as it was; nothing else can be
+        written. One transaction appends a ``purge`` record naming every (removed sha256,
+        replacement sha256) pair and, under ``cuts``, for each text the sha256 of the text
+        cut and each cut as (UTF-8 byte offset, byte length, sha256 of the bytes cut), so
+        whoever holds a cut string can check it (``ledger.restore``), plus ``note`` (which
+        must not hold what was removed). Call ``compact`` after it: until then the removed
+        bytes are still in the file's freed pages.
+
+        Raises ``ValueError`` for a sha256 that names no stored text and for a range that
+        is empty, out of order, overlapping or outside its text.
         """
-        if not replacements:
+        if not cuts:
             raise ValueError("nothing to purge")
         check_json(dict(note))
-        shas = sorted(replacements)
-        pairs = [
-            [sha, hashlib.sha256(replacements[sha].encode("utf-8")).hexdigest()] for sha in shas
-        ]
-        payload: JSON = {**note, "texts": pairs}  # type: ignore[dict-item]
+        if {"texts", "cuts"} & set(note):
+            raise ValueError("a purge's note cannot set 'texts' or 'cuts'")
+        shas = sorted(cuts)
+        current: dict[str, str] = {}  # the name of the text each purge cuts now
+        replacements: dict[str, str] = {}
+        marks: list[JSON] = []
+        for sha in shas:
+            with self._reading("read a text from") as conn, _snapshot(conn):
+                try:
+                    text, purged = load_stored(conn, sha)
+                except BlobNotFoundError:
+                    raise ValueError(f"no stored text to purge under {sha}") from None
+            current[sha] = text_sha256(text) if purged else sha
+            replacements[sha], cut = cut_text(text, list(cuts[sha]))
+            marks.append([sha, current[sha], [list(m) for m in cut]])
+        pairs: list[JSON] = [[sha, text_sha256(replacements[sha])] for sha in shas]
+        payload: JSON = {**note, "texts": pairs, "cuts": marks}
 
         def check(conn: sqlite3.Connection) -> None:
             conn.execute(PURGED_TABLE)
-            marks = ",".join("?" * len(shas))
-            found = {
-                str(r[0])
-                for r in conn.execute(f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", shas)
-            }
-            found |= {
-                str(r[0])
-                for r in conn.execute(f"SELECT sha256 FROM purged WHERE sha256 IN ({marks})", shas)
-            }
-            if missing := [s for s in shas if s not in found]:
-                raise ValueError(f"no stored text to purge under {', '.join(missing)}")
+            for sha in shas:  # what was cut is still what is stored (no purge in between)
+                now = conn.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (sha,)).fetchone()
+                if now is None:
+                    row = conn.execute(
+                        "SELECT replacement_sha256 FROM purged WHERE sha256 = ?", (sha,)
+                    ).fetchone()
+                    now = None if row is None or str(row[0]) != current[sha] else row
+                elif current[sha] != sha:
+                    now = None
+                if now is None:
+                    raise ValueError(f"the text {sha} changed while it was purged; purge again")
 
         def then(conn: sqlite3.Connection, seq: int) -> None:
             for sha in shas:
@@ -199,13 +234,32 @@ class Ledger:
         stamp = now_utc()
         data = canonical_json(payload)
         seq, prev, rec_hash = self._append(RecordKind.PURGE, None, stamp, data, None, check, then)
-        with self._reading("compact") as conn:
-            # The removed bytes are in freed pages and the WAL until the file is rewritten.
-            conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         entry = decode_row((seq, RecordKind.PURGE.value, None, stamp, data, prev, rec_hash))
         assert isinstance(entry, JournalEntry)
         return entry
+
+    def compact(self, *, wait: float | None = None) -> bool:
+        """Rewrite the file so no freed page (what a purge removed) is left in it or in its
+        write-ahead log; True when done. Another process inside a read (a server answering
+        a replay, a ``verify``) keeps the old pages in use: this retries for ``wait``
+        seconds (default ``COMPACT_WAIT_S``), then returns False, and the bytes stay on disk
+        until it is called again once that reader is done."""
+        deadline = time.monotonic() + (COMPACT_WAIT_S if wait is None else wait)
+        with self._reading("compact") as conn:
+            if int(conn.execute("PRAGMA freelist_count").fetchone()[0]):
+                conn.execute("VACUUM")  # every page written again, into the WAL
+            try:  # then copied over the file's pages, once no reader needs them
+                while True:  # the checkpoint itself waits for readers up to busy_timeout
+                    left = max(0.0, deadline - time.monotonic())
+                    conn.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
+                    busy = int(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+                    if not busy:
+                        return True
+                    if time.monotonic() >= deadline:
+                        return False
+                    time.sleep(_COMPACT_RETRY_S)
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
 
     # -- appends ------------------------------------------------------------------------
 
@@ -464,9 +518,7 @@ class Ledger:
             raise LedgerCorruptError(f"the ledger {self._path} has lost its head row; run verify")
         return int(row[0])
 
-    def verify(
-        self, *, blobs: bool = False, anchor: tuple[int, str] | None = None
-    ) -> VerifyReport:
+    def verify(self, *, blobs: bool = False, anchor: tuple[int, str] | None = None) -> VerifyReport:
         """Walk the whole chain and name the first bad record (see ``VerifyReport``).
 
         With ``blobs``, also check that every text a turn names is stored and hashes right;

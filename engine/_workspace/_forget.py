@@ -69,6 +69,7 @@ class Forgetter:
                 for name in (REBUILD_DIR, REPLACED_DIR, "checkout"):
                     remove_tree(state.state_dir / name)
             state.layers.close()
+            targets = _with_links(state.root, targets, known)
             files: set[str] = set()
             touched: set[str] = set()
             chunks = segments = 0
@@ -92,7 +93,7 @@ class Forgetter:
             vectors = 0
             if keys and state.cache_path.exists():  # a dry run counts what would go
                 vectors = state.cache.held(keys) if dry_run else state.cache.delete(keys)
-            purged = LedgerPurge(0, 0, 0)
+            purged = LedgerPurge(0, 0, ())
             if state.has_journal():
                 note: dict[str, JSON] = {"files": list(targets), "text": text is not None}
                 purged = state.journal.purge(
@@ -101,9 +102,12 @@ class Forgetter:
                 )  # fmt: skip
                 if purged.texts and not dry_run:
                     self._sessions.forget_texts()  # sessions keep their steps' texts
+            left = [] if purged.cleared else [str(self._state.ledger_path)]
             notes = 0
             if text and self._notes.exists():
-                notes = self._notes.memory.store.purge(text, dry_run=dry_run)
+                store = self._notes.memory.store
+                notes, cleared = store.purge(text, dry_run=dry_run)
+                left += [] if cleared else [str(store.path)]
             embedder = None if dry_run else state.embedder
             remote = state.layers.forget_remote(
                 (lambda p: matches_path(p, targets)) if targets else None, text,
@@ -117,7 +121,8 @@ class Forgetter:
             present += [p for p in known if p not in present and _holds(root / p, text)]
         return ForgetReport(
             dry_run, sorted(files), sorted(touched), chunks, segments, vectors, purged.texts,
-            purged.turns, purged.chained, sorted(present), notes, remote,
+            purged.turns, len(purged.chained), sorted(present), notes, remote,
+            list(purged.chained), left,
         )  # fmt: skip
 
     def _relative(self, path: str) -> str:
@@ -137,6 +142,23 @@ class Forgetter:
         if not rel.parts:
             raise ConfigError("forgetting the whole workspace: remove its state folder instead")
         return rel.as_posix()
+
+
+def _with_links(root: Path, targets: list[str], known: list[str]) -> list[str]:
+    """``targets`` and every indexed path that reaches one through a symlink (a link to a
+    forgotten file, or into a forgotten folder): the same bytes under another name."""
+    if not targets:
+        return targets
+    base = root.resolve()
+    real = [(root / t).resolve() for t in targets]
+    more = []
+    for path in known:
+        if matches_path(path, targets):
+            continue
+        seen = (root / path).resolve()
+        if seen.is_relative_to(base) and any(seen == r or seen.is_relative_to(r) for r in real):
+            more.append(path)
+    return sorted({*targets, *more})
 
 
 def _holds(path: Path, text: str) -> bool:

@@ -66,7 +66,6 @@ __all__ = [
 ]
 
 
-
 def _dump(body: Mapping[str, object], out: TextIO) -> None:
     out.write(json.dumps(body) + "\n")
 
@@ -288,9 +287,9 @@ def cmd_forget(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             report = ws.forget(args.file or (), text, dry_run=args.dry_run, progress=bars)
         finally:
             bars.end()
-    if args.json:
+    if args.json:  # left_on_disk non-empty: not done, whatever else it removed
         _dump(to_json(report), out)
-        return EXIT_OK
+        return EXIT_ERROR if report.left_on_disk else EXIT_OK
     verb = "would remove" if report.dry_run else "removed"
     for path in report.files:
         out.write(f"{verb} {path}\n")
@@ -307,17 +306,27 @@ def cmd_forget(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             "(every workspace's; each writes its files again at its next index)\n"
         )
     if report.ledger_chained:
+        seqs = ", ".join(str(n) for n in report.chained_seqs)
         out.write(
-            f"warning: {report.ledger_chained} ledger record(s) hold the text in their own "
-            "hashed payload (tool results of older feedback, a decision's rationale); the "
-            "chain cannot be rewritten without "
-            "breaking verification, so they stay\n"
+            f"warning: {report.ledger_chained} ledger record(s) (seq {seqs}) hold the text "
+            "inside their own hashed record (a failure reason, a decision's rationale, a "
+            "tool's name, tool results of feedback recorded before summaries were stored "
+            "as texts); the chain cannot be rewritten without breaking verification, so "
+            "they stay\n"
         )
+    if report.left_on_disk:
+        out.write(
+            "error: another process is reading " + ", ".join(report.left_on_disk) + ", so "
+            "old pages of the file still hold the removed bytes; stop it (a running "
+            "`cortex serve`) and run this forget again to clear them\n"
+        )
+        return EXIT_ERROR
     if report.still_present:
         out.write(
             "warning: still in the working tree (indexed again when changed; delete it "
             "there, or keep the files out with CORTEX_EXCLUDE): "
-            + ", ".join(report.still_present) + "\n"
+            + ", ".join(report.still_present)
+            + "\n"
         )
     return EXIT_OK
 
@@ -422,9 +431,7 @@ def cmd_feedback(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def cmd_resolve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Print the indexed lines behind a uri (path#L10-L20) for a caller holding their sha256."""
-    proof = (
-        Proof(args.proof_path or uri_path(args.uri), args.sha256) if args.sha256 else None
-    )
+    proof = Proof(args.proof_path or uri_path(args.uri), args.sha256) if args.sha256 else None
     with Workspace.open(args.where, config) as ws:
         body = resolve_checked(ws, args.uri, proof)
     if args.json:
@@ -529,6 +536,13 @@ def cmd_serve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     from engine.serve import read_token, serve
 
     token = read_token(args.token_file) if args.token_file else None
-    serve(args.where, config, host=args.host, port=args.port, token=token, watch=args.watch,
-          tools=args.tools)
+    serve(
+        args.where,
+        config,
+        host=args.host,
+        port=args.port,
+        token=token,
+        watch=args.watch,
+        tools=args.tools,
+    )
     return EXIT_OK

@@ -66,8 +66,9 @@ class ForgetReport:
     vectors: int  # cached vectors deleted (a dry run: that would be)
     ledger_texts: int  # stored prompts, inputs and snippet texts purged
     ledger_turns: int  # recorded turns those texts belong to
-    # Chained records whose own payload holds the string (feedback tool results): a hash
-    # chain cannot be rewritten, so these stay; the message says so.
+    # Chained records whose own payload holds the string (a failure reason, a decision's
+    # rationale, tool results of older feedback): a hash chain cannot be rewritten, so
+    # these stay; the message says so, and ``chained_seqs`` names them.
     ledger_chained: int
     # Working-tree files that still hold it: indexed again when they next change.
     still_present: list[str]
@@ -75,6 +76,10 @@ class ForgetReport:
     # Points removed from the Qdrant collection's layers (CORTEX_BACKEND=qdrant), every
     # workspace's: their next mirror writes the files again from their own segments.
     remote_points: int = 0
+    chained_seqs: list[int] = field(default_factory=list)  # the seqs of those records
+    # Files whose old pages still hold removed bytes: another process's read kept them in
+    # use past the wait. Run forget again once it is done (a server: stop it first).
+    left_on_disk: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

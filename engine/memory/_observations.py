@@ -46,6 +46,7 @@ from engine.core import (
     Scope,
     body_text,
     clean_field,
+    fold_wal,
     normalised,
     parse_enum,
     whole_number,
@@ -638,22 +639,28 @@ class NoteStore:
             )  # fmt: skip
         return self._vectors
 
-    def purge(self, text: str, *, dry_run: bool = False) -> int:
+    def purge(self, text: str, *, dry_run: bool = False) -> tuple[int, bool]:
         """Replace ``text`` with ``[PURGED]`` in every note of this file that holds it (any
-        project, any user, deleted ones too), re-index and re-embed them, then drop the
-        old text from the lexical index's segments and zero the freed pages. Returns how
-        many notes held it (``dry_run``: only counts)."""
-        fields = ("title", "what", "why", "place", "learned")
-        where = " OR ".join(f"instr({f}, ?) > 0" for f in fields)
-        rows = self.read(f"SELECT id, type, {', '.join(fields)} FROM notes WHERE {where}",
-                         (text,) * len(fields))  # fmt: skip
+        project, any user, deleted ones too), in its fields, topic key, entities and code
+        links; re-index and re-embed them, then drop the old text from the lexical index's
+        segments and zero the freed pages. Returns (how many notes held it, whether the
+        old pages left the file: False while another process's read still holds them).
+        ``dry_run`` only counts."""
+        fields = ("title", "what", "why", "place", "learned", "topic_key", "entities", "links")
+        forms = sorted({text, json.dumps(text)[1:-1]}, key=len, reverse=True)  # JSON: escaped
+        where = " OR ".join(f"instr({f}, ?) > 0" for f in fields for _ in forms)
+        rows = self.read(
+            f"SELECT id, type, {', '.join(fields)} FROM notes WHERE {where}",
+            tuple(f for _ in fields for f in forms),
+        )
         if dry_run or not rows:
-            return len(rows)
+            return len(rows), True
         with self._lock:  # freed cells are zeroed from here on, not left in free pages
             self._db.execute("PRAGMA secure_delete = ON")
         with self.write() as db:
-            for note_id, kind, *values in rows:
+            for note_id, kind, *values, key, entities_json, links_json in rows:
                 title, what, why, place, learned = (v.replace(text, "[PURGED]") for v in values)
+                entities = _purged_json(entities_json, text)
                 body = body_text(what, why, place, learned)
                 vector = None
                 if self.embedder is not None:
@@ -662,19 +669,23 @@ class NoteStore:
                 content = sha256_text(normalised(kind, title, what, why, place, learned))
                 db.execute(
                     "UPDATE notes SET title = ?, what = ?, why = ?, place = ?, learned = ?, "
-                    "content = ?, vector = ?, seq = ? WHERE id = ?",
-                    (title, what, why, place, learned, content, vector, self.seq(db), note_id),
-                )
-                _index_terms(db, note_id, (self.terms(title), self.terms(body)))
+                    "entities = ?, links = ?, content = ?, vector = ?, seq = ? WHERE id = ?",
+                    (title, what, why, place, learned, entities,
+                     _purged_json(links_json, text), content, vector, self.seq(db), note_id),
+                )  # fmt: skip
+                if key is not None and text in key:
+                    _purge_key(db, note_id, key.replace(text, "[PURGED]"))
+                terms = self._note_terms(title, body, json.loads(entities))
+                _index_terms(db, note_id, terms)
             index_near(db, [r[0] for r in rows])
         with self._lock:
             try:  # deleted FTS entries live on in old segments until they are merged
                 self._db.execute("INSERT INTO notes_fts (notes_fts) VALUES ('optimize')")
                 self._db.execute("VACUUM")
-                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # old pages leave the WAL
+                cleared = fold_wal(self._db)  # old pages leave the file once no read holds them
             except sqlite3.DatabaseError as exc:
                 raise MemoryStateError(f"the memory store {self.path}: {exc}") from exc
-        return len(rows)
+        return len(rows), cleared
 
     def bump_seq(self) -> None:
         """Mark a change the vector matrix must see (a delete)."""
@@ -683,6 +694,30 @@ class NoteStore:
 
 
 _MAX_ID = 2**63 - 1  # SQLite's largest integer: no row has a larger id
+
+
+def _purged_json(raw: str, text: str) -> str:
+    """A JSON column (entities, links) with ``text`` replaced by [PURGED] in every string
+    in it (decoded first: a replace on the encoded form could cut through its syntax)."""
+
+    def purged(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(text, "[PURGED]")
+        if isinstance(value, list):
+            return [purged(v) for v in value]
+        return value
+
+    return json.dumps(purged(json.loads(raw)))
+
+
+def _purge_key(db: sqlite3.Connection, note_id: int, key: str) -> None:
+    """Give a note the purged topic key; if another live note of its project, scope and
+    owner has that key already (two keys that differed only in the purged string), the
+    note's id is added to keep the keys unique."""
+    try:
+        db.execute("UPDATE notes SET topic_key = ? WHERE id = ?", (key, note_id))
+    except sqlite3.IntegrityError:
+        db.execute("UPDATE notes SET topic_key = ? WHERE id = ?", (f"{key}#{note_id}", note_id))
 
 
 def _check_id(note_id: object) -> int:

@@ -17,6 +17,7 @@ from engine.index import segment_dirs
 from engine.segment import Segment
 from ledger import PURGED_MARK, Ledger
 from tests.engine.test_workspace import GIT_ENV
+from tests.ledger import zlib_holds
 
 NEEDLE = "zebraquartz7781"  # an internal name nobody should see again (no detector knows it)
 
@@ -226,3 +227,136 @@ def test_forgetting_reaches_session_steps_and_they_read_back_marked(tmp_path: Pa
         assert ws.session("s1").lane(2000).text
         assert ws.journal.verify(blobs=True).ok
     assert _holders(state, NEEDLE) == []
+
+
+def test_a_second_forget_reaches_texts_an_earlier_forget_purged(tmp_path: Path) -> None:
+    """Two leaks found one after the other: the second forget cuts its string out of
+    what the first left (prompt and inputs), so neither is in the replay or on disk."""
+    root, state = _repo(tmp_path), tmp_path / "state"
+    second = "kiwipassword9932"
+    with Workspace.open(root, _config(tmp_path)) as ws:
+        ws.index()
+        pack = ws.build_context(f"the {NEEDLE} tariff; we log in with {second}", "shipping")
+        assert NEEDLE in pack.render() and second in pack.render()
+        assert ws.forget(text=NEEDLE).ledger_texts >= 2
+        report = ws.forget(text=second)
+        assert report.ledger_texts >= 2 and report.ledger_turns == 1
+        replay = ws.replay(pack.replay_key)
+        assert NEEDLE not in replay.text and second not in replay.text
+        assert replay.text.count(PURGED_MARK) >= 2
+        assert ws.journal.verify(blobs=True).ok
+    assert _holders(state, second) == [] and _holders(state, NEEDLE) == []
+
+
+def test_forgetting_a_file_cuts_its_hunks_from_the_diff_lane(tmp_path: Path) -> None:
+    """A file with an uncommitted change is shown in a prompt's working-tree diff lane:
+    forget --file cuts its hunks there too (its path line stays), other files' hunks stay."""
+    root = _repo(tmp_path)
+    secret = "kiwi_private_endpoint_9137"
+    with (root / "billing/invoice.py").open("a") as f:
+        f.write(f"\n\ndef {secret}():\n    return 'https://{secret}.internal/api'\n")
+    with (root / "other.py").open("a") as f:
+        f.write("\n\ndef unrelated_invoice_total():\n    return 3\n")
+    with Workspace.open(root, _config(tmp_path)) as ws:
+        ws.index()
+        pack = ws.build_context("invoice total endpoint", "render invoice total")
+        lane = pack.render().split("## Working-tree diff", 1)[1].split("\n## ", 1)[0]
+        assert secret in lane and "unrelated_invoice_total" in lane
+        report = ws.forget(["billing/invoice.py"])
+        assert report.ledger_turns == 1
+        text = ws.replay(pack.replay_key).text
+        lane = text.split("## Working-tree diff", 1)[1].split("\n## ", 1)[0]
+        assert secret not in lane and f"'https://{secret}.internal/api'" not in text
+        assert f"--- billing/invoice.py\n{PURGED_MARK}\n" in lane
+        assert "unrelated_invoice_total" in lane
+        assert ws.journal.verify(blobs=True).ok
+    assert _holders(tmp_path / "state", f"'https://{secret}.internal/api'") == []
+
+
+def test_forgetting_a_file_forgets_the_links_to_it(tmp_path: Path) -> None:
+    """A symlink in the workspace to a forgotten file is the same bytes under another
+    name: it leaves the index and the ledger too, and the report names it."""
+    root = _repo(tmp_path)
+    (root / "billing/invoice_link.py").symlink_to("invoice.py")
+    with Workspace.open(root, _config(tmp_path)) as ws:
+        ws.index()
+        pack = ws.build_context("how is an invoice rendered with its total", "render invoice")
+        report = ws.forget(["billing/invoice.py"])
+        assert report.files == ["billing/invoice.py", "billing/invoice_link.py"]
+        assert "billing/invoice_link.py" in report.still_present
+        assert not [h for h in ws.search("render invoice total", k=10)
+                    if h.chunk.path.startswith("billing/")]  # fmt: skip
+        assert "sum(price for _, price in lines)" not in ws.replay(pack.replay_key).text
+    assert _holders(tmp_path / "state", "sum(price for _, price in lines)") == []
+
+
+def test_forgetting_a_string_reaches_a_notes_topic_key_and_entities(tmp_path: Path) -> None:
+    """A memory note whose topic key, entities and text hold the string: every column is
+    cut, a second forget finds nothing left, and no byte stays in the memory file."""
+    root = _repo(tmp_path)
+    host = "zebrahost4471.corp.example"
+    with Workspace.open(root, _config(tmp_path)) as ws:
+        ws.index()
+        ws.memory.save(f"fallback host {host}", what=f"retries go to {host}",
+                       topic_key=f"host/{host}")  # fmt: skip
+        ws.memory.save("other host", what="retries go elsewhere", topic_key="host/other")
+        assert ws.forget(text=host).notes == 1
+        assert ws.forget(text=host).notes == 0
+        (hit,) = [n for n in ws.memory.search("fallback host", k=5) if "fallback" in n.title]
+        assert host not in repr(hit) and PURGED_MARK in hit.title
+    assert _holders(tmp_path / "state", host) == []
+
+
+def test_forget_says_when_a_reader_keeps_the_bytes_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process inside a read of the ledger keeps the old pages: forget waits,
+    then reports the file as still holding the bytes (CLI: exit 1); once the read ends,
+    the same forget again clears them."""
+    import ledger._store
+
+    monkeypatch.setattr(ledger._store, "COMPACT_WAIT_S", 0.5)
+    root, state = _repo(tmp_path), tmp_path / "state"
+    monkeypatch.setenv("CORTEX_STATE_DIR", str(state))
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    secret = tmp_path / "secret.txt"
+    secret.write_text(NEEDLE)
+    with Workspace.open(root, Config.from_env()) as ws:
+        ws.index()
+        ws.build_context(f"delivery cost under the {NEEDLE} tariff", "shipping cost")
+    reader = sqlite3.connect(state / "ledger.sqlite", isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM blobs").fetchone()
+        assert main(["forget", "--text-from", str(secret), "--path", str(root)]) == 1
+        assert "old pages of the file still hold" in capsys.readouterr().out
+        assert zlib_holds(state / "ledger.sqlite", NEEDLE.encode())
+        reader.execute("COMMIT")
+    finally:
+        reader.close()
+    assert main(["forget", "--text-from", str(secret), "--path", str(root)]) == 0
+    assert not zlib_holds(state / "ledger.sqlite", NEEDLE.encode())
+    assert _holders(state, NEEDLE) == []
+
+
+def test_forget_names_the_hashed_records_that_keep_the_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failure's free-text reason is inside a hashed record: forget cannot cut it, and
+    says so by seq, calling it a failure reason (not only older tool results)."""
+    root, state = _repo(tmp_path), tmp_path / "state"
+    monkeypatch.setenv("CORTEX_STATE_DIR", str(state))
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    secret = tmp_path / "secret.txt"
+    secret.write_text(NEEDLE)
+    with Workspace.open(root, Config.from_env()) as ws:
+        ws.index()
+        pack = ws.build_context("delivery cost by region", "shipping cost")
+        ws.feedback(pack.replay_key, [1], outcome="failure", reason=f"host {NEEDLE} was wrong")
+        ledger_path = ws.ledger_path
+    with Ledger.open(ledger_path) as ledger:
+        seqs = [r.seq for r in ledger.records() if NEEDLE in str(getattr(r, "payload", ""))]
+    assert seqs
+    assert main(["forget", "--text-from", str(secret), "--path", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"(seq {', '.join(map(str, seqs))})" in out and "a failure reason" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import zlib
 from pathlib import Path
 
 from ledger import Ledger, SnippetRef, TurnDraft, TurnRecord
@@ -57,3 +58,17 @@ def build(path: Path, n: int) -> list[TurnRecord]:
 def raw(path: Path) -> sqlite3.Connection:
     """A plain autocommit sqlite3 connection to the file, for editing it behind the ledger."""
     return sqlite3.connect(path, isolation_level=None)
+
+
+def zlib_holds(path: Path, needle: bytes) -> bool:
+    """Whether a zlib stream anywhere in the file's bytes (a stored text, live or in a
+    freed page) unpacks to bytes holding ``needle``."""
+    data = path.read_bytes()
+    for at in range(len(data) - 1):
+        if data[at] == 0x78 and data[at + 1] in (0x01, 0x5E, 0x9C, 0xDA):
+            try:
+                if needle in zlib.decompressobj().decompress(data[at : at + 65536]):
+                    return True
+            except zlib.error:
+                continue
+    return False
