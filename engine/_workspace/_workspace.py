@@ -29,6 +29,7 @@ from engine._workspace._state import State
 from engine.core import (
     DEFAULT_BUNDLE_BUDGET,
     MAX_ATTEST_CITATIONS,
+    MAX_ITEMS,
     Bundle,
     CacheError,
     Config,
@@ -61,6 +62,7 @@ from engine.core import (
     check_items,
     check_model_citations,
     check_text,
+    check_total,
     check_type,
 )
 from engine.index import locate, status_of
@@ -450,12 +452,13 @@ class Workspace:
     def feedback(
         self,
         replay_key: str,
-        model_citations: Sequence[int | str],
+        model_citations: Sequence[int | str] = (),
         tool_results: Sequence[ToolResult | str] = (),
         outcome: str | None = None,
         reason: str | None = None,
     ) -> FeedbackResult:
-        """Check the model's citations against the turn's evidence, and record them; with
+        """Check the model's citations against the turn's evidence, and record them (none
+        given: the model cited nothing, which is recorded as such); with
         an ``outcome`` (``success`` or ``failure``, and a ``reason`` for a failure only),
         learn from it: attest the cited items and move this workspace's rerank offsets. A
         ``FailureReason`` (``factual_error``, ``wrong_assumption``; however cased) takes the
@@ -470,10 +473,11 @@ class Workspace:
         """
         self._check_open()
         check_model_citations(model_citations)
-        tool_results = check_items("tool_results", tool_results)
-        if len(model_citations) > MAX_ATTEST_CITATIONS:
-            raise ConfigError(f"{len(model_citations)} citations: at most "
-                              f"{MAX_ATTEST_CITATIONS} per feedback")  # fmt: skip
+        check_items("model_citations", model_citations, MAX_ATTEST_CITATIONS)
+        tool_results = check_items("tool_results", tool_results, MAX_ITEMS)
+        for r in tool_results:
+            check_type("tool_results items", r, (ToolResult, str), "ToolResult records or text")
+        check_total("tool_results", (r if isinstance(r, str) else r.summary for r in tool_results))
         if outcome is not None:
             return self._learning.attest(replay_key, model_citations, tool_results, outcome, reason)
         if reason is not None:

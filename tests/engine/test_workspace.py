@@ -892,6 +892,62 @@ def test_one_string_where_a_list_goes_is_refused_before_anything_is_recorded(
         assert ws.feedback(pack.replay_key, [1], tool_results=["pytest passed"]).valid == (1,)
 
 
+def test_the_request_limits_are_the_librarys(repo: Path) -> None:
+    """The limits the servers applied alone (256 signals, citations, tool results or state
+    items; 256 KiB of signals or tool results; a bundle goal of 128 KiB) are the library's,
+    with the messages the servers give; 300 bundle objects get one message (at most 64);
+    nothing is recorded."""
+    from engine import SessionState
+
+    many = ["x"] * 257
+    big = ["y" * (200 << 10), "z" * (100 << 10)]
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        pack = ws.build_context("register_hook", budget_tokens=2000)
+        records = ws.journal.head()[0]
+        calls = [
+            ("tool_signals has over 256 items", lambda: ws.build_context("x", tool_signals=many)),
+            ("tool_signals has over 256 items", lambda: ws.search("x", tool_signals=many)),
+            ("tool_signals are over 262144 bytes", lambda: ws.build_context(
+                "x", tool_signals=big)),
+            ("tool_signals are over 262144 bytes", lambda: ws.search_files(
+                "x", tool_signals=big)),
+            ("constraints has over 256 items", lambda: ws.build_context(
+                "x", state=SessionState(constraints=tuple(many)))),
+            ("state is over 131072 bytes", lambda: ws.build_context(
+                "x", state=SessionState(subgoals=("s" * (129 << 10),)))),
+            ("model_citations has over 256 items", lambda: ws.feedback(
+                pack.replay_key, list(range(1, 258)))),
+            ("tool_results has over 256 items", lambda: ws.feedback(
+                pack.replay_key, [1], tool_results=many)),
+            ("tool_results are over 262144 bytes", lambda: ws.feedback(
+                pack.replay_key, [1], tool_results=big)),
+            ("goal is over 131072 bytes", lambda: ws.bundle("g" * 140_000)),
+            ("objects has over 64 items", lambda: ws.bundle("fix", ["hooks.py"] * 300)),
+            ("objects must be text, not int", lambda: ws.bundle("fix", [1])),
+            ("state must be a SessionState, not dict", lambda: ws.bundle(
+                "fix", state={"constraints": []})),
+        ]  # fmt: skip
+        for message, call in calls:
+            with pytest.raises(ConfigError, match=message):
+                call()
+        assert ws.journal.head()[0] == records
+
+
+def test_feedback_without_citations_records_that_nothing_was_cited(repo: Path) -> None:
+    """model_citations may be left out, as on HTTP and the CLI: the model cited nothing,
+    recorded as such; an outcome still needs a citation of the turn's evidence."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        pack = ws.build_context("register_hook", budget_tokens=2000)
+        records = ws.journal.head()[0]
+        result = ws.feedback(pack.replay_key)
+        assert (result.valid, result.dropped) == ((), ())
+        assert ws.journal.head()[0] == records + 1
+        with pytest.raises(ConfigError, match="an outcome needs at least one citation"):
+            ws.feedback(pack.replay_key, outcome="success")
+
+
 def test_arguments_of_the_wrong_type_are_config_errors_naming_them(repo: Path) -> None:
     """None, a number, bytes or a dict where text or a record goes, and text with a lone
     surrogate, are ConfigErrors naming the argument (they were AttributeError, TypeError
