@@ -948,6 +948,30 @@ def test_feedback_without_citations_records_that_nothing_was_cited(repo: Path) -
             ws.feedback(pack.replay_key, outcome="success")
 
 
+def test_resolve_refuses_a_path_outside_the_workspace(repo: Path) -> None:
+    """ws.resolve refuses an absolute path, '..' and the state folder as every other surface
+    does (it answered "not in the index" for /etc/passwd); './hooks.py' is hooks.py."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        for uri, says in (("/etc/passwd", "without '..'"), ("../etc/passwd#L1", "without '..'"),
+                          (".cortex/manifest.json", "outside the workspace")):  # fmt: skip
+            with pytest.raises(ConfigError, match=says):
+                ws.resolve(uri)
+        got = ws.resolve("./hooks.py#L1-L2")
+        assert (got.uri, got.path, got.start_line) == ("./hooks.py#L1-L2", "hooks.py", 1)
+
+
+def test_a_note_resolves_with_its_title(repo: Path) -> None:
+    """resolve('memory:N') gives the note's title, then its fields (a title-only note
+    resolved to the empty text)."""
+    with Workspace.open(repo, CONFIG) as ws:
+        full = ws.memory.save("Hooks run per event", "discovery", what="a list per event")
+        bare = ws.memory.save("Title only words here", "discovery")
+        got = ws.resolve(f"memory:{full.id}")
+        assert got.text == "Hooks run per event\nwhat: a list per event"
+        assert ws.resolve(f"memory:{bare.id}").text == "Title only words here"
+
+
 def test_arguments_of_the_wrong_type_are_config_errors_naming_them(repo: Path) -> None:
     """None, a number, bytes or a dict where text or a record goes, and text with a lone
     surrogate, are ConfigErrors naming the argument (they were AttributeError, TypeError
