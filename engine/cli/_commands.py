@@ -421,24 +421,28 @@ def cmd_feedback(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 
 def cmd_resolve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    """Print the indexed lines behind a uri (path#L10-L20) for a caller holding their sha256."""
+    """Print the indexed lines behind a uri (path#L10-L20) for a caller holding their sha256.
+
+    Exits 1 when a proof was given and no text came back (with --json too)."""
     proof = (
         Proof(args.proof_path or uri_path(args.uri), args.sha256) if args.sha256 else None
     )
     with Workspace.open(args.where, config) as ws:
         body = resolve_checked(ws, args.uri, proof)
+    text = body.get("text")
+    # Whatever the format: a script reading --json tells a failed proof by the exit code.
+    done = EXIT_ERROR if args.sha256 and not isinstance(text, str) else EXIT_OK
     if args.json:
         _dump(body, out)
-        return EXIT_OK
-    text = body.get("text")
+        return done
     if isinstance(text, str):
         out.write(text + "\n")
-        return EXIT_OK
+        return done
     out.write(f"no text: {body.get('reason')}\n")
     if body.get("sha256"):
         out.write(f"sha256 {body['sha256']}, {body.get('tokens')} tokens, "
                   f"lines {body.get('start_line')}-{body.get('end_line')}\n")  # fmt: skip
-    return EXIT_ERROR if args.sha256 else EXIT_OK
+    return done
 
 
 def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:

@@ -220,6 +220,9 @@ def test_feedback_resolve_and_replay_commands(indexed: Path) -> None:
     assert code == EXIT_OK and text.startswith("def handler(event):")
     code, text = _run("resolve", cite["source_uri"], "--sha256", "0" * 64, "--path", str(indexed))
     assert code == EXIT_ERROR and text.startswith("no text")
+    code, text = _run("resolve", cite["source_uri"], "--sha256", "0" * 64, "--path", str(indexed),
+                      "--json")  # fmt: skip
+    assert code == EXIT_ERROR and json.loads(text)["verified"] is False  # as in text mode
     code, text = _run("replay", pack["replay_key"], "--path", str(indexed), "--json")
     assert code == EXIT_OK and json.loads(text)["text"] == pack["render"]
 
@@ -284,7 +287,6 @@ def test_reading_commands_create_no_state(
         err = capsys.readouterr().err
         assert code == EXIT_ERROR and err.count("\n") == 1, (argv, err)
     assert sorted(p.name for p in root.iterdir()) == before
-
 
 
 def test_state_is_its_users_alone(tmp_path: Path) -> None:
