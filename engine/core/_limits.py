@@ -82,9 +82,7 @@ def check_text(name: str, value: object, most: int | None = MAX_TEXT_BYTES) -> s
     return value
 
 
-def check_items(
-    name: str, items: Iterable[_T] | None, most: int | None = None
-) -> tuple[_T, ...]:
+def check_items(name: str, items: Iterable[_T] | None, most: int | None = None) -> tuple[_T, ...]:
     """``items`` (a list, a tuple, any iterable; None is none) as a tuple of at most
     ``most`` items (None: any number). One string is refused, not read as one item per
     character (``constraints="keep the API"`` pinned one constraint per letter), as are
