@@ -180,6 +180,20 @@ def test_search_before_index_is_a_clear_error(repo: Path) -> None:
         assert ws.status().indexed is False
 
 
+def test_a_call_during_a_first_index_says_it_is_being_built(repo: Path) -> None:
+    """While another writer builds the first index, a read says so and names it (it said
+    to run `cortex index`, which was then refused as busy); once no one holds the lock,
+    the plain advice comes back."""
+    with Workspace.open(repo, CONFIG) as ws:
+        with WriterLock(ws.state_dir / "lock"):
+            with pytest.raises(IndexNotBuiltError, match=f"being built by pid {os.getpid()}"):
+                ws.search("anything")
+            with pytest.raises(IndexNotBuiltError, match="being built by pid"):
+                ws.build_context("anything")
+        with pytest.raises(IndexNotBuiltError, match="run `cortex index` first"):
+            ws.search("anything")
+
+
 def test_bad_library_input_is_a_clear_error(repo: Path) -> None:
     """What HTTP and MCP refuse, the library refuses too: an empty query in every search
     mode (dense answered it, every score 0), one string as the citations ("12" read as 1
