@@ -39,6 +39,7 @@ from engine.core import (
     SessionState,
     Tier,
     check_items,
+    check_k,
     check_text,
     check_type,
 )
@@ -264,8 +265,7 @@ class Learning:
 
     def outcomes(self, goal: str, query: str, k: int) -> list[PastOutcome]:
         """The outcomes tier (see ``Workspace.outcomes``)."""
-        if not 1 <= k <= MAX_OUTCOMES:
-            raise ConfigError(f"k must be between 1 and {MAX_OUTCOMES}, got {k}")
+        check_k(k, MAX_OUTCOMES)
         text = (query or goal).strip()
         if not text:
             raise ConfigError("outcomes needs a goal or a query")
