@@ -14,6 +14,7 @@ from engine._workspace._notes import Notes
 from engine._workspace._sessions import Sessions
 from engine._workspace._state import State, scrubbed
 from engine.core import (
+    MAX_ITEMS,
     ConfigError,
     ContextPack,
     ContextSettings,
@@ -23,6 +24,7 @@ from engine.core import (
     SessionState,
     ToolSignal,
     check_budget,
+    check_items,
     check_step,
     check_text,
     check_type,
@@ -74,6 +76,7 @@ class Contexts:
         check_text("query", query)
         if state is not None:
             check_type("state", state, SessionState)
+            _check_state(state)
         if settings is not None:
             check_type("settings", settings, ContextSettings)
         check_type("record", record, bool)
@@ -166,3 +169,13 @@ class Contexts:
         generation, working-tree token), the dense model, and the diff shown in the prompt."""
         diff_sha = sha256_text("\n".join(f"{h.path}\n{h.text}" for h in diff))[:16]
         return f"{view.ident}:{self._state.config.dense_model}:{diff_sha}"
+
+
+def _check_state(state: SessionState) -> None:
+    """A request's session state within the request limits: at most ``MAX_ITEMS`` turns,
+    constraints and sub-goals, each a text of at most ``MAX_TEXT_BYTES`` (the record
+    itself takes any size: a turn read back from the ledger is never refused)."""
+    for name in ("recent_turns", "constraints", "subgoals"):
+        check_items(name, getattr(state, name), MAX_ITEMS)
+    for text in (*(t.text for t in state.recent_turns), *state.constraints, *state.subgoals):
+        check_text("state", text)

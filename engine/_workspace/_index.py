@@ -44,9 +44,17 @@ class Indexer:
         layers.check_base_ref()
         try:
             info, token = layers.current()
-        except IndexNotBuiltError:
+        except IndexNotBuiltError as exc:
             if not self._finish_killed_swap():
-                raise
+                # A first index under way (a server's, another shell's): say so, where
+                # "run cortex index" sent the caller to a command then refused as busy.
+                holder = WriterLock.holder(self._state.state_dir / "lock")
+                if holder is None:
+                    raise
+                raise IndexNotBuiltError(
+                    f"no index of {self._state.root} yet: the first one is being built by "
+                    f"{holder}; try again when it is done"
+                ) from exc
             info, token = layers.current()
         notes: tuple[str, ...] = ()
         if info.token != token:

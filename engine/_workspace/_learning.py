@@ -39,7 +39,9 @@ from engine.core import (
     SessionState,
     Tier,
     check_items,
+    check_k,
     check_text,
+    check_type,
 )
 from engine.memory import (
     LEARN_POOL,
@@ -263,8 +265,7 @@ class Learning:
 
     def outcomes(self, goal: str, query: str, k: int) -> list[PastOutcome]:
         """The outcomes tier (see ``Workspace.outcomes``)."""
-        if not 1 <= k <= MAX_OUTCOMES:
-            raise ConfigError(f"k must be between 1 and {MAX_OUTCOMES}, got {k}")
+        check_k(k, MAX_OUTCOMES)
         text = (query or goal).strip()
         if not text:
             raise ConfigError("outcomes needs a goal or a query")
@@ -299,14 +300,16 @@ class Learning:
     ) -> Bundle:
         """The cold-start bundle for ``goal`` (see ``Workspace.bundle``)."""
         started = time.perf_counter()
+        check_text("goal", goal)
         if not goal.strip():
             raise ConfigError("bundle needs a goal")
-        if not MIN_BUDGET_TOKENS <= budget <= MAX_BUNDLE_BUDGET:
+        if type(budget) is not int or not MIN_BUDGET_TOKENS <= budget <= MAX_BUNDLE_BUDGET:
             raise ConfigError(f"budget must be between {MIN_BUDGET_TOKENS} and "
-                              f"{MAX_BUNDLE_BUDGET:,}, got {budget}")  # fmt: skip
-        wanted = [o.strip() for o in check_items("objects", objects) if o.strip()]
-        if len(wanted) > _BUNDLE_OBJECTS:
-            raise ConfigError(f"at most {_BUNDLE_OBJECTS} objects, got {len(wanted)}")
+                              f"{MAX_BUNDLE_BUDGET:,}, got {budget!r}")  # fmt: skip
+        given = check_items("objects", objects, _BUNDLE_OBJECTS)
+        wanted = [o.strip() for o in given if check_text("objects", o).strip()]
+        if session is not None:
+            check_type("state", session, SessionState)
         goal = scrub(goal)
         session = session or SessionState()
         items: list[BundleItem] = []

@@ -29,6 +29,8 @@ from engine._workspace._state import State
 from engine.core import (
     DEFAULT_BUNDLE_BUDGET,
     MAX_ATTEST_CITATIONS,
+    MAX_ITEMS,
+    SOURCE_URI,
     Bundle,
     CacheError,
     Config,
@@ -61,6 +63,7 @@ from engine.core import (
     check_items,
     check_model_citations,
     check_text,
+    check_total,
     check_type,
 )
 from engine.index import locate, status_of
@@ -73,7 +76,14 @@ from engine.memory import (
     check_citations,
     session_uri,
 )
-from engine.retrieval import Scored, dense_hits, file_hits, ranked_hits, resolve_in
+from engine.retrieval import (
+    Scored,
+    dense_hits,
+    file_hits,
+    inside_workspace,
+    ranked_hits,
+    resolve_in,
+)
 from indexers import TokenCounter, sha256_text
 from ledger import ToolResult, TurnRecord
 from overlays import View
@@ -450,12 +460,13 @@ class Workspace:
     def feedback(
         self,
         replay_key: str,
-        model_citations: Sequence[int | str],
+        model_citations: Sequence[int | str] = (),
         tool_results: Sequence[ToolResult | str] = (),
         outcome: str | None = None,
         reason: str | None = None,
     ) -> FeedbackResult:
-        """Check the model's citations against the turn's evidence, and record them; with
+        """Check the model's citations against the turn's evidence, and record them (none
+        given: the model cited nothing, which is recorded as such); with
         an ``outcome`` (``success`` or ``failure``, and a ``reason`` for a failure only),
         learn from it: attest the cited items and move this workspace's rerank offsets. A
         ``FailureReason`` (``factual_error``, ``wrong_assumption``; however cased) takes the
@@ -470,10 +481,11 @@ class Workspace:
         """
         self._check_open()
         check_model_citations(model_citations)
-        tool_results = check_items("tool_results", tool_results)
-        if len(model_citations) > MAX_ATTEST_CITATIONS:
-            raise ConfigError(f"{len(model_citations)} citations: at most "
-                              f"{MAX_ATTEST_CITATIONS} per feedback")  # fmt: skip
+        check_items("model_citations", model_citations, MAX_ATTEST_CITATIONS)
+        tool_results = check_items("tool_results", tool_results, MAX_ITEMS)
+        for r in tool_results:
+            check_type("tool_results items", r, (ToolResult, str), "ToolResult records or text")
+        check_total("tool_results", (r if isinstance(r, str) else r.summary for r in tool_results))
         if outcome is not None:
             return self._learning.attest(replay_key, model_citations, tool_results, outcome, reason)
         if reason is not None:
@@ -550,8 +562,10 @@ class Workspace:
         comes from this user's View (base plus this user's overlay), never from another
         user's overlay, and never for a file the index skipped.
 
-        ``memory:N`` (a saved note) and ``session:ID#N`` (step N of a session) are this
-        user's own records: their text comes back in full, no proof needed.
+        ``memory:N`` (a saved note: its title, then its labelled fields) and
+        ``session:ID#N`` (step N of a session) are this user's own records: their text
+        comes back in full, no proof needed. A path outside the workspace (absolute, with
+        ``..``, or in its state folder) is a ``ConfigError``, as on every surface.
         """
         self._check_open()
         check_text("uri", uri)
@@ -559,9 +573,10 @@ class Workspace:
             check_type("proof", proof, Mapping)
         if uri.startswith("memory:"):  # a note this user may read: theirs in full
             note = self.memory.get(uri.removeprefix("memory:"))
-            return Resolved(uri, uri, None, None, sha256_text(note.text),
-                            self.counter.count(note.text), None, note.text,
-                            f"memory note ({note.type.value})")  # fmt: skip
+            # Its title first, as a pack and a bundle show the note (a note may be a title)
+            text = "\n".join(t for t in (note.title, note.text) if t)
+            return Resolved(uri, uri, None, None, sha256_text(text), self.counter.count(text),
+                            None, text, f"memory note ({note.type.value})")  # fmt: skip
         found = session_uri(uri)
         if found is None and uri.startswith("session:"):
             raise ConfigError(f"bad uri {uri!r}; use session:ID#N for step N of a session")
@@ -570,8 +585,13 @@ class Workspace:
             return Resolved(uri, uri, None, None, sha256_text(item.text),
                             self.counter.count(item.text) if len(item.text) < 400_000 else None,
                             None, item.text, f"session step ({item.role.value})")  # fmt: skip
+        match = SOURCE_URI.match(uri.strip())
+        if match is None:
+            return resolve_in(self.view()[0], uri, proof, self.counter)  # its bad-uri error
+        rel, _ = inside_workspace(self.root, self.state_dir, match["path"])
+        lines = uri.strip()[len(match["path"]) :]
         view, _ = self.view()
-        return resolve_in(view, uri, proof, self.counter)
+        return replace(resolve_in(view, rel + lines, proof, self.counter), uri=uri)
 
     # -- status ---------------------------------------------------------------------
 

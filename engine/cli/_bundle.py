@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TextIO
 
-from engine import Config, Workspace
+from engine import Config, SessionState, Workspace
+from engine.cli._args import write_json
 from engine.serve import to_json
 
 __all__ = ["cmd_bundle"]
@@ -16,10 +16,11 @@ __all__ = ["cmd_bundle"]
 def cmd_bundle(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Print the cold-start bundle for a goal: the repository's rules and pinned notes, how
     similar earlier tasks ended, and the code to start from, within --budget tokens."""
+    state = SessionState(constraints=args.constraint or (), subgoals=args.subgoal or ())
     with Workspace.open(args.where, config) as ws:
-        found = ws.bundle(args.goal, args.object or [], args.budget)
+        found = ws.bundle(args.goal, args.object or [], args.budget, state=state)
     if args.json:
-        out.write(json.dumps(to_json(found)) + "\n")
+        write_json(to_json(found), out)
         return 0
     out.write(found.render())
     sys.stderr.write(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,6 +26,7 @@ from engine import (
     survey,
     uri_path,
 )
+from engine.cli._args import write_json
 from engine.cli._exit import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from engine.cli._text import render_index_report, render_status, render_summary, terminal_safe
 from engine.serve import (
@@ -66,9 +67,6 @@ __all__ = [
 ]
 
 
-def _dump(body: Mapping[str, object], out: TextIO) -> None:
-    out.write(json.dumps(body) + "\n")
-
 
 def _progress(
     items: Iterator[ChunkedFile | Skipped], enabled: bool
@@ -93,10 +91,10 @@ def cmd_chunks(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             if isinstance(item, Skipped):
                 row = {"type": "skip", "path": item.path, "reason": item.reason.value,
                        "detail": item.detail}  # fmt: skip
-                _dump(row, out)
+                write_json(row, out)
             elif not args.summary:
                 for c in item.chunks:
-                    _dump({"type": "chunk", **chunk_json(c, text=args.text)}, out)
+                    write_json({"type": "chunk", **chunk_json(c, text=args.text)}, out)
             continue
         if args.summary:
             continue
@@ -134,7 +132,7 @@ def cmd_chunks(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             "fallbacks": dict(sorted(totals.fallbacks.items())),
             "seconds": round(totals.seconds, 3),
         }
-        _dump(summary, out)
+        write_json(summary, out)
     else:
         render_summary(totals, out)
     return EXIT_OK
@@ -173,7 +171,7 @@ def cmd_index(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         finally:
             bars.end()
         if args.json:
-            _dump(to_json(report), out)
+            write_json(to_json(report), out)
         else:
             out.write(render_index_report(str(ws.root), report))
     return EXIT_OK
@@ -203,7 +201,7 @@ def cmd_search(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                              mode=args.mode, k=args.k)  # fmt: skip
     if args.files:
         if args.json:
-            _dump(files_json(files), out)
+            write_json(files_json(files), out)
             return EXIT_OK
         if not files:
             out.write("no results\n")
@@ -213,7 +211,7 @@ def cmd_search(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                 out.write(f"       {_hit_line(hit, args.explain)}\n")
         return EXIT_OK
     if args.json:
-        _dump(hits_json(hits), out)
+        write_json(hits_json(hits), out)
         return EXIT_OK
     if not hits:
         out.write("no results\n")
@@ -230,7 +228,7 @@ def cmd_status(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     with Workspace.open(args.where, config) as ws:
         st = ws.status(check_files=not args.fast)
     if args.json:
-        _dump(to_json(st), out)
+        write_json(to_json(st), out)
         return EXIT_OK
     out.write(render_status(st, walked=not args.fast))
     return EXIT_OK
@@ -246,7 +244,7 @@ def cmd_learned(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             return _reset_learned(reset_json(ws, args.reason or ""), args.json, out)
         body = learned_json(ws, args.k)
     if args.json:
-        _dump(body, out)
+        write_json(body, out)
         return EXIT_OK
     if not body["digest"]:
         out.write("nothing learned yet: give feedback with an outcome (success or failure)\n")
@@ -265,7 +263,7 @@ def cmd_learned(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 def _reset_learned(body: dict[str, JSON], as_json: bool, out: TextIO) -> int:
     if as_json:
-        _dump(body, out)
+        write_json(body, out)
     elif not body["reset"]:
         out.write("nothing learned yet: nothing to reset\n")
     else:
@@ -288,7 +286,7 @@ def cmd_forget(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         finally:
             bars.end()
     if args.json:  # left_on_disk non-empty: not done, whatever else it removed
-        _dump(to_json(report), out)
+        write_json(to_json(report), out)
         return EXIT_ERROR if report.left_on_disk else EXIT_OK
     verb = "would remove" if report.dry_run else "removed"
     for path in report.files:
@@ -351,7 +349,7 @@ def cmd_gc(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     with Workspace.open(args.where, config) as ws:
         report = ws.gc(dry_run=args.dry_run)
     if args.json:
-        _dump(to_json(report), out)
+        write_json(to_json(report), out)
         return EXIT_OK
     verb = "would remove" if args.dry_run else "removed"
     for overlay in report.overlays:
@@ -395,7 +393,7 @@ def cmd_context(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             budget_tokens=args.budget,
         )
     if args.json:
-        _dump(to_json(pack), out)
+        write_json(to_json(pack), out)
         return EXIT_OK
     out.write(pack.render())
     note = f"-- {pack.tokens_used:,}/{pack.budget_tokens:,} tokens, {len(pack.citations)} " \
@@ -418,7 +416,7 @@ def cmd_feedback(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     with Workspace.open(args.where, config) as ws:
         fb = ws.feedback(args.key, args.citations, results, args.outcome, args.reason)
     if args.json:
-        _dump(to_json(fb), out)
+        write_json(to_json(fb), out)
         return EXIT_OK
     if fb.repeated:
         out.write(f"repeated: this turn's {args.outcome} was learned from before; nothing "
@@ -430,22 +428,28 @@ def cmd_feedback(args: argparse.Namespace, config: Config, out: TextIO) -> int:
 
 
 def cmd_resolve(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    """Print the indexed lines behind a uri (path#L10-L20) for a caller holding their sha256."""
-    proof = Proof(args.proof_path or uri_path(args.uri), args.sha256) if args.sha256 else None
+    """Print the indexed lines behind a uri (path#L10-L20) for a caller holding their sha256.
+
+    Exits 1 when a proof was given and no text came back (with --json too)."""
+    proof = (
+        Proof(args.proof_path or uri_path(args.uri), args.sha256) if args.sha256 else None
+    )
     with Workspace.open(args.where, config) as ws:
         body = resolve_checked(ws, args.uri, proof)
-    if args.json:
-        _dump(body, out)
-        return EXIT_OK
     text = body.get("text")
+    # Whatever the format: a script reading --json tells a failed proof by the exit code.
+    done = EXIT_ERROR if args.sha256 and not isinstance(text, str) else EXIT_OK
+    if args.json:
+        write_json(body, out)
+        return done
     if isinstance(text, str):
         out.write(text + "\n")
-        return EXIT_OK
+        return done
     out.write(f"no text: {body.get('reason')}\n")
     if body.get("sha256"):
         out.write(f"sha256 {body['sha256']}, {body.get('tokens')} tokens, "
                   f"lines {body.get('start_line')}-{body.get('end_line')}\n")  # fmt: skip
-    return EXIT_ERROR if args.sha256 else EXIT_OK
+    return done
 
 
 def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:
@@ -455,7 +459,7 @@ def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     with Workspace.open(args.where, config, check=args.rebuild) as ws:
         replay = ws.replay(args.key, rebuild=args.rebuild)
     if args.json:
-        _dump(to_json(replay), out)
+        write_json(to_json(replay), out)
     elif args.rebuild:
         out.write(replay.diff or "no difference: retrieval gives the same context today\n")
     else:

@@ -25,7 +25,7 @@ from engine import (
     SearchMode,
     Workspace,
 )
-from engine.cli._args import integer
+from engine.cli._args import Parser, integer
 from engine.cli._bundle import cmd_bundle
 from engine.cli._commands import (
     EXIT_ERROR,
@@ -104,7 +104,8 @@ def _command(
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # Typed as the base: its sub-commands are Parsers too (argparse makes them of its class)
+    parser: argparse.ArgumentParser = Parser(
         prog="cortex",
         description="Retrieval and context packing for code workspaces.",
     )
@@ -148,8 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--files", action="store_true", help="rank files, with their best sections")
     search.add_argument(
         "--mode",
-        choices=[m.value for m in SearchMode],
-        default="hybrid",
+        default=SearchMode.HYBRID.value,
         help="hybrid (default), bm25 (no dense channel), dense (the dense retriever alone)",
     )
     search.add_argument("-k", type=integer, default=10,
@@ -197,8 +197,8 @@ def _parser() -> argparse.ArgumentParser:
     feedback = _command(sub, "feedback", cmd_feedback, positional=False)
     feedback.add_argument("key", help="the replay key of the context the model was given")
     feedback.add_argument("citations", nargs="*", help="the [n] the model cited (3 or [3])")
-    feedback.add_argument("--outcome", choices=["success", "failure"],
-                          help="how the step ended (teaches this workspace's ranking)")  # fmt: skip
+    feedback.add_argument("--outcome", help="how the step ended: success or failure (teaches "
+                          "this workspace's ranking)")  # fmt: skip
     feedback.add_argument(
         "--reason", help="why it failed: factual_error or wrong_assumption blame the evidence"
     )
@@ -212,6 +212,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="a path or symbol the task will touch; repeatable")  # fmt: skip
     bundle.add_argument("--budget", type=integer, default=DEFAULT_BUNDLE_BUDGET,
                         help=f"tokens (default {DEFAULT_BUNDLE_BUDGET}, at most 4000)")  # fmt: skip
+    bundle.add_argument("--constraint", action="append", metavar="TEXT",
+                        help="a hard constraint of the session, pinned; repeatable")  # fmt: skip
+    bundle.add_argument("--subgoal", action="append", metavar="TEXT",
+                        help="an active goal of the session, pinned; repeatable")  # fmt: skip
 
     resolve = _command(sub, "resolve", cmd_resolve, positional=False)
     resolve.add_argument("uri", help="path#L10-L20, path#L10 or path, relative to the workspace; "
@@ -292,7 +296,7 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "decide": "journal a decision, its rationale and evidence",
         "show": "the steps, one step in full (--step), or the history lane (--lane BUDGET)",
         "compact": "compact into --budget tokens and journal a checkpoint",
-        "checkpoint": "journal a checkpoint at STEP, or --load the one there",
+        "checkpoint": "journal a checkpoint at STEP, or --load the one there (no STEP: the latest)",
         "hook": "add a Claude Code hook payload (standard input) to its session",
         "end": "save the session's summary as a memory note (ending again updates it)",
     }
@@ -309,7 +313,7 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         parsers[name] = p
     add = parsers["add"]
     add.add_argument("--role", required=True,
-                     choices=["user", "assistant", "tool", "changes", "request"])  # fmt: skip
+                     help="user, assistant, tool, changes or request")  # fmt: skip
     add.add_argument("--tool", metavar="NAME", help="the tool that printed TEXT")
     add.add_argument("--error", action="store_true", help="the tool reported an error")
     add.add_argument("--exit-status", type=integer, metavar="N", help="the tool's exit status")
@@ -331,11 +335,14 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                          help="a step the planner's context holds; repeatable (default: "
                          "all; the goal stays pinned)")  # fmt: skip
     checkpoint = parsers["checkpoint"]
-    checkpoint.add_argument("step", type=integer, help="the step to checkpoint at")
+    checkpoint.add_argument("step", type=integer, nargs="?", default=None,
+                            help="the step to checkpoint at (with --load, the step whose "
+                            "checkpoint to read; default: the latest checkpoint)")  # fmt: skip
     checkpoint.add_argument("--load", action="store_true", help="read the checkpoint back")
     checkpoint.add_argument("--budget", type=integer, default=4000, help="tokens (default 4000)")
-    parsers["end"].add_argument("--scope", choices=["personal", "project"], default="personal",
-                                help="who sees the note (default: personal)")  # fmt: skip
+    parsers["end"].add_argument(
+        "--scope", default="personal", help="who sees the note: personal (default) or project"
+    )
 
 
 def _config_from(args: argparse.Namespace) -> Config:
@@ -402,6 +409,20 @@ def _one_line(message: Warning | str, category: type[Warning], filename: str, li
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
+# The library's (and the servers') names of what the CLI takes as an option of another name:
+# "budget_tokens must be …" named a parameter `cortex context` does not have.
+_OPTIONS = {"budget_tokens": "--budget", "budget": "--budget", "tool_signals": "--signal",
+            "tool_results": "--tool-result", "objects": "--object", "constraints": "--constraint",
+            "subgoals": "--subgoal", "load_bearing": "--load-bearing",
+            "in_context": "--in-context"}  # fmt: skip
+
+
+def _as_option(message: str) -> str:
+    """A message that starts by naming a parameter, naming the CLI's option for it."""
+    name, space, rest = message.partition(" ")
+    return f"{_OPTIONS[name]} {rest}" if space and name in _OPTIONS else message
+
+
 def _run(func: Callable[[argparse.Namespace, Config, TextIO], int], args: argparse.Namespace,
          out: TextIO, usage: int) -> int:  # fmt: skip
     try:
@@ -409,7 +430,7 @@ def _run(func: Callable[[argparse.Namespace, Config, TextIO], int], args: argpar
         args.where = _where(args, config)
         return func(args, config, out)
     except ConfigError as exc:
-        print(f"cortex: {exc}", file=sys.stderr)
+        print(f"cortex: {_as_option(str(exc))}", file=sys.stderr)
         return usage
     except CortexError as exc:
         print(f"cortex: {exc}", file=sys.stderr)

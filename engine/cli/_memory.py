@@ -9,32 +9,21 @@ and previews), ``get`` one in full (its code links re-checked), ``timeline`` aro
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TextIO
 
-from engine import Config, Note, NoteHit, Workspace
-from engine.cli._args import integer
+from engine import Config, EdgeKind, Note, NoteHit, NoteType, Workspace
+from engine.cli._args import integer, write_json
 from engine.cli._text import terminal_safe
 from engine.serve import notes_json, to_json
 
 __all__ = ["cmd_memory", "memory_commands"]
 
 EXIT_OK = 0
-_TYPES = [
-    "decision",
-    "bugfix",
-    "pattern",
-    "discovery",
-    "config",
-    "identity",
-    "constraint",
-    "goal",
-    "note",
-]
-_EDGES = ["references", "relates_to", "follows", "supersedes", "contradicts"]
+_KINDS = ", ".join(t.value for t in NoteType)
+_EDGES = ", ".join(e.value for e in EdgeKind)
 
 
 def memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,18 +57,20 @@ def memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         parsers[name] = p
     save = parsers["save"]
     save.add_argument("--title", required=True, help="one line")
-    save.add_argument("--type", default="note", choices=_TYPES, help="what kind (default note)")
+    save.add_argument("--type", default="note", help=f"what kind: {_KINDS} (default note)")
     for field in ("what", "why", "where", "learned"):  # args.where is the workspace
         save.add_argument(f"--{field}", dest=f"{field}_", default="", help=f"the note's {field}")
     save.add_argument("--topic-key", default=None, metavar="KEY", help="update this topic")
-    save.add_argument("--scope", default="project", choices=["project", "personal"])
+    save.add_argument("--scope", default="project",
+                      help="who sees it: project (default) or personal")  # fmt: skip
     save.add_argument("--created", default=None, type=_when, metavar="WHEN",
                       help="when it happened, for importing a dated history: seconds since "
                            "the epoch or an ISO 8601 time (default: now)")  # fmt: skip
     search = parsers["search"]
     search.add_argument("query")
     search.add_argument("-k", type=integer, default=10, help="how many (default 10)")
-    search.add_argument("--type", action="append", choices=_TYPES, help="only these types")
+    search.add_argument("--type", action="append",
+                        help=f"only this type ({_KINDS}); repeatable")  # fmt: skip
     search.add_argument("--include-superseded", action="store_true")
     for name in ("get", "timeline", "graph", "forget", "archive"):
         parsers[name].add_argument("id", help="a note id (or memory:ID)")
@@ -87,16 +78,14 @@ def memory_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parsers["timeline"].add_argument("--after", type=integer, default=5)
     relate = parsers["relate"]
     relate.add_argument("src")
-    relate.add_argument("kind", choices=_EDGES)
+    relate.add_argument("kind", help=_EDGES)
     relate.add_argument("dst")
     parsers["graph"].add_argument("--depth", type=integer, default=1, help="1-10 (default 1)")
-    parsers["graph"].add_argument("--kind", action="append", choices=_EDGES)
+    parsers["graph"].add_argument(
+        "--kind", action="append", help=f"only edges of this kind ({_EDGES}); repeatable"
+    )
     parsers["forget"].add_argument("--hard", action="store_true")
     parsers["archive"].add_argument("--undo", action="store_true")
-
-
-def _dump(body: Mapping[str, object], out: TextIO) -> None:
-    out.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
 
 
 def _listing(hits: Sequence[NoteHit], out: TextIO) -> None:
@@ -167,7 +156,7 @@ def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                 created=args.created,
             )
             if args.json:
-                _dump(to_json(saved), out)
+                write_json(to_json(saved), out)
             else:
                 out.write(
                     f"memory:{saved.id} {saved.action.value} (revision {saved.revision})"
@@ -185,20 +174,20 @@ def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                 if args.action == "search"
                 else m.timeline(args.id, args.before, args.after)
             )
-            _dump(notes_json(hits), out) if args.json else _listing(hits, out)
+            write_json(notes_json(hits), out) if args.json else _listing(hits, out)
         elif args.action in ("get", "archive"):
             note = m.get(args.id) if args.action == "get" else m.archive(args.id, not args.undo)
-            _dump(to_json(note), out) if args.json else _note(note, out)
+            write_json(to_json(note), out) if args.json else _note(note, out)
         elif args.action == "relate":
             edge = m.relate(args.src, args.dst, args.kind)
             if args.json:
-                _dump(to_json(edge), out)
+                write_json(to_json(edge), out)
             else:
                 out.write(f"memory:{edge.src} {edge.kind.value} memory:{edge.dst}\n")
         elif args.action == "graph":
             graph = m.graph(args.id, args.depth, args.kind or ())
             if args.json:
-                _dump(to_json(graph), out)
+                write_json(to_json(graph), out)
             else:
                 for n in graph.nodes:
                     out.write(f"{'  ' * n.depth}memory:{n.id} [{n.type.value}] {n.title}\n")
@@ -208,14 +197,14 @@ def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             done = m.forget(args.id, hard=args.hard)
             number = str(args.id).removeprefix("memory:")  # as HTTP and MCP answer it
             body = {"id": number, "forgotten": done, "hard": args.hard}
-            _dump(body, out) if args.json else out.write(
+            write_json(body, out) if args.json else out.write(
                 f"memory:{number} {'forgotten' if done else 'was already forgotten'}"
                 f"{' (removed from the file)' if args.hard and done else ''}\n"
             )
         else:
             stats = m.stats()
             if args.json:
-                _dump(to_json(stats), out)
+                write_json(to_json(stats), out)
             else:
                 kinds = ", ".join(f"{t} {n}" for t, n in stats.by_type) or "none"
                 out.write(

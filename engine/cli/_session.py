@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine import Compaction, Config, ConfigError, Step, Workspace
+from engine.cli._args import write_json
 from engine.cli._text import terminal_safe
 from engine.serve import to_json
 
@@ -41,7 +42,7 @@ def _step_line(step: Step) -> str:
 
 def _compaction(done: Compaction, args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
-        out.write(json.dumps(to_json(done), indent=2, ensure_ascii=False) + "\n")
+        write_json(to_json(done), out)
         return EXIT_OK
     out.write(f"checkpoint at step {done.step}: {len(done.kept)} steps whole, "
               f"{len(done.stubs)} stubs, {done.tokens:,}/{done.budget:,} tokens, "
@@ -64,22 +65,28 @@ def cmd_session(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                                    args.exit_status)  # fmt: skip
             else:
                 step = session.decide(args.text, args.rationale or "", args.evidence or ())
-            out.write(json.dumps(to_json(step), ensure_ascii=False) + "\n" if args.json
-                      else _step_line(step) + "\n")  # fmt: skip
+            if args.json:
+                write_json(to_json(step), out)
+            else:
+                out.write(_step_line(step) + "\n")
             return EXIT_OK
         if args.action == "show":
             return _show(session, args, out)
         if args.action == "end":
             saved = ws.end_session(args.session, args.scope)
-            out.write(json.dumps(to_json(saved), indent=2, ensure_ascii=False) + "\n" if args.json
-                      else f"memory:{saved.id} {saved.action.value} (revision {saved.revision}): "
-                      f"the summary of session {args.session}\n")  # fmt: skip
+            if args.json:
+                write_json(to_json(saved), out)
+            else:
+                out.write(f"memory:{saved.id} {saved.action.value} (revision {saved.revision}): "
+                          f"the summary of session {args.session}\n")  # fmt: skip
             return EXIT_OK
         if args.action == "compact":
             return _compaction(session.compact(args.load_bearing or (), args.budget, args.step,
                                                args.in_context), args, out)  # fmt: skip
         if args.load:
             return _compaction(session.load_checkpoint(args.step), args, out)
+        if args.step is None:
+            raise ConfigError("session checkpoint needs the STEP to checkpoint at (or --load)")
         return _compaction(session.checkpoint(args.step, args.budget), args, out)
 
 
@@ -96,8 +103,10 @@ def _show(session: Any, args: argparse.Namespace, out: TextIO) -> int:
     if args.step is not None:
         step = session.step(args.step)
         end = "" if step.text.endswith("\n") else "\n"
-        out.write(json.dumps(to_json(step), indent=2, ensure_ascii=False) + "\n" if args.json
-                  else terminal_safe(step.text) + end)  # fmt: skip
+        if args.json:
+            write_json(to_json(step), out)
+        else:
+            out.write(terminal_safe(step.text) + end)
         return EXIT_OK
     steps = session.items()
     if not steps:
@@ -109,7 +118,7 @@ def _show(session: Any, args: argparse.Namespace, out: TextIO) -> int:
             row["chars"] = len(step.text)
             del row["text"]
             rows.append(row)
-        out.write(json.dumps({"session": session.id, "steps": rows}, indent=2) + "\n")
+        write_json({"session": session.id, "steps": rows}, out)
         return EXIT_OK
     for step in steps:
         first = step.text.strip().splitlines()[0][:100] if step.text.strip() else ""
@@ -171,5 +180,5 @@ def _hook(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     with Workspace.open(where, config) as ws:
         step = ws.session(session_id).add(role, _hook_text(payload), tool, failed)
     if args.json:
-        out.write(json.dumps(to_json(step), ensure_ascii=False) + "\n")
+        write_json(to_json(step), out)
     return EXIT_OK

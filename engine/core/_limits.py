@@ -13,7 +13,9 @@ from engine.core._errors import ConfigError, UnknownReplayKeyError
 
 __all__ = [
     "MAX_BUDGET_TOKENS",
+    "MAX_ITEMS",
     "MAX_K",
+    "MAX_SIGNAL_BYTES",
     "MAX_TEXT_BYTES",
     "MIN_BUDGET_TOKENS",
     "check_budget",
@@ -23,6 +25,7 @@ __all__ = [
     "check_step",
     "check_steps",
     "check_text",
+    "check_total",
     "check_type",
     "parse_enum",
     "unknown_replay_key",
@@ -34,6 +37,10 @@ MIN_BUDGET_TOKENS = 64  # below this not even the instruction and a goal fit
 MAX_BUDGET_TOKENS = 200_000  # a whole model context window; more is a mistake
 MAX_TEXT_BYTES = 128 << 10  # a goal or query is an issue at most (71 KB, logs and all, is
 # the longest of the SWE-bench sets here), not a file; more logs go in signals
+MAX_ITEMS = 256  # signals, citations, tool results or state items in one call: far past any
+# real turn; more is a caller dumping a log line by line
+MAX_SIGNAL_BYTES = 256 << 10  # all tool signals (or tool results) of a call: a long
+# traceback or test log, not a build's whole output
 MAX_K = 100  # search results; past this a caller wants build_context's packing instead
 # A number as a caller writes one: ASCII digits. str.isdigit() is true for "²", which int()
 # refuses, and int() reads "٣" (Arabic-Indic) as 3; 30 digits is past any count or id, and
@@ -75,16 +82,27 @@ def check_text(name: str, value: object, most: int | None = MAX_TEXT_BYTES) -> s
     return value
 
 
-def check_items(name: str, items: Iterable[_T] | None) -> tuple[_T, ...]:
-    """``items`` (a list, a tuple, any iterable; None is none) as a tuple. One string is
-    refused, not read as one item per character (``constraints="keep the API"`` pinned one
-    constraint per letter), as are bytes and a mapping (its keys)."""
+def check_items(name: str, items: Iterable[_T] | None, most: int | None = None) -> tuple[_T, ...]:
+    """``items`` (a list, a tuple, any iterable; None is none) as a tuple of at most
+    ``most`` items (None: any number). One string is refused, not read as one item per
+    character (``constraints="keep the API"`` pinned one constraint per letter), as are
+    bytes and a mapping (its keys)."""
     if items is None:
         return ()
     if isinstance(items, str | bytes | bytearray | Mapping) or not isinstance(items, Iterable):
         one = " (for one item pass [item])" if isinstance(items, str | bytes) else ""
         raise ConfigError(f"{name} must be a list, not {type(items).__name__}{one}")
-    return tuple(items)
+    out = tuple(items)
+    if most is not None and len(out) > most:
+        raise ConfigError(f"{name} has over {most} items")
+    return out
+
+
+def check_total(name: str, texts: Iterable[str], most: int = MAX_SIGNAL_BYTES) -> None:
+    """Refuse texts (a call's tool signals, its tool results) that are over ``most``
+    bytes of UTF-8 together."""
+    if sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) > most:
+        raise ConfigError(f"{name} are over {most} bytes; send less")
 
 
 def check_step(name: str, value: object) -> int | None:

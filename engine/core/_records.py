@@ -7,7 +7,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from engine.core._limits import check_items, check_text, check_type, parse_enum
+from engine.core._limits import (
+    MAX_ITEMS,
+    check_items,
+    check_text,
+    check_total,
+    check_type,
+    parse_enum,
+)
 from engine.core._session import step_role
 from indexers import Chunk, Span
 
@@ -236,11 +243,13 @@ class ToolSignal:
 
 def signals_of(tool_signals: Iterable[ToolSignal | str] | None) -> tuple[ToolSignal, ...]:
     """A request's tool signals as records (a plain string is a ``text`` signal); one
-    string for the whole list, or an item of another type, is refused."""
+    string for the whole list, an item of another type, more than ``MAX_ITEMS`` signals or
+    more than ``MAX_SIGNAL_BYTES`` of them together are refused."""
     signals = []
-    for s in check_items("tool_signals", tool_signals):
+    for s in check_items("tool_signals", tool_signals, MAX_ITEMS):
         check_type("tool_signals items", s, (ToolSignal, str), "ToolSignal records or text")
         signals.append(s if isinstance(s, ToolSignal) else ToolSignal(s))
+    check_total("tool_signals", (s.text for s in signals))
     return tuple(signals)
 
 

@@ -53,6 +53,27 @@ class WriterLock:
         os.pwrite(fd, f"pid {os.getpid()} since {since}".encode(), 0)
         self._fd = fd
 
+    @staticmethod
+    def holder(path: Path) -> str | None:
+        """Who holds the lock at ``path`` now (its text, "another process" without one), or
+        None when nobody does. A probe for an error message: it takes the lock shared for
+        an instant, never waits, and creates nothing."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None  # no lock file: no writer ever ran here
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 256, 0).decode("utf-8", errors="replace").strip() or (
+                "another process"
+            )
+        except OSError:
+            return None
+        finally:
+            os.close(fd)  # closing drops a lock taken
+        return None
+
     def release(self) -> None:
         """Give the lock back (the file stays; its text is stale but harmless)."""
         if self._fd is not None:

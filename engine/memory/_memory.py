@@ -38,6 +38,7 @@ from engine.core import (
     Scope,
     body_text,
     check_items,
+    check_k,
     parse_enum,
     preview,
 )
@@ -276,8 +277,7 @@ class Memory:
         """(note id, fused score) of the ``k`` best notes for ``query``, best first
         (``pool``: ``query``'s candidates, already read)."""
         _check_query(query)
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise ConfigError(f"k must be between 1 and {MAX_K}, got {k!r}")
+        check_k(k, MAX_K)  # the one wording of k on every surface
         kinds = {parse_enum(NoteType, t, "note type").value for t in check_items("types", types)}
         if pool is not None and pool.query != query:
             raise ConfigError("a note pool serves searches of the query it was read for")

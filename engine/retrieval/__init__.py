@@ -41,7 +41,7 @@ from engine.retrieval._recall import (
     with_word_forms,
 )
 from engine.retrieval._rerank import DECLARATION_PRIOR, Scored, rerank
-from engine.retrieval._resolve import URI, resolve_in
+from engine.retrieval._resolve import URI, inside_workspace, resolve_in
 from engine.retrieval._search import dense_hits, file_hits, ranked_hits
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "file_scores",
     "file_table",
     "fuse_lists",
+    "inside_workspace",
     "is_question",
     "learned_file_scores",
     "locations",

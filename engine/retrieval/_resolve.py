@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path, PurePosixPath
 
 from engine.core import SOURCE_URI, ConfigError, Resolved, page_text
 from indexers import TokenCounter, sha256_text
 from overlays import View
 
-__all__ = ["URI", "relative_path", "resolve_in"]
+__all__ = ["URI", "inside_workspace", "relative_path", "resolve_in"]
 
 URI = SOURCE_URI  # one pattern for every surface (engine.core)
 _SHOWN_HASH = 12  # hex digits of a snippet's sha256 the prompt shows (``Hash: sha256:…``)
@@ -22,6 +24,28 @@ def relative_path(path: str) -> str:
     while path.startswith(("./", "../")):
         path = path.split("/", 1)[1].lstrip("/")
     return path
+
+
+def inside_workspace(root: Path, state_dir: Path, rel: str) -> tuple[str, Path]:
+    """``rel`` (a path a caller asks to resolve) as the index names it, and where it is
+    on disk; a ``ConfigError`` for a path that is no path, absolute, with ``..``, a link
+    that leads out, or one outside ``root`` (the resolved workspace) or inside its
+    ``state_dir``: the same refusal on every surface, where the library answered
+    "not in the index" for ``/etc/passwd``."""
+    if "\0" in rel or any(0xD800 <= ord(c) <= 0xDFFF for c in rel):
+        raise ConfigError(f"{rel!r} is not a path (a NUL or a lone surrogate in it)")
+    posix = PurePosixPath(rel.strip().replace("\\", "/"))
+    if posix.is_absolute() or ".." in posix.parts or re.match(r"^[A-Za-z]:", str(posix)):
+        raise ConfigError(f"{rel!r} must be a path inside the workspace, without '..'")
+    # The folders resolved, the name kept: a symlinked file is indexed under its own name
+    # (resolving it named its target, which the index does not hold).
+    whole = root / posix
+    path = whole.resolve() if whole == root else whole.parent.resolve() / whole.name
+    if path.is_symlink() and not path.resolve().is_relative_to(root):
+        raise ConfigError(f"{rel!r} leads outside the workspace")
+    if not path.is_relative_to(root) or path.is_relative_to(state_dir.resolve()):
+        raise ConfigError(f"{rel!r} is outside the workspace")
+    return path.relative_to(root).as_posix(), path
 
 
 def _proves(given: object, *shas: str) -> bool:

@@ -180,6 +180,20 @@ def test_search_before_index_is_a_clear_error(repo: Path) -> None:
         assert ws.status().indexed is False
 
 
+def test_a_call_during_a_first_index_says_it_is_being_built(repo: Path) -> None:
+    """While another writer builds the first index, a read says so and names it (it said
+    to run `cortex index`, which was then refused as busy); once no one holds the lock,
+    the plain advice comes back."""
+    with Workspace.open(repo, CONFIG) as ws:
+        with WriterLock(ws.state_dir / "lock"):
+            with pytest.raises(IndexNotBuiltError, match=f"being built by pid {os.getpid()}"):
+                ws.search("anything")
+            with pytest.raises(IndexNotBuiltError, match="being built by pid"):
+                ws.build_context("anything")
+        with pytest.raises(IndexNotBuiltError, match="run `cortex index` first"):
+            ws.search("anything")
+
+
 def test_bad_library_input_is_a_clear_error(repo: Path) -> None:
     """What HTTP and MCP refuse, the library refuses too: an empty query in every search
     mode (dense answered it, every score 0), one string as the citations ("12" read as 1
@@ -890,6 +904,86 @@ def test_one_string_where_a_list_goes_is_refused_before_anything_is_recorded(
             ws.memory.search("hooks", types="note")  # type: ignore[arg-type]
         assert ws.journal.head()[0] == records
         assert ws.feedback(pack.replay_key, [1], tool_results=["pytest passed"]).valid == (1,)
+
+
+def test_the_request_limits_are_the_librarys(repo: Path) -> None:
+    """The limits the servers applied alone (256 signals, citations, tool results or state
+    items; 256 KiB of signals or tool results; a bundle goal of 128 KiB) are the library's,
+    with the messages the servers give; 300 bundle objects get one message (at most 64);
+    nothing is recorded."""
+    from engine import SessionState
+
+    many = ["x"] * 257
+    big = ["y" * (200 << 10), "z" * (100 << 10)]
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        pack = ws.build_context("register_hook", budget_tokens=2000)
+        records = ws.journal.head()[0]
+        calls = [
+            ("tool_signals has over 256 items", lambda: ws.build_context("x", tool_signals=many)),
+            ("tool_signals has over 256 items", lambda: ws.search("x", tool_signals=many)),
+            ("tool_signals are over 262144 bytes", lambda: ws.build_context(
+                "x", tool_signals=big)),
+            ("tool_signals are over 262144 bytes", lambda: ws.search_files(
+                "x", tool_signals=big)),
+            ("constraints has over 256 items", lambda: ws.build_context(
+                "x", state=SessionState(constraints=tuple(many)))),
+            ("state is over 131072 bytes", lambda: ws.build_context(
+                "x", state=SessionState(subgoals=("s" * (129 << 10),)))),
+            ("model_citations has over 256 items", lambda: ws.feedback(
+                pack.replay_key, list(range(1, 258)))),
+            ("tool_results has over 256 items", lambda: ws.feedback(
+                pack.replay_key, [1], tool_results=many)),
+            ("tool_results are over 262144 bytes", lambda: ws.feedback(
+                pack.replay_key, [1], tool_results=big)),
+            ("goal is over 131072 bytes", lambda: ws.bundle("g" * 140_000)),
+            ("objects has over 64 items", lambda: ws.bundle("fix", ["hooks.py"] * 300)),
+            ("objects must be text, not int", lambda: ws.bundle("fix", [1])),
+            ("state must be a SessionState, not dict", lambda: ws.bundle(
+                "fix", state={"constraints": []})),
+        ]  # fmt: skip
+        for message, call in calls:
+            with pytest.raises(ConfigError, match=message):
+                call()
+        assert ws.journal.head()[0] == records
+
+
+def test_feedback_without_citations_records_that_nothing_was_cited(repo: Path) -> None:
+    """model_citations may be left out, as on HTTP and the CLI: the model cited nothing,
+    recorded as such; an outcome still needs a citation of the turn's evidence."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        pack = ws.build_context("register_hook", budget_tokens=2000)
+        records = ws.journal.head()[0]
+        result = ws.feedback(pack.replay_key)
+        assert (result.valid, result.dropped) == ((), ())
+        assert ws.journal.head()[0] == records + 1
+        with pytest.raises(ConfigError, match="an outcome needs at least one citation"):
+            ws.feedback(pack.replay_key, outcome="success")
+
+
+def test_resolve_refuses_a_path_outside_the_workspace(repo: Path) -> None:
+    """ws.resolve refuses an absolute path, '..' and the state folder as every other surface
+    does (it answered "not in the index" for /etc/passwd); './hooks.py' is hooks.py."""
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        for uri, says in (("/etc/passwd", "without '..'"), ("../etc/passwd#L1", "without '..'"),
+                          (".cortex/manifest.json", "outside the workspace")):  # fmt: skip
+            with pytest.raises(ConfigError, match=says):
+                ws.resolve(uri)
+        got = ws.resolve("./hooks.py#L1-L2")
+        assert (got.uri, got.path, got.start_line) == ("./hooks.py#L1-L2", "hooks.py", 1)
+
+
+def test_a_note_resolves_with_its_title(repo: Path) -> None:
+    """resolve('memory:N') gives the note's title, then its fields (a title-only note
+    resolved to the empty text)."""
+    with Workspace.open(repo, CONFIG) as ws:
+        full = ws.memory.save("Hooks run per event", "discovery", what="a list per event")
+        bare = ws.memory.save("Title only words here", "discovery")
+        got = ws.resolve(f"memory:{full.id}")
+        assert got.text == "Hooks run per event\nwhat: a list per event"
+        assert ws.resolve(f"memory:{bare.id}").text == "Title only words here"
 
 
 def test_arguments_of_the_wrong_type_are_config_errors_naming_them(repo: Path) -> None:

@@ -220,6 +220,9 @@ def test_feedback_resolve_and_replay_commands(indexed: Path) -> None:
     assert code == EXIT_OK and text.startswith("def handler(event):")
     code, text = _run("resolve", cite["source_uri"], "--sha256", "0" * 64, "--path", str(indexed))
     assert code == EXIT_ERROR and text.startswith("no text")
+    code, text = _run("resolve", cite["source_uri"], "--sha256", "0" * 64, "--path", str(indexed),
+                      "--json")  # fmt: skip
+    assert code == EXIT_ERROR and json.loads(text)["verified"] is False  # as in text mode
     code, text = _run("replay", pack["replay_key"], "--path", str(indexed), "--json")
     assert code == EXIT_OK and json.loads(text)["text"] == pack["render"]
 
@@ -286,7 +289,6 @@ def test_reading_commands_create_no_state(
     assert sorted(p.name for p in root.iterdir()) == before
 
 
-
 def test_state_is_its_users_alone(tmp_path: Path) -> None:
     """After index and context through the CLI, the state folder and every folder in it are
     0700 and every file 0600, whatever the umask."""
@@ -306,8 +308,10 @@ def test_state_is_its_users_alone(tmp_path: Path) -> None:
     [
         (["search", "\udcff\udcfe abc"], "not valid UTF-8"),
         (["search", ""], "needs a query"),
-        (["context", "fix it", "--budget", "0"], "budget_tokens"),
-        (["context", "fix it", "--budget", "999999999"], "budget_tokens"),
+        (["context", "fix it", "--budget", "0"], "--budget must be a whole number within"),
+        (["context", "fix it", "--budget", "999999999"], "--budget must be"),
+        (["session", "compact", "--session", "s", "--budget", "10"], "--budget must be"),
+        (["bundle", "fix it", "--budget", "9000"], "--budget must be between 64 and 4,000"),
         (["ledger", "verify", "--anchor", "nonsense"], "SEQ:HASH"),
     ],
 )
@@ -328,6 +332,47 @@ def test_bad_arguments_are_one_line_and_exit_2(
     assert code == EXIT_USAGE and err.count("\n") == 1 and says in err, err
 
 
+def test_bad_values_are_the_librarys_one_line(
+    indexed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad choice or number is one line with the message the library, MCP and HTTP
+    give, naming the option (argparse printed its usage block, its own wording, and named
+    a number "the value"); a malformed command line keeps argparse's usage."""
+    at = ["--path", str(indexed)]
+    code, text = _run("context", "what does handler return", *at, "--json")
+    key = json.loads(text)["replay_key"]
+    assert _run("session", "add", "--session", "s", "--role", "user", "fix it", *at)[0] == 0
+    for title in ("one", "two"):
+        assert _run("memory", "save", "--title", title, *at)[0] == 0
+    capsys.readouterr()
+    cases = [
+        (["search", "fix it", "-k", "abc"], "-k must be a whole number (digits 0-9), got 'abc'"),
+        (["context", "fix it", "--budget", "٣"], "--budget must be a whole number (digits 0-9)"),
+        (["session", "checkpoint", "--session", "s", "x"], "step must be a whole number"),
+        (["session", "checkpoint", "--session", "s"], "session checkpoint needs the STEP"),
+        (["search", "fix it", "--mode", "bogus"], "unknown search mode 'bogus'; use hybrid"),
+        (["feedback", key, "1", "--outcome", "bogus"], "unknown outcome 'bogus'; use success"),
+        (["session", "add", "--session", "s", "--role", "bogus", "hi"], "unknown role 'bogus'"),
+        (["session", "end", "--session", "s", "--scope", "bogus"], "unknown scope 'bogus'"),
+        (["memory", "save", "--title", "t", "--type", "bogus"], "unknown note type 'bogus'"),
+        (["memory", "save", "--title", "t", "--scope", "team"], "unknown scope 'team'"),
+        (["memory", "search", "t", "--type", "bogus"], "unknown note type 'bogus'"),
+        (["memory", "relate", "1", "bogus", "2"], "unknown edge kind 'bogus'"),
+        (["memory", "graph", "1", "--kind", "bogus"], "unknown edge kind 'bogus'"),
+    ]  # fmt: skip
+    for argv, says in cases:
+        try:
+            code = main([*argv, *at], out=io.StringIO())
+        except SystemExit as exc:  # argparse's exit, as the console script sees it
+            code = exc.code
+        err = capsys.readouterr().err
+        assert code == EXIT_USAGE and err.count("\n") == 1, (argv, err)
+        assert err.startswith(f"cortex: {says}"), (argv, err)
+    with pytest.raises(SystemExit):
+        main(["search", "--bogus-option", "x"])
+    assert "usage: cortex" in capsys.readouterr().err
+
+
 def test_bundle_command(indexed: Path) -> None:
     """cortex bundle prints the bundle's text; --json gives the one record shape."""
     code, text = _run("bundle", "what does handler return", "--budget", "600",
@@ -338,6 +383,35 @@ def test_bundle_command(indexed: Path) -> None:
     assert code == EXIT_OK and text.startswith("# Start here: what does handler return")
     code, _ = _run("bundle", "x", "--budget", "9000", "--path", str(indexed))
     assert code != EXIT_OK
+    code, text = _run("bundle", "what does handler return", "--constraint", "keep the API",
+                      "--subgoal", "fix the handler", "--path", str(indexed), "--json")  # fmt: skip
+    pinned = {i["uri"]: i["text"] for i in json.loads(text)["items"] if i["tier"] == "pinned"}
+    assert pinned == {"state:constraint/1": "keep the API", "state:goal/1": "fix the handler"}
+
+
+def test_every_json_output_is_one_line(indexed: Path) -> None:
+    """--json is one JSON document on one line for every command (sessions and memory
+    printed indented JSON, context and search one line): a script reads one per line."""
+    at = ["--path", str(indexed)]
+    runs = [
+        ["context", "what does handler return"],
+        ["session", "add", "--session", "s", "--role", "user", "fix the handler ü"],
+        ["session", "decide", "--session", "s", "keep it"],
+        ["session", "show", "--session", "s"],
+        ["session", "show", "--session", "s", "--step", "1"],
+        ["session", "compact", "--session", "s"],
+        ["session", "checkpoint", "--session", "s", "2", "--load"],
+        ["session", "checkpoint", "--session", "s", "--load"],  # the latest one
+        ["memory", "save", "--title", "Handlers return the event ü"],
+        ["memory", "search", "handlers"],
+        ["memory", "get", "1"],
+        ["memory", "stats"],
+        ["session", "end", "--session", "s"],
+    ]
+    for argv in runs:
+        code, text = _run(*argv, *at, "--json")
+        assert code == EXIT_OK and text.count("\n") == 1, (argv, text)
+        json.loads(text)
 
 
 _NO_OVERRIDE = ["--inh-caps=-dac_override,-dac_read_search",

@@ -143,7 +143,7 @@ def test_errors_are_clear_and_leave_no_trace(ws: Workspace) -> None:
         ws.feedback(key, [], outcome="success")
     with pytest.raises(ConfigError, match=r"at least one citation .*none of \['x', '999'\]"):
         ws.feedback(key, ["x", 999], outcome="success")  # none of them the turn's
-    with pytest.raises(ConfigError, match="at most 256"):
+    with pytest.raises(ConfigError, match="model_citations has over 256 items"):
         ws.feedback(key, [1] * 257, outcome="success")
     with pytest.raises(ConfigError, match="unknown outcome 'meh'"):
         ws.feedback(key, [cited], outcome="meh")

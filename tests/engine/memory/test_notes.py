@@ -220,6 +220,9 @@ def test_bad_input_gets_clear_errors(mem: Memory) -> None:
         mem.save("t", "opinion")
     with pytest.raises(ConfigError, match="unknown scope"):
         mem.save("t", scope="team")
+    for k in (0, 101, True):  # k in the words search uses on every surface
+        with pytest.raises(ConfigError, match=f"^k must be a whole number within 1..100, got {k}$"):
+            mem.search("t", k=k)
     with pytest.raises(NotFoundError):
         mem.get(12345)
     with pytest.raises(NotFoundError):

@@ -95,11 +95,13 @@ def test_a_long_query_and_a_bad_budget_are_one_rule_everywhere(server: Server) -
     assert said == {"query is over 131072 bytes; send a shorter one"}
     said = {
         _library_error(server, lambda ws: ws.build_context("hook", budget_tokens=10)),
-        _cli_error(server, "context", "hook", "--budget", "10"),
         _http_error(server, "POST", "/v1/context", {"query": "hook", "budget_tokens": 10}),
         _mcp_error(server, "build_context", {"query": "hook", "budget_tokens": 10}),
     }
     assert said == {"budget_tokens must be a whole number within 64..200000, got 10"}
+    # the same message, naming the option the CLI has
+    said = {_cli_error(server, "context", "hook", "--budget", "10")}
+    assert said == {"--budget must be a whole number within 64..200000, got 10"}
 
 
 def test_an_unknown_replay_key_is_one_message_everywhere(server: Server) -> None:  # noqa: F811
