@@ -5,17 +5,17 @@ The agent's newest exchange (its last action and that action's result) comes fir
 when it fits the room with every older step folded, else as stubs (``_floor``). Then, with
 a request, ``recall_share`` of the room (less, when that leaves too little) is kept for the
 lines of compacted tool outputs the request points at (the words it shares with them, the
-blocks around those, and whole definitions it names) and for the code the agent drafted in its own older turns
-(what it is likely to write again), and those lines come before stubs: while they want the
-room, every older item is in the digest; what they do not use goes back to the rest. The
-newest items are shown verbatim (L0, at most ``recent_turns`` of the agent's steps, not
-counting the requests cortex journals between them, and ``recent_share`` of the room left,
-or all of it once every line the request matches is in); older tool outputs
-are masked to stubs (L1); when the stubs do not fit, the oldest of them are folded into a
-digest (L2), and when the digest does not fit either, the oldest part of it into goals and
-lessons (L3); when even every older step's goals do not fit (a long session's user messages
-alone outgrow any room), the oldest steps are named by one line (L4). Whatever is not
-shown whole is listed in ``HistoryLane.compacted`` with a
+blocks around those, and whole definitions it names) and for the code the agent drafted
+in its own older turns (what it is likely to write again), and those lines come before
+stubs: while they want the room, every older item is in the digest; what they do not use
+goes back to the rest. The newest items are shown verbatim (L0, at most ``recent_turns``
+of the agent's steps, not counting the requests cortex journals between them, and
+``recent_share`` of the room left, or all of it once every line the request matches is
+in); older tool outputs are masked to stubs (L1); when the stubs do not fit, the oldest of
+them are folded into a digest (L2), and when the digest does not fit either, the oldest
+part of it into goals and lessons (L3); when even every older step's goals do not fit (a
+long session's user messages alone outgrow any room), the oldest steps are named by one
+line (L4). Whatever is not shown whole is listed in ``HistoryLane.compacted`` with a
 ``session:ID#N`` uri that resolves to it; if even the shortest form (one line naming every
 step) does not fit, ``build_lane`` raises ``BudgetUnreachableError`` rather than drop
 anything.
