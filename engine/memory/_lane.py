@@ -84,10 +84,12 @@ def lane_header(session: str, items: Sequence[Step]) -> str:
 class _Floor:
     """What every plan keeps of the agent's newest exchange (``_newest``): its newest
     ``whole`` items verbatim and none of its ``kept`` newest items folded (those not
-    whole are stubs)."""
+    whole are stubs); ``shallow`` False when, so kept, not every older item fits in the
+    digest (some go to goals and lessons however little the recalled lines take)."""
 
     whole: int = 0
     kept: int = 0
+    shallow: bool = True
 
 
 _NO_FLOOR = _Floor()
@@ -191,11 +193,12 @@ def _smallest(lo: int, hi: int, fits: Callable[[int], bool]) -> int | None:
 
 def _plan(items: Sequence[Step], room: int, memo: Memo, session: str,
           settings: LaneSettings, reserve: int = 0, share: float | None = None, *,
-          stubs: bool = True, floor: _Floor = _NO_FLOOR) -> _Plan | None:  # fmt: skip
+          stubs: bool = True, floor: _Floor = _NO_FLOOR, deep: bool = True,
+          ) -> _Plan | None:  # fmt: skip
     """The plan that shows the most whole and the least folded within ``room`` less
     ``reserve`` (by summed line counts; the newest whole in at most ``share`` of it; with
     ``stubs`` False, every older item folded but the ``floor``'s), or None when not even
-    everything folded into goals fits."""
+    everything folded into goals fits (without ``deep``: into the digest)."""
     room -= reserve
     cap = int(room * (settings.recent_share if share is None else share))
     recent, used, slots = 0, 0, 0
@@ -213,13 +216,13 @@ def _plan(items: Sequence[Step], room: int, memo: Memo, session: str,
     # and the oldest steps as one line only when not even every older step's goals do (a
     # long session's user messages alone outgrow any room).
     most = len(items) - floor.kept  # the older items a plan may fold
-    for deepest in (False, True):
+    for deepest in (False, True) if deep else (False,):
         for whole in range(recent, floor.whole - 1, -1):
             plan = _fold(items, whole, room, memo, session, goals=deepest, stubs=stubs,
                          most=most)  # fmt: skip
             if plan is not None:
                 return plan
-    for whole in range(recent, floor.whole - 1, -1):
+    for whole in range(recent, floor.whole - 1, -1) if deep else ():
         plan = _gone(items, whole, room, memo, session)
         if plan is not None:
             return plan
@@ -240,7 +243,7 @@ def _floor(items: Sequence[Step], room: int, memo: Memo, session: str) -> _Floor
             most = len(items) - kept
             folded = _Plan(shown, most if deepest else 0, 0 if deepest else most)
             if _cost(items, folded, memo, session) <= room:
-                return _Floor(shown, kept)
+                return _Floor(shown, kept, not deepest)
     return _NO_FLOOR
 
 
@@ -396,11 +399,15 @@ def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: 
 
     def first(reserve: int) -> _Plan | None:
         # The lines the request points at come before the stubs: every older step is in
-        # the digest (which keeps its names) while the recalled lines want the room.
-        return _plan(items, room, memo, session, settings, reserve, stubs=False, floor=floor)
+        # the digest (which keeps its names) while the recalled lines want the room. A plan
+        # deeper than the digest is never kept with them: not searched for.
+        return _plan(items, room, memo, session, settings, reserve, stubs=False, floor=floor,
+                     deep=False)  # fmt: skip
 
+    if not floor.shallow:  # no reserve leaves every older step in the digest
+        reserve = 0
     plan = first(reserve) if reserve else None
-    while reserve and (plan is None or plan.goals or plan.gone):
+    while reserve and plan is None:
         # Recalled lines never push a step below the digest (which keeps its names).
         reserve //= 2
         plan = first(reserve) if reserve else None
