@@ -26,7 +26,14 @@ from overlays._diff import (
     tree_token,
 )
 from overlays._embedded import Embedded
-from overlays._git import Hunk, diff_sides, git_tracks, head_commit, working_diff
+from overlays._git import (
+    Hunk,
+    diff_sides,
+    git_tracks,
+    head_commit,
+    untracked_files,
+    working_diff,
+)
 from overlays._history import HISTORY_COMMITS, HISTORY_MAX_FILES, ChangeHistory, read_history
 from overlays._memory import OverlayMemory
 from overlays._part import Found, Part
@@ -65,5 +72,6 @@ __all__ = [
     "rev_parse",
     "stored_length",
     "tree_token",
+    "untracked_files",
     "working_diff",
 ]

@@ -121,6 +121,25 @@ def working_diff(root: Path, *, max_bytes: int = 1 << 20) -> list[Hunk]:
     return hunks
 
 
+def untracked_files(root: Path) -> list[str]:
+    """Files under ``root`` that git neither tracks nor ignores, relative to it, sorted;
+    [] outside git and before the first commit (as ``working_diff``)."""
+    repo = _repo(root)
+    if repo is None:
+        return []
+    repo.close()
+    import git
+
+    try:  # run in ``root``: ls-files prints paths relative to where it runs
+        raw = _git(root).execute(
+            ["git", "-c", "core.quotePath=false", "ls-files", "--others", "--exclude-standard",
+             "-z", "--", "."], stdout_as_string=False)  # fmt: skip
+    except git.GitCommandError:
+        return []
+    names = bytes(raw).decode("utf-8", "surrogateescape").split("\0")
+    return sorted(n for n in names if n and not n.endswith("/"))  # "x/": a nested repository
+
+
 def _diff_path(names: str) -> str:
     """The path of a ``diff --git a/P b/P`` line's rest (both sides name one file: renames
     are off), quoted by git or not."""

@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from engine._workspace._diff import clean_diff
+from engine._workspace._diff import clean_diff, new_file_hunks
 from engine._workspace._index import Indexer
 from engine._workspace._learning import Learning
 from engine._workspace._notes import Notes
@@ -98,8 +98,10 @@ class Contexts:
         elif token and self._diff[0] == token:
             diff = list(self._diff[1])
         else:
-            diff = clean_diff(shared.root, working_diff(shared.root),
-                              shared.config.walk_options())  # fmt: skip
+            # The agent's new files are changes too (the index reads them): shown as added.
+            options = shared.config.walk_options()
+            hunks = [*working_diff(shared.root), *new_file_hunks(shared.root, options)]
+            diff = clean_diff(shared.root, hunks, options)
             self._diff = (token, tuple(diff))
         history = None
         if state.session:

@@ -1,6 +1,7 @@
-"""The working-tree diff as a prompt may show it: without files secret by name, and with
-every credential redacted, also the lines of a private key whose BEGIN line is outside
-the hunk."""
+"""The working-tree diff as a prompt may show it: the tracked changes and the new files git
+does not ignore (those the index reads), without files secret by name, and with every
+credential redacted, also the lines of a private key whose BEGIN line is outside the
+hunk."""
 
 from __future__ import annotations
 
@@ -9,10 +10,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from indexers import WalkOptions, decode, redact, secret_paths
-from overlays import Hunk, diff_sides
+from indexers import SourceFile, WalkOptions, decode, redact, secret_paths, walk
+from overlays import Hunk, diff_sides, untracked_files
 
-__all__ = ["clean_diff"]
+__all__ = ["clean_diff", "new_file_hunks"]
+
+# A new file is shown as hunks of this many lines that add them: the diff lane ranks hunks
+# by the request's words and fits them whole, so a long new file still shows the part that
+# matters (one hunk of all of it would fit no lane).
+NEW_FILE_LINES = 40
+NEW_FILES_BYTES = 1 << 20  # new files' hunks at most, as ``working_diff`` caps its own
 
 _NUMBERS = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 # A line of a key's body (base64, no spaces): the hunk alone cannot tell whether it is one.
@@ -40,6 +47,32 @@ def clean_diff(root: Path, hunks: Sequence[Hunk], options: WalkOptions) -> list[
                 sides[hunk.path] = _redacted_sides(root, hunk.path)
             lines = _from_sides(lines, int(numbers[1]), int(numbers[2]), *sides[hunk.path])
         out.append(replace(hunk, text="\n".join(lines)))
+    return out
+
+
+def new_file_hunks(root: Path, options: WalkOptions) -> list[Hunk]:
+    """The files under ``root`` that git neither tracks nor ignores and that the index reads
+    (the same walk: no binaries, vendored trees or files over its size limit), each as
+    hunks that add its lines (an empty file: one hunk with none), in path order, up to
+    ``NEW_FILES_BYTES``; [] outside git."""
+    paths = untracked_files(root)
+    if not paths:
+        return []
+    out: list[Hunk] = []
+    total = 0
+    for found in walk(root, options, only=paths):
+        if not isinstance(found, SourceFile):
+            continue
+        lines = decode(found.data).splitlines()
+        parts = range(0, len(lines), NEW_FILE_LINES) if lines else range(1)
+        for at in parts:
+            part = lines[at : at + NEW_FILE_LINES]
+            text = "\n".join([f"@@ -0,0 +{at + 1 if part else 0},{len(part)} @@",
+                              *(f"+{line}" for line in part)])  # fmt: skip
+            total += len(text)
+            if total > NEW_FILES_BYTES:
+                return out
+            out.append(Hunk(found.path, text))
     return out
 
 

@@ -14,8 +14,10 @@ from engine.core import (
     SaveResult,
     Scope,
     SessionState,
+    StepRole,
 )
 from engine.memory import LaneSettings, Session, changes_text, end_session
+from indexers import sha256_text
 from overlays import Hunk
 
 # The history lane's share of a session turn's budget (the goal's cost comes off first):
@@ -31,6 +33,9 @@ class Sessions:
         self._state = state
         self._notes = notes
         self._open: dict[str, Session] = {}
+        # Each session's working-tree diff when a recorded call last saw it: a second edit
+        # to the files already changed is journaled again (their names alone are the same).
+        self._diffs: dict[str, str] = {}
 
     def get(self, session_id: str) -> Session:
         """The session ``session_id`` (see ``Workspace.session``)."""
@@ -63,8 +68,9 @@ class Sessions:
                 budget: int, upto: int | None, *, record: bool = True) -> HistoryLane:  # fmt: skip
         """The session's history lane for this call, in its share of what the goal leaves;
         first journals the files the working tree changed since the session last saw it
-        (when the call is recorded and has room: a refused or side-effect-free call
-        journals nothing)."""
+        (new files included; a tree back to clean as a ``changes`` step with no path),
+        when the call is recorded and has room: a refused or side-effect-free call
+        journals nothing."""
         session = self.get(state.session)
         counter = self._state.counter
         goal_cost = counter.count(f"{goal}\n{chr(10).join(state.constraints)}\n"
@@ -77,8 +83,16 @@ class Sessions:
                 goal_cost + INSTRUCTION_TOKENS, budget,
             )  # fmt: skip
         if upto is None and record and self._state.config.ledger:
-            paths = changes_text(h.path for h in diff)
-            last = next((i for i in reversed(session.items()) if i.role.value == "changes"), None)
-            if paths and (last is None or last.text != paths):
-                session.add("changes", paths)
+            self._journal_changes(session, diff)
         return session.lane(room, query=query or goal, upto=upto, settings=LaneSettings())
+
+    def _journal_changes(self, session: Session, diff: Sequence[Hunk]) -> None:
+        """Journal the changed files when they differ from the session's last ``changes``
+        step (none: a clean tree), or when this process saw their diff change since."""
+        paths = changes_text(h.path for h in diff)
+        seen = sha256_text("\n".join(f"{h.path}\n{h.text}" for h in diff))
+        last = next((i for i in reversed(session.items()) if i.role is StepRole.CHANGES), None)
+        before = self._diffs.get(session.id)
+        if (last.text if last else "") != paths or (before is not None and before != seen):
+            session.add("changes", paths)
+        self._diffs[session.id] = seen

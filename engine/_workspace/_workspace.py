@@ -43,6 +43,7 @@ from engine.core import (
     FileRanking,
     ForgetReport,
     GcReport,
+    HistoryLane,
     IndexReport,
     Learned,
     PastOutcome,
@@ -60,6 +61,7 @@ from engine.core import (
     WorkspaceClosedError,
     WorkspaceError,
     WorkspaceNotFoundError,
+    check_budget,
     check_items,
     check_model_citations,
     check_text,
@@ -384,6 +386,19 @@ class Workspace:
         An id with no step yet is a new session (created by its first ``add``)."""
         self._check_open()
         return self._sessions.get(session_id)
+
+    def session_lane(self, session_id: str, budget_tokens: int, goal: str = "",
+                     query: str = "") -> HistoryLane:  # fmt: skip
+        """The history lane ``build_context`` would give session ``session_id``'s next turn
+        at ``budget_tokens``: in the same room (40% of the budget at most, less what the
+        goal takes), its recalled lines ranked by ``query`` (or the goal). Journals nothing.
+        """
+        self._check_open()
+        check_budget(budget_tokens)
+        check_text("goal", goal)
+        check_text("query", query)
+        state = SessionState(session=session_id)
+        return self._sessions.history(state, goal, query, (), budget_tokens, None, record=False)
 
     def end_session(self, session_id: str, scope: Scope | str = Scope.PERSONAL) -> SaveResult:
         """Save session ``session_id``'s summary as a memory note (goal, decisions with

@@ -294,7 +294,8 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     helps = {
         "add": "journal one step (TEXT - reads standard input)",
         "decide": "journal a decision, its rationale and evidence",
-        "show": "the steps, one step in full (--step), or the history lane (--lane BUDGET)",
+        "show": "the steps, one step in full (--step), or the history lane a context of BUDGET "
+                "tokens would hold (--lane BUDGET [--goal G] [--query Q])",
         "compact": "compact into --budget tokens and journal a checkpoint",
         "checkpoint": "journal a checkpoint at STEP, or --load the one there (no STEP: the latest)",
         "hook": "add a Claude Code hook payload (standard input) to its session",
@@ -325,7 +326,13 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         help="a citation number or session:ID#N; repeatable")  # fmt: skip
     show = parsers["show"]
     show.add_argument("--step", type=integer, metavar="N", help="one step, in full")
-    show.add_argument("--lane", type=integer, metavar="BUDGET", help="the history lane in BUDGET")
+    show.add_argument("--lane", type=integer, metavar="BUDGET",
+                      help="the history lane a context of BUDGET tokens would hold (its room: "
+                      "40%% of BUDGET at most, less the goal)")  # fmt: skip
+    show.add_argument("--goal", default="", help="with --lane: the context's goal")
+    show.add_argument("--query", default="",
+                      help="with --lane: the request that ranks recalled lines (default: "
+                      "the goal)")  # fmt: skip
     compact = parsers["compact"]
     compact.add_argument("--load-bearing", type=integer, action="append", metavar="N",
                          help="a step kept whole; repeatable")  # fmt: skip

@@ -2,11 +2,12 @@
 
 Each command is a few lines over ``Workspace.session``: ``add`` journals a step (TEXT ``-``
 reads standard input, any size, any bytes), ``decide`` a decision, ``show`` the steps (or
-one in full, or the history lane at a budget), ``compact`` and ``checkpoint`` write
-checkpoints, ``end`` saves the session's summary as a memory note. ``hook`` reads one
-Claude Code hook payload (``UserPromptSubmit``, ``PostToolUse``, ``PostToolUseFailure``)
-from standard input and adds it as a step of the session Claude Code names, in the
-workspace it names: an agent's session is filled without changing the agent.
+one in full, or the history lane a context of a budget would hold), ``compact`` and
+``checkpoint`` write checkpoints, ``end`` saves the session's summary as a memory note.
+``hook`` reads one Claude Code hook payload (``UserPromptSubmit``, ``PostToolUse``,
+``PostToolUseFailure``) from standard input and adds it as a step of the session Claude
+Code names, in the workspace it names: an agent's session is filled without changing the
+agent.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def cmd_session(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                 out.write(_step_line(step) + "\n")
             return EXIT_OK
         if args.action == "show":
-            return _show(session, args, out)
+            return _show(ws, session, args, out)
         if args.action == "end":
             saved = ws.end_session(args.session, args.scope)
             if args.json:
@@ -90,9 +91,9 @@ def cmd_session(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         return _compaction(session.checkpoint(args.step, args.budget), args, out)
 
 
-def _show(session: Any, args: argparse.Namespace, out: TextIO) -> int:
+def _show(ws: Workspace, session: Any, args: argparse.Namespace, out: TextIO) -> int:
     if args.lane is not None:
-        lane = session.lane(args.lane)
+        lane = ws.session_lane(session.id, args.lane, args.goal, args.query)
         if args.json:
             out.write(json.dumps({"text": lane.text, "tokens": lane.tokens, "upto": lane.upto,
                                   "compacted": [to_json(p) for p in lane.compacted]},

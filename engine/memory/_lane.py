@@ -1,18 +1,21 @@
 """The history lane: a session's items, newest whole and older ones compacted, in a room of
 tokens that is never exceeded and never cut.
 
-With a request, ``recall_share`` of the room is kept first for the lines of compacted tool
-outputs the request points at (the words it shares with them, the blocks around those, and
-whole definitions it names) and for the code the agent drafted in its own older turns
-(what it is likely to write again), and those lines come before stubs: while they want the
-room, every older item is in the digest; what they do not use goes back to the rest. The
-newest items are shown verbatim (L0, at most ``recent_turns`` and ``recent_share`` of the
-room left, or all of it once every line the request matches is in); older tool outputs
-are masked to stubs (L1); when the stubs do not fit, the oldest of them are folded into a
-digest (L2), and when the digest does not fit either, the oldest part of it into goals and
-lessons (L3); when even every older step's goals do not fit (a long session's user messages
-alone outgrow any room), the oldest steps are named by one line (L4). Whatever is not
-shown whole is listed in ``HistoryLane.compacted`` with a
+The agent's newest exchange (its last action and that action's result) comes first: whole
+when it fits the room with every older step folded, else as stubs (``_floor``). Then, with
+a request, ``recall_share`` of the room (less, when that leaves too little) is kept for the
+lines of compacted tool outputs the request points at (the words it shares with them, the
+blocks around those, and whole definitions it names) and for the code the agent drafted
+in its own older turns (what it is likely to write again), and those lines come before
+stubs: while they want the room, every older item is in the digest; what they do not use
+goes back to the rest. The newest items are shown verbatim (L0, at most ``recent_turns``
+of the agent's steps, not counting the requests cortex journals between them, and
+``recent_share`` of the room left, or all of it once every line the request matches is
+in); older tool outputs are masked to stubs (L1); when the stubs do not fit, the oldest of
+them are folded into a digest (L2), and when the digest does not fit either, the oldest
+part of it into goals and lessons (L3); when even every older step's goals do not fit (a
+long session's user messages alone outgrow any room), the oldest steps are named by one
+line (L4). Whatever is not shown whole is listed in ``HistoryLane.compacted`` with a
 ``session:ID#N`` uri that resolves to it; if even the shortest form (one line naming every
 step) does not fit, ``build_lane`` raises ``BudgetUnreachableError`` rather than drop
 anything.
@@ -75,6 +78,38 @@ def lane_header(session: str, items: Sequence[Step]) -> str:
     span = f"#{items[0].step}-#{items[-1].step}" if items else "none yet"
     return (f"## Session history\nSession {session}, steps {span}; [#N] is step N, "
             f"in full at session:{session}#N")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Floor:
+    """What every plan keeps of the agent's newest exchange (``_newest``): its newest
+    ``whole`` items verbatim and none of its ``kept`` newest items folded (those not
+    whole are stubs); ``shallow`` False when, so kept, not every older item fits in the
+    digest (some go to goals and lessons however little the recalled lines take)."""
+
+    whole: int = 0
+    kept: int = 0
+    shallow: bool = True
+
+
+_NO_FLOOR = _Floor()
+# Steps cortex journals itself (a build_context request, the files changed): they are not
+# the agent's action, so they neither start its newest exchange nor use a recent slot.
+_ENGINE_ROLES = (StepRole.REQUEST, StepRole.CHANGES)
+
+
+def _newest(items: Sequence[Step]) -> int:
+    """How many of the newest items are the agent's newest exchange: its newest step that
+    cortex did not journal itself, with the agent's turn just before it when that step is
+    the turn's result (a tool output), and every step after them."""
+    at = [n for n, item in enumerate(items) if item.role not in _ENGINE_ROLES][-2:]
+    if not at:
+        return 0
+    first = at[-1]
+    if (len(at) == 2 and items[first].role is StepRole.TOOL
+            and items[at[0]].role is StepRole.ASSISTANT):  # fmt: skip
+        first = at[0]
+    return len(items) - first
 
 
 @dataclass(slots=True)
@@ -158,35 +193,58 @@ def _smallest(lo: int, hi: int, fits: Callable[[int], bool]) -> int | None:
 
 def _plan(items: Sequence[Step], room: int, memo: Memo, session: str,
           settings: LaneSettings, reserve: int = 0, share: float | None = None, *,
-          stubs: bool = True) -> _Plan | None:  # fmt: skip
+          stubs: bool = True, floor: _Floor = _NO_FLOOR, deep: bool = True,
+          ) -> _Plan | None:  # fmt: skip
     """The plan that shows the most whole and the least folded within ``room`` less
     ``reserve`` (by summed line counts; the newest whole in at most ``share`` of it; with
-    ``stubs`` False, every older item folded), or None when not even everything folded
-    into goals fits."""
+    ``stubs`` False, every older item folded but the ``floor``'s), or None when not even
+    everything folded into goals fits (without ``deep``: into the digest)."""
     room -= reserve
     cap = int(room * (settings.recent_share if share is None else share))
-    recent, used = 0, 0
+    recent, used, slots = 0, 0, 0
     for item in reversed(items):
-        if recent >= settings.recent_turns or len(item.text) > VERBATIM_CHARS:
+        forced = recent < floor.whole  # the newest exchange: whole whatever the cap
+        if not forced and (slots >= settings.recent_turns or len(item.text) > VERBATIM_CHARS):
             break
         cost = memo.block("verbatim", item)[1] + 1
-        if used + cost > cap:
+        if not forced and used + cost > cap:
             break
         recent, used = recent + 1, used + cost
+        slots += item.role is not StepRole.REQUEST
     # Fewer whole steps before any step falls below the digest (which keeps the names
     # and failures of every step it covers); goals and lessons only when nothing else fits,
     # and the oldest steps as one line only when not even every older step's goals do (a
     # long session's user messages alone outgrow any room).
-    for deepest in (False, True):
-        for whole in range(recent, -1, -1):
-            plan = _fold(items, whole, room, memo, session, goals=deepest, stubs=stubs)
+    most = len(items) - floor.kept  # the older items a plan may fold
+    for deepest in (False, True) if deep else (False,):
+        for whole in range(recent, floor.whole - 1, -1):
+            plan = _fold(items, whole, room, memo, session, goals=deepest, stubs=stubs,
+                         most=most)  # fmt: skip
             if plan is not None:
                 return plan
-    for whole in range(recent, -1, -1):
+    for whole in range(recent, floor.whole - 1, -1) if deep else ():
         plan = _gone(items, whole, room, memo, session)
         if plan is not None:
             return plan
     return None
+
+
+def _floor(items: Sequence[Step], room: int, memo: Memo, session: str) -> _Floor:
+    """What of the agent's newest exchange every plan keeps: as many of its newest items
+    verbatim as fit ``room`` with every older item folded (into the digest when it fits
+    without them, else into goals and lessons), the rest of it as stubs; nothing when not
+    even its stubs fit."""
+    kept = _newest(items)
+    whole = 0
+    while whole < kept and len(items[-1 - whole].text) <= VERBATIM_CHARS:
+        whole += 1
+    for deepest in (False, True):
+        for shown in range(whole, -1, -1):
+            most = len(items) - kept
+            folded = _Plan(shown, most if deepest else 0, 0 if deepest else most)
+            if _cost(items, folded, memo, session) <= room:
+                return _Floor(shown, kept, not deepest)
+    return _NO_FLOOR
 
 
 def _gone(items: Sequence[Step], recent: int, room: int, memo: Memo,
@@ -203,23 +261,24 @@ def _gone(items: Sequence[Step], recent: int, room: int, memo: Memo,
 
 
 def _fold(items: Sequence[Step], recent: int, room: int, memo: Memo, session: str, *,
-          goals: bool, stubs: bool = True) -> _Plan | None:  # fmt: skip
+          goals: bool, stubs: bool = True, most: int | None = None) -> _Plan | None:  # fmt: skip
     """With ``recent`` items whole: the fewest older items folded into the digest (all
     of them without ``stubs``; with ``goals``, then into goals and lessons) for the rest
-    to fit ``room``; None when nothing does."""
+    to fit ``room``, folding at most the ``most`` oldest; None when nothing does."""
     older = len(items) - recent
+    most = older if most is None else min(most, older)
 
     def cost(to_goals: int, digest: int) -> int:
         return _cost(items, _Plan(recent, to_goals, digest), memo, session)
 
-    digest = _smallest(0 if stubs else older, older, lambda d: cost(0, d) <= room)
+    digest = _smallest(0 if stubs else most, most, lambda d: cost(0, d) <= room)
     if digest is not None:
         return _Plan(recent, 0, digest)
     if not goals:
         return None
-    folded = _smallest(0, older, lambda g: cost(g, older - g) <= room)
+    folded = _smallest(0, most, lambda g: cost(g, most - g) <= room)
     if folded is not None:
-        return _Plan(recent, folded, older - folded)
+        return _Plan(recent, folded, most - folded)
     return None
 
 
@@ -331,18 +390,24 @@ def _rank(items: Sequence[Step], plan: _Plan, memo: Memo, query: str,
 
 def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: str,
              settings: LaneSettings) -> tuple[_Plan | None, list[str]]:  # fmt: skip
-    """The plan and the lines recalled for the request: room is kept for the recalled
-    lines first, and what they do not use goes back to the plan."""
+    """The plan and the lines recalled for the request: the agent's newest exchange is
+    kept first (``_floor``), then room is kept for the recalled lines, and what they do
+    not use goes back to the plan."""
+    floor = _floor(items, room, memo, session)
     # (A room below one token has none to keep: halving a negative reserve never ends.)
     reserve = int(room * settings.recall_share) if room > 0 and words(query) else 0
 
     def first(reserve: int) -> _Plan | None:
         # The lines the request points at come before the stubs: every older step is in
-        # the digest (which keeps its names) while the recalled lines want the room.
-        return _plan(items, room, memo, session, settings, reserve, stubs=False)
+        # the digest (which keeps its names) while the recalled lines want the room. A plan
+        # deeper than the digest is never kept with them: not searched for.
+        return _plan(items, room, memo, session, settings, reserve, stubs=False, floor=floor,
+                     deep=False)  # fmt: skip
 
+    if not floor.shallow:  # no reserve leaves every older step in the digest
+        reserve = 0
     plan = first(reserve) if reserve else None
-    while reserve and (plan is None or plan.goals or plan.gone):
+    while reserve and plan is None:
         # Recalled lines never push a step below the digest (which keeps its names).
         reserve //= 2
         plan = first(reserve) if reserve else None
@@ -352,9 +417,9 @@ def _planned(items: Sequence[Step], room: int, memo: Memo, session: str, query: 
         if used >= reserve - room // 50:
             return plan, extra
         # Every line the request matches is in: the rest of the room shows the newest whole.
-        plan = _plan(items, room, memo, session, settings, used, 1.0)
+        plan = _plan(items, room, memo, session, settings, used, 1.0, floor=floor)
     else:
-        plan = _plan(items, room, memo, session, settings)
+        plan = _plan(items, room, memo, session, settings, floor=floor)
     extra = [] if plan is None else _spend(items, plan, memo, session, room, query, settings)
     return plan, extra
 

@@ -50,7 +50,7 @@ def test_add_show_decide_compact_checkpoint(tmp_path: Path) -> None:
                 "callers expect it", "--evidence", "2", *p)[0] == 0  # fmt: skip
     code, out = _run("session", "show", "--session", "s", *p)
     assert code == EXIT_OK and out.count("\n") == 3 and "decision" in out
-    code, out = _run("session", "show", "--session", "s", "--lane", "400", *p)
+    code, out = _run("session", "show", "--session", "s", "--lane", "1000", *p)
     assert "raise on no type" in out and "KeyError" in out
     code, out = _run("session", "compact", "--session", "s", "--budget", "500", "--json", *p)
     done = json.loads(out)
@@ -58,6 +58,33 @@ def test_add_show_decide_compact_checkpoint(tmp_path: Path) -> None:
     assert json.loads(out)["checkpoint"] == done["checkpoint"]
     assert _run("session", "checkpoint", "--session", "s", "9", *p)[0] == EXIT_ERROR
     assert _run("session", "show", "--session", "nobody", *p)[0] == EXIT_ERROR
+
+
+def test_show_lane_is_the_lane_a_context_of_that_budget_holds(tmp_path: Path) -> None:
+    """``show --lane BUDGET --goal G --query Q`` prints the history lane build_context
+    gives that session at that budget, byte for byte (it used the whole budget as the
+    lane's room, with no request to recall lines for)."""
+    from engine import Lane, SessionState
+
+    repo = _repo(tmp_path)
+    p = ("--path", str(repo))
+    _run("session", "add", "--session", "s", "--role", "user", "fix handler", *p)
+    for i in range(12):
+        _run("session", "add", "--session", "s", "--role", "assistant",
+             f"THOUGHT: try {i}\n```bash\npython app.py --case {i}\n```", *p)  # fmt: skip
+        body = "\n".join(f"case {i} line {j}: handler value {j * i}" for j in range(40))
+        _run("session", "add", "--session", "s", "--role", "tool", body, *p)
+    goal, query = "fix the handler", "which case gave handler value 77"
+    code, out = _run("session", "show", "--session", "s", "--lane", "2000", "--goal", goal,
+                     "--query", query, "--json", *p)  # fmt: skip
+    shown = json.loads(out)
+    with Workspace.open(repo, Config()) as ws:
+        ws.index()
+        pack = ws.build_context(goal, query, state=SessionState(session="s"), budget_tokens=2000,
+                                record=False)  # fmt: skip
+    history = next(b for b in pack.prompt_blocks if b.lane is Lane.HISTORY)
+    assert code == EXIT_OK and shown["text"] == history.text
+    assert shown["tokens"] <= 800 and "~#" in shown["text"]
 
 
 def test_compact_in_context(tmp_path: Path) -> None:

@@ -284,3 +284,60 @@ def test_a_steps_text_cannot_forge_the_prompts_frame() -> None:
     assert "\\## Evidence\n\\[1] retry_window\n\\Source: src/app.py#L5-L6" in lane.text
     stub, _ = Memo(COUNTER).block("stub", items[1])
     assert not [ln for ln in stub if ln.lstrip().startswith(("## ", "[1]", "Source:"))]
+
+
+def _then_viewed_again(items: list[Step]) -> list[Step]:
+    """``items`` and then the agent's newest exchange: a command and its ~400-token output."""
+    window = "\n".join(_file_view().splitlines()[60:90])
+    turn = "THOUGHT: look closer\n```bash\nnl -ba src/h.py | sed -n '61,90p'\n```"
+    return [*items, Step(len(items) + 1, StepRole.ASSISTANT, turn),
+            Step(len(items) + 2, StepRole.TOOL, window, tool="bash")]  # fmt: skip
+
+
+def test_the_agents_newest_exchange_is_whole_before_recalled_lines() -> None:
+    """The agent's last command and its output are shown whole before lines recalled for
+    the request take the room (they were in the digest, the command nowhere in the lane:
+    17 of 34 turns of a real session at 4k), and the room left still recalls lines."""
+    items, asked = _viewed_then_busy()
+    items = _then_viewed_again(items)
+    assert COUNTER.count(items[-1].text) > 0.7 * 0.4 * 1000  # past the old recent cap
+    lane = build_lane(items, 1000, Memo(COUNTER), session="s",
+                      query=asked + ", as compute_thing totals each value")  # fmt: skip
+    recent = lane.text.split("Recent steps, verbatim")[1]
+    assert "nl -ba src/h.py | sed -n '61,90p'" in recent and items[-1].text in recent
+    assert "~#3" in lane.text and lane.tokens <= 1000
+
+
+def test_request_steps_do_not_use_up_the_recent_slots() -> None:
+    """``recent_turns`` counts the agent's steps, not the requests build_context journals
+    between them (which took every other slot)."""
+    from engine.memory import LaneSettings
+
+    items = [Step(1, StepRole.USER, "Fix: empty headers")]
+    for i in range(8):
+        for role, text in ((StepRole.REQUEST, f"run {i}\nevidence shown:\n- src/h.py#L1-L9"),
+                           (StepRole.ASSISTANT, f"THOUGHT: {i}\n```bash\npytest -k t{i}\n```"),
+                           (StepRole.TOOL, f"{i} passed")):  # fmt: skip
+            items.append(Step(len(items) + 1, role, text))
+    lane = build_lane(items, 3000, Memo(COUNTER), session="s",
+                      settings=LaneSettings(recent_turns=4))  # fmt: skip
+    assert f"Recent steps, verbatim (#{len(items) - 4}-#{len(items)}):" in lane.text
+
+
+def test_an_over_long_newest_output_is_a_stub_not_folded() -> None:
+    """A newest output too long to show whole is shown as its stub, beside the command
+    that made it, even while recalled lines want the room (it was folded into the
+    digest with every other step)."""
+    from engine.memory._history import VERBATIM_CHARS
+
+    items, asked = _viewed_then_busy()
+    log = "\n".join(f"building module_{n}.c" for n in range(VERBATIM_CHARS // 20))
+    turn = "THOUGHT: build it\n```bash\nmake -j8 all\n```"
+    items += [Step(len(items) + 1, StepRole.ASSISTANT, turn),
+              Step(len(items) + 2, StepRole.TOOL, log + "\nerror: 'fd' undeclared")]  # fmt: skip
+    lane = build_lane(items, 1000, Memo(COUNTER), session="s",
+                      query=asked + ", as compute_thing totals each value")  # fmt: skip
+    reasons = {p.source_uri: p.reason for p in lane.compacted}
+    assert reasons[f"session:s#{len(items)}"] == reasons[f"session:s#{len(items) - 1}"] == "masked"
+    assert "make -j8 all" in lane.text and "! error: 'fd' undeclared" in lane.text
+    assert "~#3" in lane.text and lane.tokens <= 1000

@@ -176,3 +176,49 @@ def test_a_history_upto_that_is_no_step_number_is_refused(tmp_path: Path) -> Non
                 ws.build_context("g", "register hook", state=state, history_upto=upto,  # type: ignore[arg-type]
                                  record=False)  # fmt: skip
         assert ws.build_context("g", "register hook", state=state, history_upto=0, record=False)
+
+
+def test_new_files_a_second_edit_and_a_clean_tree_are_journaled(tmp_path: Path) -> None:
+    """A file the agent creates (untracked, not ignored) is a change, journaled and shown
+    in the diff lane as added; an ignored one or a secret is neither; a second edit to the files
+    already changed is journaled again, and a tree back to clean as a ``changes`` step
+    with no path (each was missed: only tracked files counted, and only a new set)."""
+    import subprocess
+
+    from tests.engine.test_workspace import GIT_ENV
+
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".gitignore").write_text("*.log\n")
+    subprocess.run(["git", "add", ".gitignore"], cwd=repo, check=True, env=GIT_ENV)
+    subprocess.run(["git", "commit", "-qm", "ignore logs"], cwd=repo, check=True, env=GIT_ENV)
+    with Workspace.open(repo, _config(tmp_path)) as ws:
+        ws.index()
+        s = ws.session("s")
+        s.add("user", "add a frobnicate helper")
+        state = SessionState(session="s")
+
+        def turn() -> tuple[list[str], str]:
+            pack = ws.build_context("add a frobnicate helper", "frobnicate", state=state,
+                                    budget_tokens=3000)  # fmt: skip
+            diff = next((b.text for b in pack.prompt_blocks if b.lane is Lane.DIFF), "")
+            return [i.text for i in s.items() if i.role is StepRole.CHANGES], diff
+
+        (repo / "helper.py").write_text("def frobnicate(x):\n    return x * 2\n")
+        (repo / "run.log").write_text("frobnicate ran\n")
+        (repo / ".env").write_text("FROBNICATE_TOKEN=hunter2\n")  # secret by name
+        changes, diff = turn()
+        assert changes == ["helper.py"]
+        assert "--- helper.py\n@@ -0,0 +1,2 @@\n+def frobnicate(x):\n+    return x * 2" in diff
+        assert "run.log" not in diff and "hunter2" not in diff
+        hooks = (repo / "hooks.py").read_text()
+        (repo / "hooks.py").write_text(hooks + "\n# one\n")
+        assert turn()[0] == ["helper.py", "helper.py hooks.py"]
+        (repo / "hooks.py").write_text(hooks + "\n# two\n")
+        assert turn()[0] == ["helper.py", "helper.py hooks.py", "helper.py hooks.py"]
+        assert turn()[0] == ["helper.py", "helper.py hooks.py", "helper.py hooks.py"]
+        (repo / "hooks.py").write_text(hooks)
+        (repo / "helper.py").unlink()
+        (repo / ".env").unlink()
+        changes, diff = turn()
+        assert changes == ["helper.py", "helper.py hooks.py", "helper.py hooks.py", ""]
+        assert diff == ""
