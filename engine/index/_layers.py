@@ -262,8 +262,12 @@ class Layers:
         found: list[tuple[float, str]] = []
         for directory in (self.state_dir / "bases").glob("*"):
             marker = directory / "complete"
-            if marker.exists():
+            if directory.suffix in (_BUILDING, _RETIRED):
+                continue  # marked just before it is renamed into place, or on its way out
+            try:
                 found.append((marker.stat().st_mtime, marker.read_text("utf-8").strip()))
+            except OSError:  # not complete, or renamed away while read
+                continue
         return [b for _, b in sorted(found, reverse=True)]
 
     # -- building -------------------------------------------------------------------

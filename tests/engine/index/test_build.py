@@ -236,3 +236,17 @@ def test_the_report_of_a_finished_build_counts_what_the_killed_run_redacted(
     with Workspace.open(folder, config) as ws:
         report = ws.index()
         assert report.resumed and report.redactions == whole
+
+
+def test_a_base_marked_complete_before_its_rename_is_not_listed(tmp_path: Path) -> None:
+    """The ``complete`` marker is written in the build folder just before it is renamed
+    into place: a reader listing bases in between opened a base that was not there yet
+    (``IndexNotBuiltError`` with an absolute path, a 503 on the servers)."""
+    repo = make_repo(tmp_path / "repo")
+    with Workspace.open(repo, CONFIG.with_(state_dir=str(tmp_path / "state"))) as ws:
+        ws.index()
+        bases = ws.layers.complete_bases()
+        building = tmp_path / "state" / "bases" / ("f" * 40 + ".building")
+        building.mkdir()
+        (building / "complete").write_text("f" * 40 + "\n")
+        assert ws.layers.complete_bases() == bases
