@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from engine.core import DEFAULT_BUNDLE_BUDGET, Config, ConfigError, CortexError
 from engine.serve._encode import JSON, files_json, hits_json, notes_json, to_json
-from engine.serve._once import once_key
+from engine.serve._once import MAX_KEY_CHARS, once_key
 from engine.serve._requests import (
     evidence_of,
     proof_of,
@@ -107,8 +107,11 @@ STATUS = """\
 What is indexed (commit, files, chunks, embedding model), how many files changed since, and
 whether a refresh is running. Call when answers look stale; if files changed, call index."""
 
-ONCE = ("any string naming this write (a UUID): a retry with the same key, after a timeout, "
-        "gets the first call's answer instead of a second step")
+ONCE = (
+    f"1 to {MAX_KEY_CHARS} printable ASCII characters naming this write (a UUID): a retry "
+    "with the same key, after a timeout, gets the first call's answer instead of a second "
+    "step"
+)
 
 SESSION_ADD = """\
 Journal one step of your session (pick any id and keep it for the task): role user (a
@@ -313,17 +316,28 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         return await run_once(None, fn, *args, **kwargs)
 
     async def run_once(
-        once: tuple[str, str] | None, fn: Callable[..., _T], *args: Any, **kwargs: Any
+        once: tuple[str, str | None, dict[str, Any]] | None,
+        fn: Callable[..., _T],
+        *args: Any,
+        **kwargs: Any,
     ) -> _T:
-        """``Service.call_once`` (``call`` without a key), its errors as tool errors."""
+        """``Service.call_once`` (``call`` without a key), its errors as tool errors;
+        ``once`` = (scope, the caller's idempotency key, what the call asked), read here so
+        that a bad key is a tool error too (it was an unexpected one, with a traceback)."""
+        key = None
         try:
-            return await service.call_once(once, fn, *args, **kwargs)
+            key = None if once is None else once_key(*once)
+            return await service.call_once(key, fn, *args, **kwargs)
         except CortexError as exc:
             raise ToolError(str(exc)) from exc
         except TimeoutError as exc:
-            retry = ": retry with the same idempotency_key to get its answer" if once else ""
+            retry = ": retry with the same idempotency_key to get its answer" if key else ""
             raise ToolError(f"timed out after {REQUEST_TIMEOUT_S:.0f} s; the call goes on and "
                             f"a write may still land{retry}") from exc  # fmt: skip
+
+    # The key's length in the schema, as OpenAPI gives the header's; checked by ``check_key``
+    # (not the validator), so a bad key gets HTTP's message.
+    key_len: dict[str, Any] = {"minLength": 1, "maxLength": MAX_KEY_CHARS}
 
     def result(body: dict[str, JSON], *texts: str) -> CallToolResult:
         blocks = [TextContent(text=t) for t in texts or (json.dumps(body, indent=2),)]
@@ -423,11 +437,13 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         tool: Annotated[str | None, Field(description="the tool's name")] = None,
         is_error: Bool | None = None,
         exit_status: Int | None = None,
-        idempotency_key: Annotated[str | None, Field(description=ONCE)] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description=ONCE, json_schema_extra=key_len)
+        ] = None,
     ) -> CallToolResult:
         asked = {"role": role, "text": text, "tool": tool, "is_error": is_error,
                  "exit_status": exit_status}  # fmt: skip
-        step = await run_once(once_key(f"mcp session_add {session}", idempotency_key, asked),
+        step = await run_once((f"mcp session_add {session}", idempotency_key, asked),
                               service.session_add, session, role, text, tool, is_error,
                               exit_status)  # fmt: skip
         return result(to_json(step), f"session {session}: step {step.step} ({step.role.value})")
@@ -440,11 +456,13 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         evidence: Annotated[
             list[Int | Str], Field(description="citation numbers or session:ID#N refs")
         ] = [],  # noqa: B006
-        idempotency_key: Annotated[str | None, Field(description=ONCE)] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description=ONCE, json_schema_extra=key_len)
+        ] = None,
     ) -> CallToolResult:
         cited = evidence_of  # decoded on the pool, so a bad one is a tool error
         asked = {"text": text, "rationale": rationale, "evidence": evidence}
-        step = await run_once(once_key(f"mcp session_decide {session}", idempotency_key, asked),
+        step = await run_once((f"mcp session_decide {session}", idempotency_key, asked),
                               lambda: service.session_decide(session, text, rationale,
                                                              cited(evidence)))  # fmt: skip
         return result(to_json(step), f"session {session}: decision at step {step.step}")

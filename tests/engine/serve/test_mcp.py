@@ -343,3 +343,19 @@ def test_bundle_tool_matches_the_library(mcp_call: tuple[Call, Any]) -> None:
     body = out.structured_content
     assert not out.is_error and body["tokens_used"] <= 500 and body["items"]
     assert out.content[0].text == body["text"]
+
+
+@pytest.mark.parametrize("tool", ["session_add", "session_decide"])
+@pytest.mark.parametrize("key", ["", "k" * 256, "a\tb", "ключ"])
+def test_a_bad_idempotency_key_is_a_tool_error_with_https_message(
+    mcp_call: tuple[Call, Any], tool: str, key: str
+) -> None:
+    """A key HTTP refuses with 400 is, over MCP, a tool error with HTTP's message: it was
+    checked outside the error mapping, so the caller got a bare 'Error executing tool'."""
+    call, _ = mcp_call
+    args = {"session": "keys", "text": "make", "idempotency_key": key}
+    result = call(tool, args | ({"role": "tool"} if tool == "session_add" else {}))
+    assert result.is_error
+    assert result.content[0].text == (
+        "Idempotency-Key must be 1 to 255 printable ASCII characters (a UUID, say)"
+    )
