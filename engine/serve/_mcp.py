@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 from engine.core import DEFAULT_BUNDLE_BUDGET, Config, ConfigError, CortexError
 from engine.serve._encode import JSON, files_json, hits_json, notes_json, to_json
 from engine.serve._once import MAX_KEY_CHARS, once_key
+from engine.serve._progress import StageProgress
 from engine.serve._requests import (
     evidence_of,
     proof_of,
@@ -105,7 +106,8 @@ re-read its evidence with the same [n] numbers."""
 
 STATUS = """\
 What is indexed (commit, files, chunks, embedding model), how many files changed since, and
-whether a refresh is running. Call when answers look stale; if files changed, call index."""
+the background refresh: running, and while it runs its progress (stage, done of total, eta_s:
+the stage's seconds left). Call when answers look stale; if files changed, call index."""
 
 ONCE = (
     f"1 to {MAX_KEY_CHARS} printable ASCII characters naming this write (a UUID): a retry "
@@ -198,7 +200,9 @@ back to none, journaled with the reason; earlier turns still replay. Says what w
 INDEX = """\
 Refresh the index after you add, edit or delete files (build_context already shows your
 uncommitted diff, but changed code is searchable only after a refresh). Runs in the
-background while answers keep coming from the previous index; wait=true blocks until done."""
+background while answers keep coming from the previous index, and answers at once: status
+follows it (refresh.running, refresh.progress). wait=true blocks until done (a first index
+of a large tree takes minutes; past 10 minutes it answers an error and the build goes on)."""
 
 
 # Memory tools by profile: an agent saves, finds and links notes; deleting, archiving and
@@ -237,7 +241,7 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     enabled = tool_names(tools)
     from typing import Annotated, NotRequired
 
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     from mcp_types import CallToolResult, TextContent, ToolAnnotations
     from pydantic import ConfigDict, Field, Strict, ValidationError, WithJsonSchema, with_config
@@ -509,9 +513,17 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
 
     @server.tool(description=INDEX, annotations=writes)
     async def index(
+        ctx: Context,
         wait: Annotated[Bool, Field(description="block until the refresh is done")] = False,
     ) -> CallToolResult:
-        return result(await run(service.refresh, wait=wait))
+        async def told(shown: StageProgress) -> None:  # MCP progress: it only ever grows
+            part = shown.done / shown.total if shown.total else 0.0
+            await ctx.report_progress(shown.number - 1 + min(part, 1.0), None, shown.line())
+
+        try:  # not `run`: a wait outlasts its time limit (a first build takes minutes)
+            return result(await service.index(wait=wait, told=told))
+        except (CortexError, TimeoutError) as exc:
+            raise ToolError(str(exc)) from exc
 
     def listing(body: dict[str, JSON]) -> str:
         notes = body["notes"]

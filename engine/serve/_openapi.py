@@ -92,9 +92,13 @@ OPENAPI: dict[str, Any] = {
                        "or of a note (memory:N) or a session step (session:ID#N)",
             "requestBody": _body({"uri": {"type": "string"}, "proof": _PROOF}, ["uri"]),
             "responses": {"200": _OK, **_ERRS}}},
-        "/v1/status": {"get": {"summary": "What is indexed, how stale, refresh state",
+        "/v1/status": {"get": {"summary": "What is indexed, how stale, and the background "
+                                          "refresh: running, progress {stage, number, unit, "
+                                          "done, total, elapsed_s, eta_s} while it runs",
                                "responses": {"200": _OK, **_ERRS}}},
-        "/v1/index": {"post": {"summary": "Refresh the index in the background (wait=1 blocks)",
+        "/v1/index": {"post": {"summary": "Refresh the index in the background; wait=1 answers "
+                                          "when it is done (up to 10 minutes, then 504 and the "
+                                          "build goes on)",
                                "parameters": [{"name": "wait", **_Q}],
                                "responses": {"200": _OK, **_ERRS}}},
         "/v1/session/{session}/steps": {"post": {

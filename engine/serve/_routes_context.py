@@ -80,8 +80,8 @@ def context_routes(service: Service) -> list[Route]:
         return await answer(lambda: call(service.status))
 
     async def index(request: Request) -> Response:
-        async def work() -> object:
-            return await call(service.refresh, wait=flag(request.query_params, "wait"))
+        async def work() -> object:  # a wait outlasts `call`'s limit: a first build takes minutes
+            return await service.index(wait=flag(request.query_params, "wait"))
 
         return await answer(work)
 

@@ -359,3 +359,38 @@ def test_a_bad_idempotency_key_is_a_tool_error_with_https_message(
     assert result.content[0].text == (
         "Idempotency-Key must be 1 to 255 printable ASCII characters (a UUID, say)"
     )
+
+
+def test_index_with_wait_outlasts_the_call_time_limit_and_reports_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MCP's index with wait=true answers when the refresh is done, past a call's time
+    limit (it was "timed out after 60 s" while a first build of a big tree takes minutes),
+    and meanwhile sends the client MCP progress notifications: the stage, done of total."""
+    import anyio
+
+    from engine.serve import build_mcp_server
+
+    repo, state = indexed_repo(tmp_path)
+    service = Service.open(repo, Config(dense_model="hash", state_dir=str(state)))
+    for i in range(150):
+        (repo / f"new{i}.py").write_text(f"def new_{i}():\n    return {i}\n")
+    monkeypatch.setattr("engine.serve._service.REQUEST_TIMEOUT_S", 0.01)  # any refresh is over
+    monkeypatch.setattr("engine.serve._service.WAIT_POLL_S", 0.001, raising=False)
+    told: list[tuple[float, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        told.append((done, message))
+
+    async def wait() -> Any:
+        async with Client(build_mcp_server(service)) as client:
+            return await client.call_tool("index", {"wait": True}, progress_callback=progress)
+
+    try:
+        done = anyio.run(wait)
+    finally:
+        service.close()
+    assert not done.is_error, done.content[0].text
+    assert done.structured_content["report"]["added"] == 150
+    assert told and all("(stage " in (m or "") for _, m in told)
+    assert [d for d, _ in told] == sorted(d for d, _ in told)  # progress only ever grows
