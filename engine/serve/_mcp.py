@@ -27,8 +27,8 @@ from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["ADMIN_TOOLS", "AGENT_MEMORY_TOOLS", "PROFILES", "build_mcp_server", "run_stdio",
-           "tool_names"]  # fmt: skip
+__all__ = ["ADMIN_TOOLS", "AGENT_MEMORY_TOOLS", "PROFILES", "build_mcp_server", "not_offered",
+           "run_stdio", "tool_names"]  # fmt: skip
 
 _T = TypeVar("_T")
 NoteKind = Literal["decision", "bugfix", "pattern", "discovery", "config", "identity",
@@ -235,6 +235,16 @@ def tool_names(tools: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def not_offered(name: str, kind: str = "tool") -> str:
+    """What a call of a known tool (or its HTTP route) this server does not offer is told:
+    which ``--tools`` offers it (MCP said only "Unknown tool", HTTP a bare 404 or 405)."""
+    if name in ADMIN_TOOLS:
+        return (f"{name} is an admin {kind}, which this server does not offer: start it with "
+                f"--tools admin (or name {name})")  # fmt: skip
+    return (f"{name} is a {kind} this server does not offer: start it with --tools agent "
+            f"(or name {name})")  # fmt: skip
+
+
 def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     """The MCP server: the tools of ``tools`` (a profile or tool names, see ``tool_names``)
     over ``service``, each describing when to call it."""
@@ -294,6 +304,8 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             tools = {t.name: t for t in await self.list_tools()}
+            if name not in tools and name in PROFILES["admin"]:  # known, left out by --tools
+                raise ToolError(not_offered(name))
             if name in tools:
                 known = set(tools[name].input_schema.get("properties", {}))
                 if unknown := sorted(set(arguments) - known):

@@ -394,3 +394,19 @@ def test_index_with_wait_outlasts_the_call_time_limit_and_reports_progress(
     assert done.structured_content["report"]["added"] == 150
     assert told and all("(stage " in (m or "") for _, m in told)
     assert [d for d, _ in told] == sorted(d for d, _ in told)  # progress only ever grows
+
+
+@pytest.mark.parametrize("tool", ["memory_stats", "memory_delete", "learned", "learned_reset"])
+def test_an_admin_tool_in_the_agent_profile_says_how_to_offer_it(
+    mcp_call: tuple[Call, Any], tool: str
+) -> None:
+    """A known admin tool the agent profile leaves out is a tool error saying how to offer
+    it, as HTTP's 403 says (it was "Unknown tool"); a name no profile has is still unknown."""
+    call, _ = mcp_call
+    result = call(tool, {})
+    assert result.is_error
+    assert result.content[0].text == (
+        f"{tool} is an admin tool, which this server does not offer: start it with --tools "
+        f"admin (or name {tool})"
+    )
+    assert "Unknown tool" in call("memory_nuke", {}).content[0].text
