@@ -50,7 +50,7 @@ def context_routes(service: Service) -> list[Route]:
             q = request.query_params
             raw = q.get("k", "10")
             try:
-                k = whole_number("k", raw)
+                k = whole_number("k", raw, signed=True)
             except ConfigError:
                 k = check_k(raw)  # it raises: the one message for a k that is no whole number
             query, mode, goal = q.get("q", ""), q.get("mode", "hybrid"), q.get("goal", "")

@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from engine import Config, ConfigError, SessionState, Turn, Workspace
 from engine.cli import main
-from engine.core import IndexNotBuiltError
+from engine.core import IndexNotBuiltError, NotFoundError
 from engine.serve import (
     MAX_BODY_BYTES,
     MIN_TOKEN_CHARS,
@@ -595,3 +595,33 @@ def test_a_first_build_by_another_process_is_named_while_it_runs(tmp_path: Path)
         go.set()
         service.close()
         other.close()
+
+
+def test_a_negative_number_in_a_query_or_path_gets_the_librarys_answer(tmp_path: Path) -> None:
+    """-1 as a step, k, before or depth in a query string or a path is answered as the
+    library answers it (404 for a step no session has, the range message otherwise); it was
+    a 400 'digits 0-9' on HTTP alone."""
+    from starlette.testclient import TestClient
+
+    repo, state = indexed_repo(tmp_path)
+    service = Service.open(repo, Config(dense_model="hash", state_dir=str(state)))
+    ws = service.ws
+    ws.session("neg").add("user", "fix hooks")
+    note = ws.memory.save("hooks keep their order", "decision").id
+    cases: list[tuple[str, Any]] = [
+        ("/v1/session/neg?step=-1", lambda: ws.session("neg").step(-1)),
+        ("/v1/session/neg/checkpoint/-1", lambda: ws.session("neg").load_checkpoint(-1)),
+        ("/v1/search?q=hooks&k=-1", lambda: service.search("hooks", k=-1)),
+        ("/v1/memory/search?q=hooks&k=-1", lambda: ws.memory.search("hooks", -1)),
+        (f"/v1/memory/{note}/timeline?before=-1", lambda: ws.memory.timeline(note, -1, 5)),
+        (f"/v1/memory/{note}/graph?depth=-1", lambda: ws.memory.graph(note, -1)),
+    ]
+    with TestClient(build_app(service), base_url="http://127.0.0.1:8765") as client:
+        for path, library in cases:
+            with pytest.raises((ConfigError, NotFoundError)) as caught:
+                library()
+            got = client.get(path)
+            assert (got.status_code, got.json()["error"]["message"]) == (
+                _status(caught.value)[0], str(caught.value)
+            ), path
+    service.close()
