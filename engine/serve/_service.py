@@ -59,6 +59,7 @@ from engine.core import (
     check_model_citations,
     check_text,
     unknown_replay_key,
+    whole_number,
 )
 from engine.serve._encode import JSON, to_json
 from engine.serve._once import Once
@@ -77,6 +78,7 @@ __all__ = [
     "WATCH_INTERVAL_S",
     "Service",
     "check_k",
+    "forget_json",
     "learned_json",
     "reset_json",
     "resolve_checked",
@@ -465,9 +467,8 @@ class Service:
         return self.ws.memory.graph(note_id, depth, kinds)
 
     def memory_forget(self, note_id: int | str, hard: bool = False) -> dict[str, JSON]:
-        """``Memory.forget``: soft delete (``hard``: the row, text and edges removed)."""
-        done = self.ws.memory.forget(note_id, hard=hard)
-        return {"id": str(note_id).removeprefix("memory:"), "forgotten": done, "hard": hard}
+        """``forget_json`` of this workspace."""
+        return forget_json(self.ws, note_id, hard=hard)
 
     def memory_archive(self, note_id: int | str, archived: bool = True) -> Note:
         """``Memory.archive``: out of search and the lane, still found by get."""
@@ -588,6 +589,16 @@ def learned_json(ws: Workspace, k: int = 20) -> dict[str, JSON]:
     return {"weights": {name: value for name, value in state.weights},
             "salience": [{"item": key, "salience": value} for key, value in top],
             "items": len(state.salience), "digest": state.digest}  # fmt: skip
+
+
+def forget_json(ws: Workspace, note_id: int | str, *, hard: bool = False) -> dict[str, JSON]:
+    """``Memory.forget`` (soft delete; ``hard``: the row, text and edges removed), as every
+    surface answers it: the note's id as a number, as every other note answer gives it (12
+    for "memory:12"), whether this call forgot it, and ``hard``."""
+    done = ws.memory.forget(note_id, hard=hard)  # raises for an id that names no note here
+    if isinstance(note_id, str):  # so it is 12, " 12" or "memory:12"
+        note_id = whole_number("note id", note_id.strip().removeprefix("memory:"))
+    return {"id": note_id, "forgotten": done, "hard": hard}
 
 
 def reset_json(ws: Workspace, reason: str = "") -> dict[str, JSON]:
