@@ -23,6 +23,7 @@ from engine.serve._requests import (
     tool_results_of,
 )
 from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
+from ledger import PURGED_MARK
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -439,7 +440,11 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=REPLAY, annotations=reads)
     async def replay(replay_key: str) -> CallToolResult:
         rec = await run(service.replay, replay_key)
-        return result(to_json(rec), rec.text)
+        # The text stays the first block, byte for byte; a purge is said beside it, as
+        # structured content's purged says it (a model reads only the text).
+        purged = ("purged: forget removed parts of this prompt from the ledger; they read "
+                  f"{PURGED_MARK} above",) if rec.purged else ()  # fmt: skip
+        return result(to_json(rec), rec.text, *purged)
 
     @server.tool(description=STATUS, annotations=reads)
     async def status() -> CallToolResult:

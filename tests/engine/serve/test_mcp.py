@@ -410,3 +410,32 @@ def test_an_admin_tool_in_the_agent_profile_says_how_to_offer_it(
         f"admin (or name {tool})"
     )
     assert "Unknown tool" in call("memory_nuke", {}).content[0].text
+
+
+def test_replaying_a_purged_turn_says_so_in_the_text(tmp_path: Path) -> None:
+    """After forget purged a file's text from the ledger, MCP's replay keeps the prompt as
+    its first text block, byte for byte, and says in a second one that it was purged: only
+    structured content's purged said it, and a model reads the text."""
+    import anyio
+
+    from engine.serve import build_mcp_server
+
+    repo, state = indexed_repo(tmp_path)
+    service = Service.open(repo, Config(dense_model="hash", state_dir=str(state)))
+    key = service.context("register a hook", budget_tokens=400).replay_key
+    service.ws.forget(["hooks.py"])
+
+    async def replay() -> Any:
+        async with Client(build_mcp_server(service)) as client:
+            return await client.call_tool("replay", {"replay_key": key})
+
+    try:
+        got = anyio.run(replay)
+        assert got.content[0].text == service.ws.replay(key).text
+        assert got.structured_content["purged"] is True
+        assert [c.text for c in got.content[1:]] == [
+            "purged: forget removed parts of this prompt from the ledger; they read [PURGED] "
+            "above"
+        ]
+    finally:
+        service.close()
