@@ -625,3 +625,18 @@ def test_a_negative_number_in_a_query_or_path_gets_the_librarys_answer(tmp_path:
                 _status(caught.value)[0], str(caught.value)
             ), path
     service.close()
+
+
+def test_openapi_lists_429_and_note_ids_as_memory_uris(server: Server) -> None:
+    """The document lists the 429 feedback answers over the attest rate, and a note id
+    path parameter that takes 'memory:12' as the routes do (it typed it integer only)."""
+    import re
+
+    spec = server.request("GET", "/openapi.json")[1]
+    assert "429" in spec["paths"]["/v1/feedback"]["post"]["responses"]
+    (param,) = [p for p in spec["paths"]["/v1/memory/{id}"]["get"]["parameters"]
+                if p["name"] == "id"]  # fmt: skip
+    assert param["schema"]["type"] == "string"
+    for given in ("12", "memory:12"):
+        assert re.fullmatch(param["schema"]["pattern"].strip("^$"), given)
+        assert server.request("GET", f"/v1/memory/{given}")[0] == 404  # read, no such note
