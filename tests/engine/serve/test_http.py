@@ -640,3 +640,18 @@ def test_openapi_lists_429_and_note_ids_as_memory_uris(server: Server) -> None:
     for given in ("12", "memory:12"):
         assert re.fullmatch(param["schema"]["pattern"].strip("^$"), given)
         assert server.request("GET", f"/v1/memory/{given}")[0] == 404  # read, no such note
+
+
+def test_status_differs_from_the_librarys_only_as_the_readme_says(server: Server) -> None:
+    """/v1/status has the library's fields and values, but root '.' and state_dir relative
+    to the workspace (a caller learns nothing of the layout) and the servers' refresh."""
+    body = server.request("GET", "/v1/status")[1]
+    with Workspace.open(server.repo, Config(dense_model="hash", state_dir=str(server.state))) as ws:
+        library = to_json(ws.status(check_files=True))
+    assert set(body) == set(library) | {"refresh"}
+    assert body["root"] == "." and body["state_dir"] == "(outside)"  # the state is in tmp
+    same = {k for k in library if k not in ("root", "state_dir")}
+    assert {k: body[k] for k in same} == {k: library[k] for k in same}
+    assert {"running", "progress"} <= set(body["refresh"])
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert "Two differences are deliberate" in readme and "`(outside)`" in readme
