@@ -621,9 +621,8 @@ def test_a_negative_number_in_a_query_or_path_gets_the_librarys_answer(tmp_path:
             with pytest.raises((ConfigError, NotFoundError)) as caught:
                 library()
             got = client.get(path)
-            assert (got.status_code, got.json()["error"]["message"]) == (
-                _status(caught.value)[0], str(caught.value)
-            ), path
+            wanted = (_status(caught.value)[0], str(caught.value))
+            assert (got.status_code, got.json()["error"]["message"]) == wanted, path
     service.close()
 
 

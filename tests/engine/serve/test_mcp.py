@@ -433,9 +433,7 @@ def test_replaying_a_purged_turn_says_so_in_the_text(tmp_path: Path) -> None:
         got = anyio.run(replay)
         assert got.content[0].text == service.ws.replay(key).text
         assert got.structured_content["purged"] is True
-        assert [c.text for c in got.content[1:]] == [
-            "purged: forget removed parts of this prompt from the ledger; they read [PURGED] "
-            "above"
-        ]
+        said = "purged: forget removed parts of this prompt from the ledger; they read [PURGED]"
+        assert [c.text for c in got.content[1:]] == [f"{said} above"]
     finally:
         service.close()
