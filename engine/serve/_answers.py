@@ -134,6 +134,7 @@ def flag(params: Mapping[str, str], name: str) -> bool:
 
 
 def whole(params: Mapping[str, str], name: str, default: int) -> int:
-    """A query parameter that must be a whole number (``default`` when absent)."""
+    """A query parameter that must be a whole number (``default`` when absent); a negative
+    one is read, so that the library's range check answers it as on every other surface."""
     raw = params.get(name)
-    return default if raw is None else whole_number(name, raw)
+    return default if raw is None else whole_number(name, raw, signed=True)

@@ -26,6 +26,8 @@
                    contradicts [[id, title]], edges [Edge]
     NoteHit        id, uri, title, type, scope, preview, score, importance, updated, stale,
                    contradicts (a list of them: {"notes": [...]}, ``notes_json``)
+    StageProgress  stage, number, unit, done, total, elapsed_s, eta_s (a running index's
+                   latest stage, in status's refresh.progress)
     Status, IndexReport, GcReport, ForgetReport, Resolved, SaveResult, Edge, NoteGraph,
     MemoryStats, and the ledger's TurnRecord and FeedbackRecord: their fields (paths as
     strings, enums as their values)
@@ -64,6 +66,7 @@ from engine.core import (
     Step,
     uri_path,
 )
+from engine.serve._progress import StageProgress
 from indexers import Chunk
 from ledger import JSON, FeedbackRecord, TurnRecord
 
@@ -81,7 +84,7 @@ __all__ = [
 Record = (
     ContextPack | Snippet | Pointer | FeedbackResult | Replay | Status | IndexReport | GcReport
     | ForgetReport | Resolved | TurnRecord | FeedbackRecord | Step | Compaction | Note
-    | NoteHit | SaveResult | Edge | NoteGraph | MemoryStats | Bundle
+    | NoteHit | SaveResult | Edge | NoteGraph | MemoryStats | Bundle | StageProgress
 )  # fmt: skip
 
 

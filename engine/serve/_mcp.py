@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from engine.core import DEFAULT_BUNDLE_BUDGET, Config, ConfigError, CortexError
 from engine.serve._encode import JSON, files_json, hits_json, notes_json, to_json
-from engine.serve._once import once_key
+from engine.serve._once import MAX_KEY_CHARS, once_key
+from engine.serve._progress import StageProgress
 from engine.serve._requests import (
     evidence_of,
     proof_of,
@@ -22,12 +23,13 @@ from engine.serve._requests import (
     tool_results_of,
 )
 from engine.serve._service import REQUEST_TIMEOUT_S, WATCH_INTERVAL_S, Service
+from ledger import PURGED_MARK
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["ADMIN_TOOLS", "AGENT_MEMORY_TOOLS", "PROFILES", "build_mcp_server", "run_stdio",
-           "tool_names"]  # fmt: skip
+__all__ = ["ADMIN_TOOLS", "AGENT_MEMORY_TOOLS", "PROFILES", "build_mcp_server", "not_offered",
+           "run_stdio", "tool_names"]  # fmt: skip
 
 _T = TypeVar("_T")
 NoteKind = Literal["decision", "bugfix", "pattern", "discovery", "config", "identity",
@@ -105,10 +107,14 @@ re-read its evidence with the same [n] numbers."""
 
 STATUS = """\
 What is indexed (commit, files, chunks, embedding model), how many files changed since, and
-whether a refresh is running. Call when answers look stale; if files changed, call index."""
+the background refresh: running, and while it runs its progress (stage, done of total, eta_s:
+the stage's seconds left). Call when answers look stale; if files changed, call index."""
 
-ONCE = ("any string naming this write (a UUID): a retry with the same key, after a timeout, "
-        "gets the first call's answer instead of a second step")
+ONCE = (
+    f"1 to {MAX_KEY_CHARS} printable ASCII characters naming this write (a UUID): a retry "
+    "with the same key, after a timeout, gets the first call's answer instead of a second "
+    "step"
+)
 
 SESSION_ADD = """\
 Journal one step of your session (pick any id and keep it for the task): role user (a
@@ -195,7 +201,9 @@ back to none, journaled with the reason; earlier turns still replay. Says what w
 INDEX = """\
 Refresh the index after you add, edit or delete files (build_context already shows your
 uncommitted diff, but changed code is searchable only after a refresh). Runs in the
-background while answers keep coming from the previous index; wait=true blocks until done."""
+background while answers keep coming from the previous index, and answers at once: status
+follows it (refresh.running, refresh.progress). wait=true blocks until done (a first index
+of a large tree takes minutes; past 10 minutes it answers an error and the build goes on)."""
 
 
 # Memory tools by profile: an agent saves, finds and links notes; deleting, archiving and
@@ -228,13 +236,23 @@ def tool_names(tools: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def not_offered(name: str, kind: str = "tool") -> str:
+    """What a call of a known tool (or its HTTP route) this server does not offer is told:
+    which ``--tools`` offers it (MCP said only "Unknown tool", HTTP a bare 404 or 405)."""
+    if name in ADMIN_TOOLS:
+        return (f"{name} is an admin {kind}, which this server does not offer: start it with "
+                f"--tools admin (or name {name})")  # fmt: skip
+    return (f"{name} is a {kind} this server does not offer: start it with --tools agent "
+            f"(or name {name})")  # fmt: skip
+
+
 def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     """The MCP server: the tools of ``tools`` (a profile or tool names, see ``tool_names``)
     over ``service``, each describing when to call it."""
     enabled = tool_names(tools)
     from typing import Annotated, NotRequired
 
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     from mcp_types import CallToolResult, TextContent, ToolAnnotations
     from pydantic import ConfigDict, Field, Strict, ValidationError, WithJsonSchema, with_config
@@ -287,6 +305,8 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             tools = {t.name: t for t in await self.list_tools()}
+            if name not in tools and name in PROFILES["admin"]:  # known, left out by --tools
+                raise ToolError(not_offered(name))
             if name in tools:
                 known = set(tools[name].input_schema.get("properties", {}))
                 if unknown := sorted(set(arguments) - known):
@@ -313,17 +333,28 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         return await run_once(None, fn, *args, **kwargs)
 
     async def run_once(
-        once: tuple[str, str] | None, fn: Callable[..., _T], *args: Any, **kwargs: Any
+        once: tuple[str, str | None, dict[str, Any]] | None,
+        fn: Callable[..., _T],
+        *args: Any,
+        **kwargs: Any,
     ) -> _T:
-        """``Service.call_once`` (``call`` without a key), its errors as tool errors."""
+        """``Service.call_once`` (``call`` without a key), its errors as tool errors;
+        ``once`` = (scope, the caller's idempotency key, what the call asked), read here so
+        that a bad key is a tool error too (it was an unexpected one, with a traceback)."""
+        key = None
         try:
-            return await service.call_once(once, fn, *args, **kwargs)
+            key = None if once is None else once_key(*once)
+            return await service.call_once(key, fn, *args, **kwargs)
         except CortexError as exc:
             raise ToolError(str(exc)) from exc
         except TimeoutError as exc:
-            retry = ": retry with the same idempotency_key to get its answer" if once else ""
+            retry = ": retry with the same idempotency_key to get its answer" if key else ""
             raise ToolError(f"timed out after {REQUEST_TIMEOUT_S:.0f} s; the call goes on and "
                             f"a write may still land{retry}") from exc  # fmt: skip
+
+    # The key's length in the schema, as OpenAPI gives the header's; checked by ``check_key``
+    # (not the validator), so a bad key gets HTTP's message.
+    key_len: dict[str, Any] = {"minLength": 1, "maxLength": MAX_KEY_CHARS}
 
     def result(body: dict[str, JSON], *texts: str) -> CallToolResult:
         blocks = [TextContent(text=t) for t in texts or (json.dumps(body, indent=2),)]
@@ -409,7 +440,11 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=REPLAY, annotations=reads)
     async def replay(replay_key: str) -> CallToolResult:
         rec = await run(service.replay, replay_key)
-        return result(to_json(rec), rec.text)
+        # The text stays the first block, byte for byte; a purge is said beside it, as
+        # structured content's purged says it (a model reads only the text).
+        purged = ("purged: forget removed parts of this prompt from the ledger; they read "
+                  f"{PURGED_MARK} above",) if rec.purged else ()  # fmt: skip
+        return result(to_json(rec), rec.text, *purged)
 
     @server.tool(description=STATUS, annotations=reads)
     async def status() -> CallToolResult:
@@ -423,11 +458,13 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         tool: Annotated[str | None, Field(description="the tool's name")] = None,
         is_error: Bool | None = None,
         exit_status: Int | None = None,
-        idempotency_key: Annotated[str | None, Field(description=ONCE)] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description=ONCE, json_schema_extra=key_len)
+        ] = None,
     ) -> CallToolResult:
         asked = {"role": role, "text": text, "tool": tool, "is_error": is_error,
                  "exit_status": exit_status}  # fmt: skip
-        step = await run_once(once_key(f"mcp session_add {session}", idempotency_key, asked),
+        step = await run_once((f"mcp session_add {session}", idempotency_key, asked),
                               service.session_add, session, role, text, tool, is_error,
                               exit_status)  # fmt: skip
         return result(to_json(step), f"session {session}: step {step.step} ({step.role.value})")
@@ -440,11 +477,13 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         evidence: Annotated[
             list[Int | Str], Field(description="citation numbers or session:ID#N refs")
         ] = [],  # noqa: B006
-        idempotency_key: Annotated[str | None, Field(description=ONCE)] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description=ONCE, json_schema_extra=key_len)
+        ] = None,
     ) -> CallToolResult:
         cited = evidence_of  # decoded on the pool, so a bad one is a tool error
         asked = {"text": text, "rationale": rationale, "evidence": evidence}
-        step = await run_once(once_key(f"mcp session_decide {session}", idempotency_key, asked),
+        step = await run_once((f"mcp session_decide {session}", idempotency_key, asked),
                               lambda: service.session_decide(session, text, rationale,
                                                              cited(evidence)))  # fmt: skip
         return result(to_json(step), f"session {session}: decision at step {step.step}")
@@ -491,9 +530,17 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
 
     @server.tool(description=INDEX, annotations=writes)
     async def index(
+        ctx: Context,
         wait: Annotated[Bool, Field(description="block until the refresh is done")] = False,
     ) -> CallToolResult:
-        return result(await run(service.refresh, wait=wait))
+        async def told(shown: StageProgress) -> None:  # MCP progress: it only ever grows
+            part = shown.done / shown.total if shown.total else 0.0
+            await ctx.report_progress(shown.number - 1 + min(part, 1.0), None, shown.line())
+
+        try:  # not `run`: a wait outlasts its time limit (a first build takes minutes)
+            return result(await service.index(wait=wait, told=told))
+        except (CortexError, TimeoutError) as exc:
+            raise ToolError(str(exc)) from exc
 
     def listing(body: dict[str, JSON]) -> str:
         notes = body["notes"]

@@ -12,6 +12,7 @@ _ERRS = {str(c): {"description": d, "content": {"application/json": {"schema": _
          for c, d in ((400, "bad input"), (401, "missing or wrong token"),
                       (403, "an admin route this server does not offer"), (404, "unknown key"),
                       (408, "the body did not arrive in time"), (413, "body too large"),
+                      (429, "feedback with an outcome over the attest rate: nothing recorded"),
                       (503, "index not ready, busy or unusable"),
                       (504, "timeout"))}
 
@@ -33,7 +34,8 @@ _ONCE = {"name": "Idempotency-Key", "in": "header", "required": False,
          "schema": {"type": "string", "minLength": 1, "maxLength": 255},
          "description": "retry with the same key and body: the first call's answer, once"}
 _INTS = {"type": "array", "items": {"type": "integer"}}
-_NID = {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+_NID = {"name": "id", "in": "path", "required": True, "description": "12 or memory:12",
+        "schema": {"type": "string", "pattern": "^(memory:)?[0-9]+$"}}
 _NOTE_TYPES = ["decision", "bugfix", "pattern", "discovery", "config", "identity", "constraint",
                "goal", "note"]
 _EDGE_KINDS = ["references", "relates_to", "follows", "supersedes", "contradicts"]
@@ -92,9 +94,13 @@ OPENAPI: dict[str, Any] = {
                        "or of a note (memory:N) or a session step (session:ID#N)",
             "requestBody": _body({"uri": {"type": "string"}, "proof": _PROOF}, ["uri"]),
             "responses": {"200": _OK, **_ERRS}}},
-        "/v1/status": {"get": {"summary": "What is indexed, how stale, refresh state",
+        "/v1/status": {"get": {"summary": "What is indexed, how stale, and the background "
+                                          "refresh: running, progress {stage, number, unit, "
+                                          "done, total, elapsed_s, eta_s} while it runs",
                                "responses": {"200": _OK, **_ERRS}}},
-        "/v1/index": {"post": {"summary": "Refresh the index in the background (wait=1 blocks)",
+        "/v1/index": {"post": {"summary": "Refresh the index in the background; wait=1 answers "
+                                          "when it is done (up to 10 minutes, then 504 and the "
+                                          "build goes on)",
                                "parameters": [{"name": "wait", **_Q}],
                                "responses": {"200": _OK, **_ERRS}}},
         "/v1/session/{session}/steps": {"post": {

@@ -50,7 +50,7 @@ def context_routes(service: Service) -> list[Route]:
             q = request.query_params
             raw = q.get("k", "10")
             try:
-                k = whole_number("k", raw)
+                k = whole_number("k", raw, signed=True)
             except ConfigError:
                 k = check_k(raw)  # it raises: the one message for a k that is no whole number
             query, mode, goal = q.get("q", ""), q.get("mode", "hybrid"), q.get("goal", "")
@@ -80,8 +80,8 @@ def context_routes(service: Service) -> list[Route]:
         return await answer(lambda: call(service.status))
 
     async def index(request: Request) -> Response:
-        async def work() -> object:
-            return await call(service.refresh, wait=flag(request.query_params, "wait"))
+        async def work() -> object:  # a wait outlasts `call`'s limit: a first build takes minutes
+            return await service.index(wait=flag(request.query_params, "wait"))
 
         return await answer(work)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from engine.core import ConfigError
 from engine.serve._answers import answer, error, flag, json_body, whole
 from engine.serve._encode import notes_json, to_json
+from engine.serve._mcp import not_offered
 from engine.serve._requests import field, only
 from engine.serve._service import Service
 
@@ -136,9 +137,7 @@ def memory_routes(service: Service, admin: set[str]) -> list[Route]:
             return handler
 
         async def refused(request: Request) -> Response:
-            message = (f"{name} is an admin route, which this server does not offer: "
-                       f"start it with --tools admin (or name {name})")  # fmt: skip
-            return error(403, "admin_only", message)
+            return error(403, "admin_only", not_offered(name, "route"))
 
         return refused
 

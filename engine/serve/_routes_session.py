@@ -63,7 +63,7 @@ def session_routes(service: Service) -> list[Route]:
     async def session_show(request: Request) -> Response:
         async def work() -> object:
             raw = request.query_params.get("step")
-            step = None if raw is None else whole_number("step", raw)
+            step = None if raw is None else whole_number("step", raw, signed=True)
             return await call(service.session_show, request.path_params["session"], step)
 
         return await answer(work)
@@ -96,7 +96,7 @@ def session_routes(service: Service) -> list[Route]:
         async def work() -> object:
             session = request.path_params["session"]
             if request.method == "GET":
-                step = whole_number("step", request.path_params["step"])
+                step = whole_number("step", request.path_params["step"], signed=True)
                 done = await call(service.session_checkpoint, session, step, load=True)
                 return to_json(done)
             body = await json_body(request)

@@ -19,7 +19,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -41,6 +41,7 @@ from engine.core import (
     Edge,
     FeedbackResult,
     FileHit,
+    IndexBusyError,
     IndexNotBuiltError,
     MemoryStats,
     Note,
@@ -58,9 +59,11 @@ from engine.core import (
     check_model_citations,
     check_text,
     unknown_replay_key,
+    whole_number,
 )
 from engine.serve._encode import JSON, to_json
 from engine.serve._once import Once
+from engine.serve._progress import StageProgress, StageRecorder
 from engine.serve._requests import Proof
 from ledger import ToolResult
 
@@ -75,6 +78,7 @@ __all__ = [
     "WATCH_INTERVAL_S",
     "Service",
     "check_k",
+    "forget_json",
     "learned_json",
     "reset_json",
     "resolve_checked",
@@ -89,7 +93,10 @@ MAX_STEP_BYTES = 768 << 10
 REQUEST_TIMEOUT_S = 60.0  # one call; a cold build on a big repository takes a few seconds
 READ_THREADS = 4  # reads at once; most of a build holds the GIL, so more threads buy little
 WATCH_INTERVAL_S = 60.0  # re-index check: walking and hashing a big tree costs ~1 s
-REFRESH_WAIT_S = 600.0  # longest an `index` call with wait blocks
+# Longest an `index` call with wait blocks (not REQUEST_TIMEOUT_S: a first index of the
+# standard library takes ~150 s on 2 cores); past it the build goes on, followed in status.
+REFRESH_WAIT_S = 600.0
+WAIT_POLL_S = 0.5  # how often a waiting `index` call looks (and tells MCP's progress)
 _WARM_QUERY = "warm up"
 _RECORD_SCHEMES = ("memory:", "session:")  # the caller's own records, not indexed files
 _T = TypeVar("_T")
@@ -107,6 +114,8 @@ class Service:
         self._running = False  # set and cleared under the lock, so no request is lost
         self._again = False
         self._first_build = False  # calls wait for it: an empty index would answer nothing
+        self._building_elsewhere = False  # that first build is another process's (the lock)
+        self._progress = StageRecorder()  # the running refresh's latest stage, for status
         self._writer: Workspace | None = None
         self._last: dict[str, JSON] = {}
         self._stop = threading.Event()
@@ -201,13 +210,28 @@ class Service:
         return result
 
     def _ready(self) -> Workspace:
-        if self._first_build:
-            raise IndexNotBuiltError(
-                "the first index of this workspace is being built; call again shortly "
-                "(or call index with wait=true)"
-            )
+        if self._first_build and (why := self._not_ready()):
+            raise IndexNotBuiltError(why)
         self.warm()
         return self.ws
+
+    def _not_ready(self) -> str:
+        """Why code cannot be read yet, and where the first build is (it clears the wait
+        when another process's build has finished, and retries when that one gave up)."""
+        with self._refresh_lock:
+            elsewhere = self._building_elsewhere and not self._running
+        if elsewhere:
+            if self.ws.status(check_files=False).indexed:
+                with self._refresh_lock:
+                    self._first_build = self._building_elsewhere = False
+                return ""
+            self.refresh()  # takes the lock if that process is gone, else finds it busy again
+            return ("the first index of this workspace is being built by another process "
+                    "(cortex index, or another server); call again when it is done")  # fmt: skip
+        shown = self._progress.snapshot()
+        where = f" ({shown.line()})" if shown is not None else ""
+        return (f"the first index of this workspace is being built{where}; call again then: "
+                "status shows its progress, and index with wait=true waits for it")  # fmt: skip
 
     # -- reads ------------------------------------------------------------------------
 
@@ -443,9 +467,8 @@ class Service:
         return self.ws.memory.graph(note_id, depth, kinds)
 
     def memory_forget(self, note_id: int | str, hard: bool = False) -> dict[str, JSON]:
-        """``Memory.forget``: soft delete (``hard``: the row, text and edges removed)."""
-        done = self.ws.memory.forget(note_id, hard=hard)
-        return {"id": str(note_id).removeprefix("memory:"), "forgotten": done, "hard": hard}
+        """``forget_json`` of this workspace."""
+        return forget_json(self.ws, note_id, hard=hard)
 
     def memory_archive(self, note_id: int | str, archived: bool = True) -> Note:
         """``Memory.archive``: out of search and the lane, still found by get."""
@@ -467,8 +490,12 @@ class Service:
         return replace(stats, path=_shown(Path(stats.path), self.ws.root))
 
     def _refresh_state(self) -> dict[str, JSON]:
+        """The background refresh: started_at, finished_at, report, error (of the last run),
+        running, and while it runs its progress (``StageProgress``; null otherwise)."""
         with self._refresh_lock:
-            return {**self._last, "running": self._running}
+            state, running = dict(self._last), self._running
+        shown = self._progress.snapshot() if running else None
+        return state | {"running": running, "progress": None if shown is None else to_json(shown)}
 
     # -- refresh ----------------------------------------------------------------------
 
@@ -487,21 +514,60 @@ class Service:
             thread.join(REFRESH_WAIT_S)
         return self._refresh_state()
 
+    async def index(
+        self,
+        *,
+        wait: bool = False,
+        told: Callable[[StageProgress], Awaitable[None]] | None = None,
+    ) -> dict[str, JSON]:
+        """``refresh`` for the servers, outside ``call``'s ``REQUEST_TIMEOUT_S``: ``wait``
+        waits for the refresh up to ``REFRESH_WAIT_S`` (``told`` hears each new stage count
+        meanwhile), then ``TimeoutError`` says how far it got and that it goes on. Without
+        ``wait`` it answers at once; ``status`` follows the refresh."""
+        import anyio
+
+        self.refresh()
+        with self._refresh_lock:
+            thread = self._refresher
+        deadline = time.monotonic() + REFRESH_WAIT_S
+        last: StageProgress | None = None
+        while wait and thread is not None and thread.is_alive():
+            shown = self._progress.snapshot()
+            if time.monotonic() > deadline:
+                where = f" ({shown.line()})" if shown is not None else ""
+                raise TimeoutError(
+                    f"the index is still being built after {REFRESH_WAIT_S:.0f} s{where}; it "
+                    "goes on in the background: call status to follow it (refresh.running, "
+                    "refresh.progress)"
+                )
+            if told is not None and shown is not None and shown != last:
+                await told(shown)
+            last = shown
+            await anyio.sleep(WAIT_POLL_S)
+        return self._refresh_state()
+
     def _refresh_loop(self) -> None:
         again = True
         while again:
             with self._refresh_lock:
                 self._again = False
                 self._last = {**self._last, "started_at": time.time()}
+            self._progress.start()
+            busy = False
             try:
                 if self._writer is None:  # only this thread sets it, while _running
                     self._writer = Workspace.open(self.ws.root, self.ws.config)
-                report: dict[str, JSON] = {"report": to_json(self._writer.index()), "error": None}
+                done = self._writer.index(progress=self._progress)
+                report: dict[str, JSON] = {"report": to_json(done), "error": None}
             except Exception as exc:  # a thread's end: keep the error where status shows it
                 report = {"report": None, "error": f"{type(exc).__name__}: {exc}"}
+                busy = isinstance(exc, IndexBusyError)
             with self._refresh_lock:
                 self._last = {**self._last, **report, "finished_at": time.time()}
-                self._first_build = False
+                # Another process holds the lock: its build is the first one; calls say so
+                # (they said "run `cortex index` first", the command that was then refused).
+                self._building_elsewhere = self._first_build and busy
+                self._first_build = self._building_elsewhere
                 again = self._running = self._again
 
     def _watch(self, interval: float) -> None:
@@ -523,6 +589,16 @@ def learned_json(ws: Workspace, k: int = 20) -> dict[str, JSON]:
     return {"weights": {name: value for name, value in state.weights},
             "salience": [{"item": key, "salience": value} for key, value in top],
             "items": len(state.salience), "digest": state.digest}  # fmt: skip
+
+
+def forget_json(ws: Workspace, note_id: int | str, *, hard: bool = False) -> dict[str, JSON]:
+    """``Memory.forget`` (soft delete; ``hard``: the row, text and edges removed), as every
+    surface answers it: the note's id as a number, as every other note answer gives it (12
+    for "memory:12"), whether this call forgot it, and ``hard``."""
+    done = ws.memory.forget(note_id, hard=hard)  # raises for an id that names no note here
+    if isinstance(note_id, str):  # so it is 12, " 12" or "memory:12"
+        note_id = whole_number("note id", note_id.strip().removeprefix("memory:"))
+    return {"id": note_id, "forgotten": done, "hard": hard}
 
 
 def reset_json(ws: Workspace, reason: str = "") -> dict[str, JSON]:

@@ -24,10 +24,20 @@ from mcp.client.streamable_http import streamable_http_client
 
 from engine import Config, ConfigError, SessionState, Turn, Workspace
 from engine.cli import main
-from engine.serve import MAX_BODY_BYTES, MIN_TOKEN_CHARS, Service, read_token, serve, to_json
+from engine.core import IndexNotBuiltError, NotFoundError
+from engine.serve import (
+    MAX_BODY_BYTES,
+    MIN_TOKEN_CHARS,
+    Service,
+    build_app,
+    read_token,
+    serve,
+    to_json,
+)
 from engine.serve._answers import status_of as _status
 from indexers import sha256_text
 from tests.engine.serve.test_mcp import REPO_ROOT, indexed_repo, server_env
+from tests.engine.test_workspace import make_repo
 
 TOKEN = "test-token"
 START_TIMEOUT_S = 30.0
@@ -449,3 +459,198 @@ def test_bundle_route_and_attest_rate_limit(server: Server) -> None:
     status, _ = server.request("POST", "/v1/feedback", {**body, "outcome": None,
                                                          "reason": "factual_error"})  # fmt: skip
     assert status == 400
+
+
+def test_status_shows_a_first_builds_stage_and_progress(tmp_path: Path) -> None:
+    """While the first index is built, status shows its stage, done of total and time left
+    (it said only 'running', with 0 files, for minutes), and a read's 503 says where it is;
+    once done, progress is null."""
+    from starlette.testclient import TestClient
+
+    repo = make_repo(tmp_path / "repo", files=150)
+    service = Service.open(repo, Config(dense_model="hash", state_dir=str(tmp_path / "state")))
+    seen: list[dict[str, Any]] = []
+    with TestClient(build_app(service), base_url="http://127.0.0.1:8765") as client:
+        refused = client.post("/v1/context", json={"goal": "register a hook"}).json()
+        while True:
+            got = client.get("/v1/status")
+            # A 503 "no index in …/bases/…" can come between the base's 'complete' marker
+            # and its rename into place (engine.index's Layers; not this test's concern).
+            state = got.json()["refresh"] if got.status_code != 503 else {"running": True}
+            if not state["running"]:
+                break
+            if state.get("progress") is not None:
+                seen.append(state["progress"])
+            time.sleep(0.005)
+        after = client.get("/v1/status").json()["refresh"]
+    service.close()
+    assert "being built" in refused["error"]["message"]
+    assert "status shows its progress" in refused["error"]["message"]
+    assert seen and set(seen[-1]) == {"stage", "number", "unit", "done", "total", "elapsed_s",
+                                      "eta_s"}  # fmt: skip
+    assert {p["stage"] for p in seen} & {"reading files", "chunking", "lexical index"}
+    assert all(p["total"] is None or 0 <= p["done"] <= p["total"] for p in seen)
+    assert after["progress"] is None and after["error"] is None and after["report"]
+
+
+def test_index_with_wait_outlasts_the_call_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POST /v1/index?wait=1 answers when the refresh is done, however long past a call's
+    time limit (it was a 504 at 60 s, while a first build of the standard library takes
+    ~150 s and the 503 for reads advised exactly this wait)."""
+    from starlette.testclient import TestClient
+
+    repo, state = indexed_repo(tmp_path)
+    service = Service.open(repo, Config(dense_model="hash", state_dir=str(state)))
+    for i in range(60):
+        (repo / f"new{i}.py").write_text(f"def new_{i}():\n    return {i}\n")
+    monkeypatch.setattr("engine.serve._service.REQUEST_TIMEOUT_S", 0.01)  # any refresh is over
+    with TestClient(build_app(service), base_url="http://127.0.0.1:8765") as client:
+        done = client.post("/v1/index?wait=1")
+    service.close()
+    assert done.status_code == 200, done.text
+    assert done.json()["running"] is False and done.json()["report"]["added"] == 60
+
+
+def test_index_with_wait_past_its_own_limit_says_the_build_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past REFRESH_WAIT_S the wait answers 504 saying where the build is and that it goes
+    on, to be followed in status (not the session steps' advice to retry with a key)."""
+    from starlette.testclient import TestClient
+
+    repo, state = indexed_repo(tmp_path)
+    service = Service.open(repo, Config(dense_model="hash", state_dir=str(state)))
+    for i in range(60):
+        (repo / f"new{i}.py").write_text(f"def new_{i}():\n    return {i}\n")
+    monkeypatch.setattr("engine.serve._service.REFRESH_WAIT_S", 0.0)
+    with TestClient(build_app(service), base_url="http://127.0.0.1:8765") as client:
+        late = client.post("/v1/index?wait=1")
+    while service.status(check_files=False)["refresh"]["running"]:  # type: ignore[index]
+        time.sleep(0.05)
+    assert service.status(check_files=False)["refresh"]["report"]["added"] == 60  # type: ignore
+    service.close()
+    assert late.status_code == 504
+    message = late.json()["error"]["message"]
+    assert "still being built" in message and "call status" in message
+    assert "Idempotency-Key" not in message
+
+
+def test_the_stage_recorder_gives_the_stage_and_its_time_left() -> None:
+    """ETA is the stage's units left at its pace so far; unknown without a total or a
+    unit done; a new build numbers its stages from 1 again."""
+    from engine.serve._progress import StageRecorder
+
+    now = [100.0]
+    rec = StageRecorder(clock=lambda: now[0])
+    assert rec.snapshot() is None
+    rec.stage("reading files", None, "files")
+    rec.advance(7)
+    now[0] += 2
+    first = rec.snapshot()
+    assert first is not None and (first.done, first.total, first.eta_s) == (7, None, None)
+    rec.stage("chunking", 100, "files")
+    assert rec.snapshot().eta_s is None  # type: ignore[union-attr]
+    now[0] += 10
+    rec.advance(25)
+    shown = rec.snapshot()
+    assert shown is not None and (shown.number, shown.elapsed_s, shown.eta_s) == (2, 10.0, 30.0)
+    assert shown.line() == "chunking (stage 2): 25/100 files, ~30 s left in this stage"
+    rec.start()
+    rec.stage("reading files", None, "files")
+    assert rec.snapshot().number == 1  # type: ignore[union-attr]
+
+
+def test_a_first_build_by_another_process_is_named_while_it_runs(tmp_path: Path) -> None:
+    """While another writer (here a second workspace, as `cortex index` would be) builds
+    the first index, the server's reads say another process is building it (they said "run
+    `cortex index` first", the command that was then refused); then they answer."""
+    repo = make_repo(tmp_path / "repo")
+    config = Config(dense_model="hash", state_dir=str(tmp_path / "state"))
+    go, started = threading.Event(), threading.Event()
+
+    class Paused:  # holds the other build (and its writer lock) in its first stage
+        def stage(self, name: str, total: int | None, unit: str) -> None:
+            started.set()
+            go.wait(30)
+
+        def advance(self, n: int = 1) -> None: ...
+
+        def end(self) -> None: ...
+
+    other = Workspace.open(repo, config)
+    builder = threading.Thread(target=other.index, kwargs={"progress": Paused()})
+    builder.start()
+    assert started.wait(30)
+    service = Service.open(repo, config)
+    try:
+        assert "IndexBusyError" in str(service.refresh(wait=True)["error"])
+        with pytest.raises(IndexNotBuiltError, match="being built by another process"):
+            service.search("register_hook")
+        go.set()
+        builder.join(30)
+        assert service.search("register_hook", k=1)[0].chunk.path == "hooks.py"
+    finally:
+        go.set()
+        service.close()
+        other.close()
+
+
+def test_a_negative_number_in_a_query_or_path_gets_the_librarys_answer(tmp_path: Path) -> None:
+    """-1 as a step, k, before or depth in a query string or a path is answered as the
+    library answers it (404 for a step no session has, the range message otherwise); it was
+    a 400 'digits 0-9' on HTTP alone."""
+    from starlette.testclient import TestClient
+
+    repo, state = indexed_repo(tmp_path)
+    service = Service.open(repo, Config(dense_model="hash", state_dir=str(state)))
+    ws = service.ws
+    ws.session("neg").add("user", "fix hooks")
+    note = ws.memory.save("hooks keep their order", "decision").id
+    cases: list[tuple[str, Any]] = [
+        ("/v1/session/neg?step=-1", lambda: ws.session("neg").step(-1)),
+        ("/v1/session/neg/checkpoint/-1", lambda: ws.session("neg").load_checkpoint(-1)),
+        ("/v1/search?q=hooks&k=-1", lambda: service.search("hooks", k=-1)),
+        ("/v1/memory/search?q=hooks&k=-1", lambda: ws.memory.search("hooks", -1)),
+        (f"/v1/memory/{note}/timeline?before=-1", lambda: ws.memory.timeline(note, -1, 5)),
+        (f"/v1/memory/{note}/graph?depth=-1", lambda: ws.memory.graph(note, -1)),
+    ]
+    with TestClient(build_app(service), base_url="http://127.0.0.1:8765") as client:
+        for path, library in cases:
+            with pytest.raises((ConfigError, NotFoundError)) as caught:
+                library()
+            got = client.get(path)
+            wanted = (_status(caught.value)[0], str(caught.value))
+            assert (got.status_code, got.json()["error"]["message"]) == wanted, path
+    service.close()
+
+
+def test_openapi_lists_429_and_note_ids_as_memory_uris(server: Server) -> None:
+    """The document lists the 429 feedback answers over the attest rate, and a note id
+    path parameter that takes 'memory:12' as the routes do (it typed it integer only)."""
+    import re
+
+    spec = server.request("GET", "/openapi.json")[1]
+    assert "429" in spec["paths"]["/v1/feedback"]["post"]["responses"]
+    (param,) = [p for p in spec["paths"]["/v1/memory/{id}"]["get"]["parameters"]
+                if p["name"] == "id"]  # fmt: skip
+    assert param["schema"]["type"] == "string"
+    for given in ("12", "memory:12"):
+        assert re.fullmatch(param["schema"]["pattern"].strip("^$"), given)
+        assert server.request("GET", f"/v1/memory/{given}")[0] == 404  # read, no such note
+
+
+def test_status_differs_from_the_librarys_only_as_the_readme_says(server: Server) -> None:
+    """/v1/status has the library's fields and values, but root '.' and state_dir relative
+    to the workspace (a caller learns nothing of the layout) and the servers' refresh."""
+    body = server.request("GET", "/v1/status")[1]
+    with Workspace.open(server.repo, Config(dense_model="hash", state_dir=str(server.state))) as ws:
+        library = to_json(ws.status(check_files=True))
+    assert set(body) == set(library) | {"refresh"}
+    assert body["root"] == "." and body["state_dir"] == "(outside)"  # the state is in tmp
+    same = {k for k in library if k not in ("root", "state_dir")}
+    assert {k: body[k] for k in same} == {k: library[k] for k in same}
+    assert {"running", "progress"} <= set(body["refresh"])
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert "Two differences are deliberate" in readme and "`(outside)`" in readme

@@ -343,3 +343,97 @@ def test_bundle_tool_matches_the_library(mcp_call: tuple[Call, Any]) -> None:
     body = out.structured_content
     assert not out.is_error and body["tokens_used"] <= 500 and body["items"]
     assert out.content[0].text == body["text"]
+
+
+@pytest.mark.parametrize("tool", ["session_add", "session_decide"])
+@pytest.mark.parametrize("key", ["", "k" * 256, "a\tb", "ключ"])
+def test_a_bad_idempotency_key_is_a_tool_error_with_https_message(
+    mcp_call: tuple[Call, Any], tool: str, key: str
+) -> None:
+    """A key HTTP refuses with 400 is, over MCP, a tool error with HTTP's message: it was
+    checked outside the error mapping, so the caller got a bare 'Error executing tool'."""
+    call, _ = mcp_call
+    args = {"session": "keys", "text": "make", "idempotency_key": key}
+    result = call(tool, args | ({"role": "tool"} if tool == "session_add" else {}))
+    assert result.is_error
+    assert result.content[0].text == (
+        "Idempotency-Key must be 1 to 255 printable ASCII characters (a UUID, say)"
+    )
+
+
+def test_index_with_wait_outlasts_the_call_time_limit_and_reports_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MCP's index with wait=true answers when the refresh is done, past a call's time
+    limit (it was "timed out after 60 s" while a first build of a big tree takes minutes),
+    and meanwhile sends the client MCP progress notifications: the stage, done of total."""
+    import anyio
+
+    from engine.serve import build_mcp_server
+
+    repo, state = indexed_repo(tmp_path)
+    service = Service.open(repo, Config(dense_model="hash", state_dir=str(state)))
+    for i in range(150):
+        (repo / f"new{i}.py").write_text(f"def new_{i}():\n    return {i}\n")
+    monkeypatch.setattr("engine.serve._service.REQUEST_TIMEOUT_S", 0.01)  # any refresh is over
+    monkeypatch.setattr("engine.serve._service.WAIT_POLL_S", 0.001, raising=False)
+    told: list[tuple[float, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        told.append((done, message))
+
+    async def wait() -> Any:
+        async with Client(build_mcp_server(service)) as client:
+            return await client.call_tool("index", {"wait": True}, progress_callback=progress)
+
+    try:
+        done = anyio.run(wait)
+    finally:
+        service.close()
+    assert not done.is_error, done.content[0].text
+    assert done.structured_content["report"]["added"] == 150
+    assert told and all("(stage " in (m or "") for _, m in told)
+    assert [d for d, _ in told] == sorted(d for d, _ in told)  # progress only ever grows
+
+
+@pytest.mark.parametrize("tool", ["memory_stats", "memory_delete", "learned", "learned_reset"])
+def test_an_admin_tool_in_the_agent_profile_says_how_to_offer_it(
+    mcp_call: tuple[Call, Any], tool: str
+) -> None:
+    """A known admin tool the agent profile leaves out is a tool error saying how to offer
+    it, as HTTP's 403 says (it was "Unknown tool"); a name no profile has is still unknown."""
+    call, _ = mcp_call
+    result = call(tool, {})
+    assert result.is_error
+    assert result.content[0].text == (
+        f"{tool} is an admin tool, which this server does not offer: start it with --tools "
+        f"admin (or name {tool})"
+    )
+    assert "Unknown tool" in call("memory_nuke", {}).content[0].text
+
+
+def test_replaying_a_purged_turn_says_so_in_the_text(tmp_path: Path) -> None:
+    """After forget purged a file's text from the ledger, MCP's replay keeps the prompt as
+    its first text block, byte for byte, and says in a second one that it was purged: only
+    structured content's purged said it, and a model reads the text."""
+    import anyio
+
+    from engine.serve import build_mcp_server
+
+    repo, state = indexed_repo(tmp_path)
+    service = Service.open(repo, Config(dense_model="hash", state_dir=str(state)))
+    key = service.context("register a hook", budget_tokens=400).replay_key
+    service.ws.forget(["hooks.py"])
+
+    async def replay() -> Any:
+        async with Client(build_mcp_server(service)) as client:
+            return await client.call_tool("replay", {"replay_key": key})
+
+    try:
+        got = anyio.run(replay)
+        assert got.content[0].text == service.ws.replay(key).text
+        assert got.structured_content["purged"] is True
+        said = "purged: forget removed parts of this prompt from the ledger; they read [PURGED]"
+        assert [c.text for c in got.content[1:]] == [f"{said} above"]
+    finally:
+        service.close()

@@ -340,3 +340,27 @@ def test_learned_state_is_reset_on_every_surface(
     capsys.readouterr()
     code, _ = _cli("learned", str(tmp_path), "--reason", "x")
     assert code == 2 and "--reason goes with --reset" in capsys.readouterr().err
+
+
+def test_a_forgotten_notes_id_is_a_number_on_every_surface(tmp_path: Path) -> None:
+    """Deleting a note answers its id as a number, as save, get and search give it, however
+    it was named (12 or "memory:12"); it was the string "12" on every surface."""
+    from mcp import Client
+    from starlette.testclient import TestClient
+
+    from engine.serve import build_app, build_mcp_server, forget_json
+
+    ws = Workspace.open(tmp_path, Config(dense_model="hash"))
+    service = Service(ws)
+    ids = [ws.memory.save(f"note {n} about make", "config").id for n in range(4)]
+
+    async def over_mcp() -> Any:
+        async with Client(build_mcp_server(service, "admin")) as client:
+            return await client.call_tool("memory_delete", {"id": f"memory:{ids[2]}"})
+
+    with TestClient(build_app(service, tools="admin"), base_url="http://127.0.0.1:8765") as c:
+        http = [c.delete(f"/v1/memory/{ids[0]}").json(),
+                c.delete(f"/v1/memory/memory:{ids[1]}").json()]  # fmt: skip
+    answers = [*http, anyio.run(over_mcp).structured_content, forget_json(ws, str(ids[3]))]
+    assert answers == [{"id": i, "forgotten": True, "hard": False} for i in ids]
+    ws.close()
