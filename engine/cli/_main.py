@@ -55,7 +55,8 @@ __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 _WATCH_HELP = "re-index when files change, checking this often (default 60; 0: off)"
 _TOOLS_HELP = ("the MCP tools: agent (default: context, sessions, memory save/search/get/"
                "timeline/relate/graph), admin (adds memory_delete, memory_stats, "
-               "memory_archive), or tool names, comma-separated")  # fmt: skip
+               "memory_archive, learned, learned_reset; on serve it also opens GET and DELETE "
+               "/v1/learned), or tool names, comma-separated")  # fmt: skip
 
 
 def _version() -> str:

@@ -17,7 +17,7 @@ from typing import TextIO
 from engine import Config, EdgeKind, Note, NoteHit, NoteType, Workspace
 from engine.cli._args import integer, write_json
 from engine.cli._text import terminal_safe
-from engine.serve import notes_json, to_json
+from engine.serve import forget_json, notes_json, to_json
 
 __all__ = ["cmd_memory", "memory_commands"]
 
@@ -194,11 +194,10 @@ def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                 for e in graph.edges:
                     out.write(f"  memory:{e.src} {e.kind.value} memory:{e.dst}\n")
         elif args.action == "forget":
-            done = m.forget(args.id, hard=args.hard)
-            number = str(args.id).removeprefix("memory:")  # as HTTP and MCP answer it
-            body = {"id": number, "forgotten": done, "hard": args.hard}
+            body = forget_json(ws, args.id, hard=args.hard)  # as HTTP and MCP answer it
+            done = bool(body["forgotten"])
             write_json(body, out) if args.json else out.write(
-                f"memory:{number} {'forgotten' if done else 'was already forgotten'}"
+                f"memory:{body['id']} {'forgotten' if done else 'was already forgotten'}"
                 f"{' (removed from the file)' if args.hard and done else ''}\n"
             )
         else:

@@ -387,7 +387,9 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
     @server.tool(description=FEEDBACK, annotations=writes)
     async def feedback(
         replay_key: str,
-        model_citations: Annotated[list[Int | Str], Field(description="the [n] you cited")],
+        model_citations: Annotated[
+            list[Int | Str], Field(description="the [n] you cited (none: the model cited nothing)")
+        ] = [],  # noqa: B006
         tool_results: list[str | ToolResultIn] = [],  # noqa: B006
         outcome: str | None = None,
         reason: str | None = None,

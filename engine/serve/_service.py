@@ -29,6 +29,7 @@ from engine._workspace import Workspace
 from engine.core import (
     DEFAULT_BUNDLE_BUDGET,
     MAX_BUDGET_TOKENS,
+    MAX_ITEMS,
     MAX_K,
     MAX_TEXT_BYTES,
     SOURCE_URI,
@@ -54,7 +55,7 @@ from engine.core import (
     SearchHit,
     SessionState,
     Step,
-    check_budget,
+    check_items,
     check_k,
     check_model_citations,
     check_text,
@@ -84,8 +85,6 @@ __all__ = [
     "resolve_checked",
 ]
 
-MAX_SIGNAL_BYTES = 256 << 10  # all tool signals of a call: a long traceback or test log
-MAX_ITEMS = 256  # signals, citations or tool results in one call: far past any real turn
 MAX_RESOLVE_BYTES = 256 << 10  # text resolve returns at once: a long file, not a data dump
 # A session step's text over the servers (a long test log fits, JSON-escaped, in a body of
 # MAX_BODY_BYTES); a bigger one goes in through the CLI or the library, which take any size.
@@ -243,40 +242,22 @@ class Service:
         budget_tokens: int | None = None,
         state: SessionState | None = None,
     ) -> ContextPack:
-        """``Workspace.build_context`` with the servers' input limits."""
-        check_text("goal", goal)
-        check_text("query", query)
-        _check_items("tool_signals", tool_signals)
-        if state is not None:
-            _check_items("recent_turns", state.recent_turns)
-            _check_items("constraints", state.constraints)
-            _check_items("subgoals", state.subgoals)
-            for item in (*(t.text for t in state.recent_turns), *state.constraints,
-                         *state.subgoals):  # fmt: skip
-                check_text("state", item)
-        if sum(len(s.encode()) for s in tool_signals) > MAX_SIGNAL_BYTES:
-            raise ConfigError(f"tool_signals are over {MAX_SIGNAL_BYTES} bytes; send less")
-        if budget_tokens is not None:
-            check_budget(budget_tokens)
+        """``Workspace.build_context`` (its input limits are the library's, so every
+        surface refuses a request with the same message)."""
         return self._ready().build_context(
-            goal, query, tool_signals=list(tool_signals), state=state, budget_tokens=budget_tokens
+            goal, query, tool_signals=tool_signals, state=state, budget_tokens=budget_tokens
         )
 
     def feedback(
         self,
         replay_key: str,
-        model_citations: Sequence[int | str],
+        model_citations: Sequence[int | str] = (),
         tool_results: Sequence[ToolResult | str] = (),
         outcome: str | None = None,
         reason: str | None = None,
     ) -> FeedbackResult:
         """``Workspace.feedback``; an unknown key raises ``UnknownReplayKeyError``."""
-        check_model_citations(model_citations)
-        _check_items("model_citations", model_citations)
-        _check_items("tool_results", tool_results)
-        said = sum(len(r if isinstance(r, str) else r.summary) for r in tool_results)
-        if said > MAX_SIGNAL_BYTES:
-            raise ConfigError(f"tool_results are over {MAX_SIGNAL_BYTES} characters; send less")
+        check_model_citations(model_citations)  # before the key: a bad list is a 400
         if outcome is not None:
             check_text("outcome", outcome)
         if reason is not None:
@@ -289,12 +270,8 @@ class Service:
     def bundle(
         self, goal: str, objects: Sequence[str] = (), budget: int = DEFAULT_BUNDLE_BUDGET
     ) -> Bundle:
-        """``Workspace.bundle`` with the servers' input limits."""
-        check_text("goal", goal)
-        _check_items("objects", objects)
-        for o in objects:
-            check_text("objects", o)
-        return self._ready().bundle(goal, list(objects), budget)
+        """``Workspace.bundle`` (the library's input limits)."""
+        return self._ready().bundle(goal, objects, budget)
 
     def search(
         self, query: str, mode: str = "hybrid", k: int = 10, goal: str = ""
@@ -612,8 +589,7 @@ def reset_json(ws: Workspace, reason: str = "") -> dict[str, JSON]:
 
 
 def _check_items(name: str, items: Sequence[object]) -> None:
-    if len(items) > MAX_ITEMS:
-        raise ConfigError(f"{name} has over {MAX_ITEMS} items")
+    check_items(name, items, MAX_ITEMS)
 
 
 def _shown(path: Path, root: Path) -> str:

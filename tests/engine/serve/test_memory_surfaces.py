@@ -151,7 +151,7 @@ def test_cli_memory_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     code, text = _cli("memory", "timeline", *at, "2", "--json")
     assert [n["id"] for n in json.loads(text)["notes"]] == [first["id"], 2]
     code, text = _cli("memory", "forget", *at, "memory:2", "--json")
-    assert code == 0 and json.loads(text)["id"] == "2"  # as HTTP and MCP answer it
+    assert code == 0 and json.loads(text)["id"] == 2  # a number, as HTTP and MCP answer it
     code, text = _cli("memory", "stats", *at, "--json")
     assert json.loads(text)["notes"] == 1 and json.loads(text)["deleted"] == 1
     assert _cli("memory", "get", *at, "2")[0] == 1
