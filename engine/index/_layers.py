@@ -134,7 +134,7 @@ class Layers:
         self.workspace = hashlib.sha256(str(root).encode()).hexdigest()[:12]
         self._base_ref_checked = False
         self._segments: dict[Path, Segment] = {}
-        self._view: tuple[tuple[str, int, int, str], View] | None = None
+        self._view: tuple[tuple[str, str, int, str], View] | None = None
         # The Views' in-memory sides, advanced from one View to the next by what changed
         # (the overlay's BM25 postings are not rebuilt) and saved by each refresh.
         self._memories = Memories()
