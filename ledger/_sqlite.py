@@ -14,7 +14,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ledger._codec import GENESIS_HASH
@@ -96,6 +96,10 @@ def connect(
             if not path.parent.is_dir():  # a folder made here is its owner's alone
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.parent.chmod(0o700)
+            # And so is the file, whatever the umask (it holds the prompts a model saw):
+            # SQLite makes its -wal and -shm files with the mode of the database file.
+            with suppress(FileExistsError):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except OSError as exc:
             raise LedgerWriteError(f"cannot create the ledger {path}: {exc}") from exc
     # A read-only copy (an auditor's, a CI artefact) in a folder no one may write: SQLite
@@ -142,7 +146,7 @@ def connect(
 @contextmanager
 def _creation_lock(path: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``<ledger>.init`` while a new ledger is created."""
-    fd = os.open(f"{path}.init", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(f"{path}.init", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

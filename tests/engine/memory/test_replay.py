@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,23 @@ def test_a_forget_gives_the_same_request_a_new_key(tmp_path: Path) -> None:
         feedback = [r for r in ws.journal.log(5) if isinstance(r, FeedbackRecord)][-1]
         turn = ws.journal.find(first.replay_key)
         assert turn is not None and feedback.turn_id == turn.turn_id
+
+
+def test_the_library_makes_the_state_and_the_ledger_private(tmp_path: Path) -> None:
+    """Through the library under umask 022 (the CLI sets its own), the state folder is
+    0700 and the ledger's files 0600: they hold the prompts a model saw."""
+    script = (
+        "import sys\nfrom engine import Config, Workspace\n"
+        "with Workspace.open(sys.argv[1], Config(dense_model='hash')) as ws:\n"
+        "    ws.index()\n    ws.build_context('how are hooks registered')\n"
+        "    ws.session('s').add('tool', 'psql: password authentication failed', tool='psql')\n"
+    )
+    repo = make_repo(tmp_path / "repo")
+    subprocess.run([sys.executable, "-c", script, str(repo)], check=True,
+                   preexec_fn=lambda: os.umask(0o022))  # fmt: skip
+    state = repo / ".cortex"
+    assert state.stat().st_mode & 0o777 == 0o700
+    ledger = sorted(state.glob("ledger.sqlite*"))
+    assert ledger and {p.name: p.stat().st_mode & 0o077 for p in ledger} == dict.fromkeys(
+        (p.name for p in ledger), 0
+    )
