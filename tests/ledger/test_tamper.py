@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger import (
+    GENESIS_HASH,
     FeedbackDraft,
     Ledger,
     LedgerCorruptError,
@@ -311,6 +312,18 @@ def test_a_cut_and_reheaded_tail_is_caught_only_with_an_anchor(
         assert not report.ok and report.first_bad_seq == 10 and "cut" in report.reason
         assert ledger.verify(anchor=(7, "0" * 64)).ok is False  # a rewritten record
         assert ledger.verify(anchor=ledger.head()).ok
+
+
+def test_the_empty_ledgers_head_is_a_sound_anchor(tmp_path: Path) -> None:
+    """The head of an empty ledger (0:000…0), kept as an anchor, verifies then and after
+    appends (every chain starts there); seq 0 with another hash does not."""
+    path = tmp_path / "ledger.sqlite"
+    with Ledger.open(path) as ledger:
+        genesis = ledger.head()
+        assert genesis == (0, GENESIS_HASH) and ledger.verify(anchor=genesis).ok
+        add_turn(ledger, "t1")
+        assert ledger.verify(anchor=genesis).ok
+        assert not ledger.verify(anchor=(0, "1" * 64)).ok
 
 
 @pytest.mark.parametrize("how", ["replace", "delete"])
