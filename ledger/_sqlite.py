@@ -75,6 +75,12 @@ _SCHEMA = (
 )
 
 _REFUSE_FOREIGN = "it is not a cortex ledger; point cortex at another path"
+# A ledger's file SQLite finds malformed: a damaged disk or a partial copy, not tampering
+# that the chain can name. Its records cannot be trusted or read past the damage.
+_DAMAGED = (
+    "the ledger file is damaged (a failing disk, a partial copy or an edit of the file "
+    "itself); restore {path} from a backup, and keep the damaged copy as evidence"
+)
 _START_NEW = (
     "To start a new ledger, move {path} aside (keep it if you need its history); a new "
     "ledger is created there on next use"
@@ -282,8 +288,13 @@ def _translate(
         return LedgerWriteError(f"{where}: another process held it locked{waited}")
     if code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM):
         return LedgerWriteError(f"{where}: {text}")
-    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or "not a database" in text:
-        return LedgerCorruptError(f"{where}: SQLite says {text!r}, so {_REFUSE_FOREIGN}")
+    if code == sqlite3.SQLITE_CORRUPT or "malformed" in text:
+        return LedgerCorruptError(f"{where}: SQLite says {text!r}: {_DAMAGED.format(path=path)}")
+    if code == sqlite3.SQLITE_NOTADB or "not a database" in text:
+        return LedgerCorruptError(
+            f"{where}: SQLite says {text!r}, so {_REFUSE_FOREIGN} (if it was one, its first "
+            f"page is damaged: {_DAMAGED.format(path=path)})"
+        )
     if "decode" in text:  # TEXT bytes that are not UTF-8: only an edit of the file does that
         return LedgerCorruptError(f"{where}: a stored text is not UTF-8 ({text}); run verify")
     return LedgerError(f"{where}: {type(exc).__name__}: {text}")

@@ -478,8 +478,11 @@ class Ledger:
         with ``anchor`` (seq, hash) from an earlier ``head``, that the chain still holds it
         (the only way to detect a tail cut and re-headed).
         """
-        with self._reading("verify") as conn:
-            return verify_chain(conn, blobs=blobs, anchor=anchor)
+        try:
+            with self._reading("verify") as conn:
+                return verify_chain(conn, blobs=blobs, anchor=anchor)
+        except LedgerCorruptError as exc:  # a damaged file: said as a failed check is
+            return VerifyReport(False, 0, None, None, str(exc))
 
     def head(self) -> tuple[int, str]:
         """(records, the last record's hash): print it, keep it elsewhere, pass it back to

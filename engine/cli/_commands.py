@@ -475,10 +475,9 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                     f"ok: {report.checked:,} records, chain and stored texts intact{purged}{kept}\n"
                 )
                 return EXIT_OK
-            out.write(
-                f"BROKEN at record {report.first_bad_seq} (turn {report.first_bad_turn}): "
-                f"{report.reason}\n"
-            )
+            where = "" if report.first_bad_seq is None else (
+                f" at record {report.first_bad_seq} (turn {report.first_bad_turn})")  # fmt: skip
+            out.write(f"BROKEN{where}: {report.reason}\n")
             return EXIT_ERROR
         if args.action == "log":
             for record in journal.log(args.n, user=args.user, all_users=args.all_users):
