@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -110,11 +112,16 @@ def connect(
             raise LedgerWriteError(f"cannot create the ledger {path}: {exc}") from exc
     # A read-only copy (an auditor's, a CI artefact) in a folder no one may write: SQLite
     # cannot make the WAL's shared-memory file there, so it reads the file as immutable;
-    # only when no write-ahead log holds commits the file lacks (a clean close leaves none).
-    immutable = read_only and not os.access(path.parent, os.W_OK) and not _wal_frames(path)
+    # when a write-ahead log holds commits the file lacks, it reads a private copy of both
+    # with the log folded in (the copy goes once opened: the open file stays readable).
+    immutable = read_only and not os.access(path.parent, os.W_OK)
+    source = path
+    if immutable and _wal_frames(path):
+        with translate_errors(path, "open"):
+            source = _folded_copy(path)
     with translate_errors(path, "open"):
         conn = sqlite3.connect(
-            _uri(path, read_only=read_only, immutable=immutable),
+            _uri(source, read_only=read_only, immutable=immutable),
             uri=True,
             timeout=busy_timeout,
             isolation_level=None,
@@ -146,6 +153,9 @@ def connect(
     except BaseException:
         conn.close()
         raise
+    finally:
+        if source != path:  # the copy is open (and read): its folder can go
+            shutil.rmtree(source.parent, ignore_errors=True)
     return conn
 
 
@@ -188,6 +198,32 @@ def _uri(path: Path, *, read_only: bool, immutable: bool = False) -> str:
     """The SQLite URI for ``path`` (a URI, so ``mode=ro`` can be asked for)."""
     return (f"{path.absolute().as_uri()}?mode={'ro' if read_only else 'rwc'}"
             + ("&immutable=1" if immutable else ""))  # fmt: skip
+
+
+def _folded_copy(path: Path) -> Path:
+    """A copy of ``path`` and its write-ahead log in a private temporary folder, the log
+    checkpointed into it, to be read as immutable; the folder is removed after opening."""
+    folder = Path(tempfile.mkdtemp(prefix="cortex-ledger-"))
+    copy = folder / path.name
+    try:
+        shutil.copyfile(path, copy)
+        shutil.copyfile(f"{path}-wal", f"{copy}-wal")
+        conn = sqlite3.connect(copy, isolation_level=None)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise sqlite3.OperationalError(
+            f"it has a write-ahead log and its folder is read-only, and a copy to read could "
+            f"not be made in {folder.parent} ({exc}): copy the ledger and its -wal file to a "
+            "writable folder, or checkpoint the source first"
+        ) from exc
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return copy
 
 
 def _wal_frames(path: Path) -> bool:

@@ -388,6 +388,42 @@ def test_a_read_only_copy_can_be_audited(tmp_path: Path) -> None:
         subprocess.run(["chmod", "-R", "u+w", str(copy)], check=True)
 
 
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
+    reason="needs root and setpriv to read a copy as a user without write permission",
+)
+def test_a_read_only_copy_with_its_write_ahead_log_can_be_audited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy taken while the ledger was open (its -wal holding the newest turn) in a folder
+    the auditor cannot write: replay and verify read it, the newest turn included (it said
+    "unable to open database file")."""
+    import shutil
+
+    from engine import Config, Workspace
+
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    root = _repo(tmp_path)
+    copy = tmp_path / "copy"
+    with Workspace.open(root, Config(dense_model="hash")) as ws:
+        ws.index()
+        pack = ws.build_context("what does handler return")
+        assert (root / ".cortex" / "ledger.sqlite-wal").stat().st_size > 0
+        # The database and its log, as copied from a live workspace (its -shm is
+        # the live process's shared memory, of no use to a copy).
+        shutil.copytree(root, copy, symlinks=True, ignore=shutil.ignore_patterns("*-shm"))
+    subprocess.run(["chmod", "-R", "a-w", str(copy)], check=True)
+    try:
+        asked = ((("replay", pack.replay_key), pack.render()), (("ledger", "verify"), "ok"))
+        for argv, says in asked:
+            done = subprocess.run(["/usr/bin/setpriv", *_NO_OVERRIDE, sys.executable, "-m",
+                                   "engine.cli", *argv, "--path", str(copy)],
+                                  capture_output=True, text=True)  # fmt: skip
+            assert done.returncode == EXIT_OK and done.stdout.startswith(says), done.stderr
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(copy)], check=True)
+
+
 @pytest.mark.parametrize(
     ("env", "code", "said"),
     [
