@@ -454,6 +454,10 @@ def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         out.write(replay.diff or "no difference: retrieval gives the same context today\n")
     else:
         out.write(replay.text)
+    if replay.purged and not args.json:  # the text may hold "[PURGED]" of its own
+        sys.stderr.write("cortex: a purge record (`cortex forget`) altered this prompt: the "
+                         "parts marked [PURGED] were removed, so it is not byte for byte what "
+                         "the model saw\n")  # fmt: skip
     return EXIT_OK
 
 

@@ -496,3 +496,18 @@ def test_ctrl_c_while_the_engine_loads_is_one_line() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 130 and proc.stderr == "cortex: interrupted\n", proc.stderr
+
+
+def test_replay_of_a_purged_turn_says_so(indexed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """In text mode, replaying a turn a forget altered says so on stderr (the prompt's own
+    text may hold "[PURGED]"); an untouched turn replays silently."""
+    code, text = _run("context", "what does helper return", "--path", str(indexed), "--json")
+    key = json.loads(text)["replay_key"]
+    capsys.readouterr()
+    assert _run("replay", key, "--path", str(indexed))[0] == EXIT_OK
+    assert capsys.readouterr().err == ""
+    assert _run("forget", "--file", "pkg/util.py", "--path", str(indexed))[0] == EXIT_OK
+    capsys.readouterr()
+    code, prompt = _run("replay", key, "--path", str(indexed))
+    assert code == EXIT_OK and "[PURGED]" in prompt
+    assert "altered this prompt" in capsys.readouterr().err
