@@ -368,8 +368,10 @@ class Ledger:
         ends = (int(tail[0]), str(tail[1])) if tail else (0, GENESIS_HASH)
         if head is None or (int(head[0]), str(head[1])) != ends:
             raise LedgerCorruptError(
-                f"the ledger {self._path} does not end where its head says; appends are "
-                "refused until it is checked (Ledger.verify names the first bad record)"
+                f"the ledger {self._path} does not end where its head says, so no record is "
+                "appended to it, now or after a check (`cortex ledger verify` names the first "
+                "bad record; to record again, move the file aside as evidence: README, "
+                "'A broken ledger')"
             )
         seq, prev = int(head[0]) + 1, str(head[1])
         rec_hash = record_hash(kind.value, seq, turn_id, time, payload, prev)

@@ -400,3 +400,20 @@ def test_a_replayed_turn_is_checked_against_its_links(
     key = "rk-t05" if seq in (5, 6) else "rk-t10"
     with pytest.raises(LedgerCorruptError, match=reason):
         _turn_by_key(path, key)
+
+
+def test_appends_after_a_cut_tail_stay_refused_and_say_how_to_recover(
+    ten: tuple[Path, list[TurnRecord]],
+) -> None:
+    """A chain whose last record is gone (head kept) refuses appends before and after a
+    verify, and the refusal names the command that finds the damage and the way out."""
+    path, _ = ten
+    with raw(path) as conn:
+        conn.execute("DELETE FROM records WHERE seq = 10")
+    with Ledger.open(path, create=False) as ledger:
+        for _ in range(2):
+            with pytest.raises(LedgerCorruptError) as caught:
+                add_turn(ledger, "t11")
+            said = str(caught.value)
+            assert "cortex ledger verify" in said and "move the file aside" in said, said
+            assert not ledger.verify().ok
