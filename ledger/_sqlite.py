@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ledger._codec import GENESIS_HASH
@@ -75,6 +77,12 @@ _SCHEMA = (
 )
 
 _REFUSE_FOREIGN = "it is not a cortex ledger; point cortex at another path"
+# A ledger's file SQLite finds malformed: a damaged disk or a partial copy, not tampering
+# that the chain can name. Its records cannot be trusted or read past the damage.
+_DAMAGED = (
+    "the ledger file is damaged (a failing disk, a partial copy or an edit of the file "
+    "itself); restore {path} from a backup, and keep the damaged copy as evidence"
+)
 _START_NEW = (
     "To start a new ledger, move {path} aside (keep it if you need its history); a new "
     "ledger is created there on next use"
@@ -96,15 +104,24 @@ def connect(
             if not path.parent.is_dir():  # a folder made here is its owner's alone
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.parent.chmod(0o700)
+            # And so is the file, whatever the umask (it holds the prompts a model saw):
+            # SQLite makes its -wal and -shm files with the mode of the database file.
+            with suppress(FileExistsError):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except OSError as exc:
             raise LedgerWriteError(f"cannot create the ledger {path}: {exc}") from exc
     # A read-only copy (an auditor's, a CI artefact) in a folder no one may write: SQLite
     # cannot make the WAL's shared-memory file there, so it reads the file as immutable;
-    # only when no write-ahead log holds commits the file lacks (a clean close leaves none).
-    immutable = read_only and not os.access(path.parent, os.W_OK) and not _wal_frames(path)
+    # when a write-ahead log holds commits the file lacks, it reads a private copy of both
+    # with the log folded in (the copy goes once opened: the open file stays readable).
+    immutable = read_only and not os.access(path.parent, os.W_OK)
+    source = path
+    if immutable and _wal_frames(path):
+        with translate_errors(path, "open"):
+            source = _folded_copy(path)
     with translate_errors(path, "open"):
         conn = sqlite3.connect(
-            _uri(path, read_only=read_only, immutable=immutable),
+            _uri(source, read_only=read_only, immutable=immutable),
             uri=True,
             timeout=busy_timeout,
             isolation_level=None,
@@ -136,13 +153,16 @@ def connect(
     except BaseException:
         conn.close()
         raise
+    finally:
+        if source != path:  # the copy is open (and read): its folder can go
+            shutil.rmtree(source.parent, ignore_errors=True)
     return conn
 
 
 @contextmanager
 def _creation_lock(path: Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``<ledger>.init`` while a new ledger is created."""
-    fd = os.open(f"{path}.init", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(f"{path}.init", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -178,6 +198,32 @@ def _uri(path: Path, *, read_only: bool, immutable: bool = False) -> str:
     """The SQLite URI for ``path`` (a URI, so ``mode=ro`` can be asked for)."""
     return (f"{path.absolute().as_uri()}?mode={'ro' if read_only else 'rwc'}"
             + ("&immutable=1" if immutable else ""))  # fmt: skip
+
+
+def _folded_copy(path: Path) -> Path:
+    """A copy of ``path`` and its write-ahead log in a private temporary folder, the log
+    checkpointed into it, to be read as immutable; the folder is removed after opening."""
+    folder = Path(tempfile.mkdtemp(prefix="cortex-ledger-"))
+    copy = folder / path.name
+    try:
+        shutil.copyfile(path, copy)
+        shutil.copyfile(f"{path}-wal", f"{copy}-wal")
+        conn = sqlite3.connect(copy, isolation_level=None)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise sqlite3.OperationalError(
+            f"it has a write-ahead log and its folder is read-only, and a copy to read could "
+            f"not be made in {folder.parent} ({exc}): copy the ledger and its -wal file to a "
+            "writable folder, or checkpoint the source first"
+        ) from exc
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return copy
 
 
 def _wal_frames(path: Path) -> bool:
@@ -278,8 +324,13 @@ def _translate(
         return LedgerWriteError(f"{where}: another process held it locked{waited}")
     if code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM):
         return LedgerWriteError(f"{where}: {text}")
-    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or "not a database" in text:
-        return LedgerCorruptError(f"{where}: SQLite says {text!r}, so {_REFUSE_FOREIGN}")
+    if code == sqlite3.SQLITE_CORRUPT or "malformed" in text:
+        return LedgerCorruptError(f"{where}: SQLite says {text!r}: {_DAMAGED.format(path=path)}")
+    if code == sqlite3.SQLITE_NOTADB or "not a database" in text:
+        return LedgerCorruptError(
+            f"{where}: SQLite says {text!r}, so {_REFUSE_FOREIGN} (if it was one, its first "
+            f"page is damaged: {_DAMAGED.format(path=path)})"
+        )
     if "decode" in text:  # TEXT bytes that are not UTF-8: only an edit of the file does that
         return LedgerCorruptError(f"{where}: a stored text is not UTF-8 ({text}); run verify")
     return LedgerError(f"{where}: {type(exc).__name__}: {text}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from os import PathLike
@@ -422,8 +422,10 @@ class Ledger:
         ends = (int(tail[0]), str(tail[1])) if tail else (0, GENESIS_HASH)
         if head is None or (int(head[0]), str(head[1])) != ends:
             raise LedgerCorruptError(
-                f"the ledger {self._path} does not end where its head says; appends are "
-                "refused until it is checked (Ledger.verify names the first bad record)"
+                f"the ledger {self._path} does not end where its head says, so no record is "
+                "appended to it, now or after a check (`cortex ledger verify` names the first "
+                "bad record; to record again, move the file aside as evidence: README, "
+                "'A broken ledger')"
             )
         seq, prev = int(head[0]) + 1, str(head[1])
         rec_hash = record_hash(kind.value, seq, turn_id, time, payload, prev)
@@ -441,22 +443,27 @@ class Ledger:
         with self._reading("read") as conn:
             return self._select_turn(conn, turn_id)
 
-    def turn_by_replay_key(self, key: str) -> TurnRecord | None:
-        """The latest turn with this replay key, or None.
+    def turn_by_replay_key(
+        self, key: str, users: Container[str] | None = None
+    ) -> TurnRecord | None:
+        """The latest turn with this replay key recorded by one of ``users`` (None: by
+        anyone), or None.
 
         Equal inputs give equal keys, so a key can recur; every turn with it rendered the
-        same prompt, and the latest is the one feedback most likely refers to.
+        same prompt, and the latest is the one feedback most likely refers to. Users who
+        share a ledger ask the same question under one key: each finds their own turn.
 
         The record is checked as ``verify`` checks it (its content against its hash, its
         links to the records beside it), without walking the chain: an edited record
         raises ``LedgerCorruptError`` rather than being replayed.
         """
         with self._reading("read") as conn, _snapshot(conn):
-            row = conn.execute(
+            rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM records WHERE replay_key = ? AND kind = 'turn' "
-                "ORDER BY seq DESC LIMIT 1",
+                "ORDER BY seq DESC",
                 (key,),
-            ).fetchone()
+            )
+            row = next((r for r in rows if users is None or _recorded_by(r, users)), None)
             problem = None if row is None else record_problem(conn, int(row[0]))
         if row is None:
             return None
@@ -525,8 +532,11 @@ class Ledger:
         with ``anchor`` (seq, hash) from an earlier ``head``, that the chain still holds it
         (the only way to detect a tail cut and re-headed).
         """
-        with self._reading("verify") as conn:
-            return verify_chain(conn, blobs=blobs, anchor=anchor)
+        try:
+            with self._reading("verify") as conn:
+                return verify_chain(conn, blobs=blobs, anchor=anchor)
+        except LedgerCorruptError as exc:  # a damaged file: said as a failed check is
+            return VerifyReport(False, 0, None, None, str(exc))
 
     def head(self) -> tuple[int, str]:
         """(records, the last record's hash): print it, keep it elsewhere, pass it back to
@@ -571,6 +581,16 @@ class Ledger:
                     with suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                 raise
+
+
+def _recorded_by(row: Sequence[object], users: Container[str]) -> bool:
+    """Whether a turn row was recorded by one of ``users``; a row that does not decode is
+    taken (the caller's check then says what is wrong with it, rather than skip it)."""
+    try:
+        turn = decode_row(row)
+    except LedgerCorruptError:
+        return True
+    return isinstance(turn, TurnRecord) and turn.user in users
 
 
 @contextmanager

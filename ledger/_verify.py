@@ -72,6 +72,14 @@ def verify_chain(
         if anchor is None or not report.ok:
             return report
         seq, expected = anchor
+        if seq == 0:  # the head of an empty ledger: every chain starts there
+            if expected == GENESIS_HASH:
+                return VerifyReport(True, report.checked, None, None,
+                                    f"{report.reason}; the anchor at seq 0 (empty) matches",
+                                    report.purged)  # fmt: skip
+            return VerifyReport(False, report.checked, 0, None,
+                                "the anchor at seq 0 names a hash other than the empty "
+                                "ledger's (all zeros): it is no head of this ledger")  # fmt: skip
         row = conn.execute("SELECT record_hash FROM records WHERE seq = ?", (seq,)).fetchone()
         if row is None:
             return VerifyReport(False, report.checked, seq, None,

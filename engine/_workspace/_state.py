@@ -131,9 +131,15 @@ class State:
         """Whether a ledger is open or on disk (reading never creates one)."""
         return self._journal is not None or self.ledger_path.exists()
 
-    def turn(self, replay_key: str) -> TurnRecord:
-        """The turn recorded under ``replay_key``."""
-        turn = self.journal.find(replay_key) if self.has_journal() else None
+    def turn(self, replay_key: str, *, user: str | None = None, all_users: bool = False
+             ) -> TurnRecord:  # fmt: skip
+        """The turn this user (``user``; with ``all_users``, anyone) recorded under
+        ``replay_key``."""
+        turn = None
+        if self.has_journal():
+            turn = self.journal.find(replay_key, user=user, all_users=all_users)
+            if turn is None and (other := self.journal.recorder(replay_key)):
+                raise unknown_replay_key(replay_key, recorded_by=other)
         if turn is None:
             built = self.unrecorded.get(replay_key) is not None
             raise unknown_replay_key(replay_key, "built with record=False, so never recorded"

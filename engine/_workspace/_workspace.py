@@ -441,14 +441,24 @@ class Workspace:
         self._check_open()
         return self._state.recorded_journal()
 
-    def replay(self, replay_key: str, *, rebuild: bool = False) -> Replay:
+    def replay(
+        self,
+        replay_key: str,
+        *,
+        rebuild: bool = False,
+        user: str | None = None,
+        all_users: bool = False,
+    ) -> Replay:
         """The exact prompt recorded under ``replay_key`` (byte for byte), from the ledger.
 
         With ``rebuild``, retrieval runs again on the recorded inputs against the current
         index, and ``diff`` shows how today's context differs (empty when nothing changed).
+
+        Turns are read back per user (``Config.user``): an auditor names whose turn it is
+        with ``user``, or reads anyone's with ``all_users``.
         """
         self._check_open()
-        turn = self._state.turn(replay_key)
+        turn = self._state.turn(replay_key, user=user, all_users=all_users)
         text, purged = self.journal.stored(turn.render_sha256)
         diff = ""
         if rebuild:

@@ -457,13 +457,18 @@ def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     # The ledger alone answers a replay: an index of an older layout (an auditor's copy
     # cannot be rebuilt) is checked only when --rebuild retrieves again.
     with Workspace.open(args.where, config, check=args.rebuild) as ws:
-        replay = ws.replay(args.key, rebuild=args.rebuild)
+        replay = ws.replay(args.key, rebuild=args.rebuild, user=args.user,
+                           all_users=args.all_users)  # fmt: skip
     if args.json:
         write_json(to_json(replay), out)
     elif args.rebuild:
         out.write(replay.diff or "no difference: retrieval gives the same context today\n")
     else:
         out.write(replay.text)
+    if replay.purged and not args.json:  # the text may hold "[PURGED]" of its own
+        sys.stderr.write("cortex: a purge record (`cortex forget`) altered this prompt: the "
+                         "parts marked [PURGED] were removed, so it is not byte for byte what "
+                         "the model saw\n")  # fmt: skip
     return EXIT_OK
 
 
@@ -485,13 +490,12 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                     f"ok: {report.checked:,} records, chain and stored texts intact{purged}{kept}\n"
                 )
                 return EXIT_OK
-            out.write(
-                f"BROKEN at record {report.first_bad_seq} (turn {report.first_bad_turn}): "
-                f"{report.reason}\n"
-            )
+            where = "" if report.first_bad_seq is None else (
+                f" at record {report.first_bad_seq} (turn {report.first_bad_turn})")  # fmt: skip
+            out.write(f"BROKEN{where}: {report.reason}\n")
             return EXIT_ERROR
         if args.action == "log":
-            for record in journal.log(args.n):
+            for record in journal.log(args.n, user=args.user, all_users=args.all_users):
                 turn = getattr(record, "turn_id", None) or "-"
                 extra = ""
                 if isinstance(record, TurnRecord):
@@ -506,9 +510,9 @@ def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
             return EXIT_OK
         if not args.key:
             raise ConfigError("ledger show needs a replay key")
-        turn = journal.find(args.key)
+        turn = journal.find(args.key, user=args.user, all_users=args.all_users)
         if turn is None:
-            raise unknown_replay_key(args.key)
+            raise unknown_replay_key(args.key, recorded_by=journal.recorder(args.key) or "")
         # The turn, then what was said of it later: its own model_citations are those given
         # with the turn (none, as build_context records it); feedback comes after.
         body = {**to_json(turn), "later": [to_json(r) for r in journal.later(turn.turn_id)]}

@@ -75,6 +75,16 @@ def _version() -> str:
     return f"{release} (chunker {CHUNKER_VERSION}, index layout {MANIFEST_SCHEMA})"
 
 
+def _whose(parser: argparse.ArgumentParser) -> None:
+    """--user / --all-users: whose turns an auditor's read returns (turns are read back
+    per user, CORTEX_USER or the login name, by default)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--user", metavar="NAME",
+                       help="read the turns NAME recorded (default: your own)")  # fmt: skip
+    group.add_argument("--all-users", action="store_true",
+                       help="read every user's turns (the latest under a key)")  # fmt: skip
+
+
 def _command(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
@@ -231,6 +241,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="re-run retrieval on the recorded inputs and show the difference",
     )
+    _whose(replay)
 
     led = _command(sub, "ledger", cmd_ledger, positional=False, json=False)
     led.add_argument("action", choices=["verify", "log", "show", "head"])
@@ -242,6 +253,7 @@ def _parser() -> argparse.ArgumentParser:
         "detects a chain cut at its tail and re-headed",
     )
     led.add_argument("-n", type=integer, default=20, help="for log: how many records (default 20)")
+    _whose(led)
 
     status = _command(sub, "status", cmd_status, positional=True)
     status.add_argument("--fast", action="store_true", help="skip the walk that counts changes")

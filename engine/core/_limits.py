@@ -194,8 +194,16 @@ def yes_no(name: str, raw: str) -> bool:
     raise ConfigError(f"{name} must be one of 1/0, true/false, yes/no, on/off, got {raw!r}")
 
 
-def unknown_replay_key(replay_key: str, why: str = "") -> UnknownReplayKeyError:
+def unknown_replay_key(replay_key: str, why: str = "", *, recorded_by: str = ""
+                       ) -> UnknownReplayKeyError:  # fmt: skip
     """The one error for a replay key no turn was recorded under (``why``: what this
-    process knows of the key, where it knows more)."""
+    process knows of the key, where it knows more), or, ``recorded_by`` another user, none
+    of the caller's (turns are read back per user; an auditor names whose)."""
+    if recorded_by:
+        return UnknownReplayKeyError(
+            f"unknown replay key {replay_key!r}: no turn of this user's recorded under it; "
+            f"user {recorded_by!r} recorded one (turns are read back per user; an auditor's "
+            "replay, ledger show and ledger log take --user NAME or --all-users)"
+        )
     said = f"unknown replay key {replay_key!r}: no turn recorded under it"
     return UnknownReplayKeyError(f"{said} ({why})" if why else said)

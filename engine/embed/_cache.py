@@ -78,7 +78,8 @@ class EmbeddingCache:
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Its owner's alone (0700) where it makes the folder: often the state folder.
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise CacheError(f"cannot create the embedding cache's folder {self.path.parent} "
                              f"({exc.strerror or exc}): set CORTEX_EMBEDDING_CACHE to a "

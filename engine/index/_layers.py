@@ -134,7 +134,7 @@ class Layers:
         self.workspace = hashlib.sha256(str(root).encode()).hexdigest()[:12]
         self._base_ref_checked = False
         self._segments: dict[Path, Segment] = {}
-        self._view: tuple[tuple[str, int, int, str], View] | None = None
+        self._view: tuple[tuple[str, str, int, str], View] | None = None
         # The Views' in-memory sides, advanced from one View to the next by what changed
         # (the overlay's BM25 postings are not rebuilt) and saved by each refresh.
         self._memories = Memories()
@@ -557,10 +557,11 @@ class Layers:
         # What ranking reads from the history names it: the View, its ident and so the
         # replay key change with it (a refresh in another process, a supplied history).
         mark = f"{history.commit[:12]}+{history.commits}" if history is not None else ""
-        key = (info.token, base.meta.generation, overlay.meta.generation, mark)
+        built = _build_mark(base)
+        key = (info.token, built, overlay.meta.generation, mark)
         if self._view is not None and self._view[0] == key:
             return self._view[1]
-        ident = f"{info.base}:{overlay.meta.generation}:{info.token[:16]}"
+        ident = f"{info.base}:{built}:{overlay.meta.generation}:{info.token[:16]}"
         if mark:
             ident += f":h{mark}"
         qdrant = self.qdrant()
@@ -736,3 +737,16 @@ def _login() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no passwd entry (containers)
         return "user"
+
+
+def _build_mark(base: Segment) -> str:
+    """What a View's base holds besides its commit, in 12 hex digits: the chunker's
+    fingerprint (its version and settings, the file rules), the generation (a forget bumps
+    it) and the BM25 totals (what a forget took out: a rebuild starts the generation
+    over). A base folder is named by its commit alone, so without this one replay key
+    could name two prompts. All three follow from what was indexed, so the same tree
+    indexed on another machine gives the same mark."""
+    meta = base.meta
+    parts = (meta.get_info("chunker") or "", str(meta.generation),
+             meta.get_info("lexical_stats") or "")  # fmt: skip
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:12]

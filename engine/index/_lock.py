@@ -14,6 +14,7 @@ from pathlib import Path
 from types import TracebackType
 
 from engine.core import IndexBusyError, IndexStateError
+from engine.index._manifest import private_dir
 
 __all__ = ["WriterLock"]
 
@@ -32,8 +33,8 @@ class WriterLock:
     def acquire(self) -> None:
         """Take the lock or raise ``IndexBusyError`` naming the holder."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            private_dir(self.path.parent)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise IndexStateError(
                 f"cannot write the state folder {self.path.parent} ({exc.strerror or exc}): "

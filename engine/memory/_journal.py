@@ -104,7 +104,8 @@ class Journal:
 
     Turns are stamped with ``user``, and read back for that user only: with a state
     folder shared by several users, one never replays, lists or gives feedback on
-    another's turns (turns from before users were recorded, stamped "", stay readable)."""
+    another's turns by mistake (turns from before users were recorded, stamped "", stay
+    readable). An auditor's reads name another ``user``, or ``all_users``."""
 
     def __init__(self, path: Path, user: str = "") -> None:
         self.path = path
@@ -186,12 +187,27 @@ class Journal:
             )
             return ledger.append_turn(draft)
 
-    def find(self, replay_key: str) -> TurnRecord | None:
-        """The latest turn recorded under ``replay_key`` (None when it is another user's),
-        checked against its record hash and its links in the chain."""
+    def find(
+        self, replay_key: str, *, user: str | None = None, all_users: bool = False
+    ) -> TurnRecord | None:
+        """The latest turn this user recorded under ``replay_key`` (an auditor's reads:
+        ``user``'s, or with ``all_users`` anyone's), checked against its record hash and
+        its links in the chain; None when there is none."""
         with self._checked() as ledger:
-            turn = ledger.turn_by_replay_key(replay_key)
-        return turn if turn is not None and self._mine(turn) else None
+            return ledger.turn_by_replay_key(replay_key, self._owners(user, all_users))
+
+    def recorder(self, replay_key: str) -> str | None:
+        """Who recorded the latest turn under ``replay_key``, whoever it was (None: no one),
+        so that a read of one's own turns that finds none can say it is another's."""
+        turn = self.find(replay_key, all_users=True)
+        return None if turn is None else turn.user
+
+    def _owners(self, user: str | None, all_users: bool) -> frozenset[str] | None:
+        """Whose turns a read returns: this user's, or ``user``'s, and those from before
+        users were recorded (stamped ""); None: every user's."""
+        if all_users:
+            return None
+        return frozenset(("", self.user if user is None else user))
 
     def _mine(self, turn: TurnRecord) -> bool:
         return not turn.user or turn.user == self.user
@@ -309,9 +325,15 @@ class Journal:
         with self._held() as ledger:
             return ledger.head()
 
-    def log(self, n: int) -> list[Any]:
-        """The last ``n`` records of this user's, oldest first (other users' turns and the
-        feedback on them are left out; journal records belong to no user)."""
+    def log(self, n: int, *, user: str | None = None, all_users: bool = False) -> list[Any]:
+        """The last ``n`` records, oldest first, of this user's (``user``'s; with
+        ``all_users``, everyone's): other users' turns, the feedback on them and their
+        session steps are left out; journal records of no user are kept."""
+        who = self._owners(user, all_users)
+
+        def mine(owner: str) -> bool:
+            return who is None or owner in who
+
         with self._held() as ledger:
             records = list(ledger.last(n))
             owners: dict[str, bool] = {}
@@ -319,14 +341,14 @@ class Journal:
             for record in records:
                 if isinstance(record, JournalEntry) and isinstance(record.payload, dict):
                     owner = record.payload.get("user")  # a session's steps and checkpoints
-                    if isinstance(owner, str) and owner and owner != self.user:
+                    if isinstance(owner, str) and not mine(owner):
                         continue
                 turn_id = getattr(record, "turn_id", None)
                 if isinstance(record, TurnRecord):
-                    owners[record.turn_id] = self._mine(record)
+                    owners[record.turn_id] = mine(record.user)
                 elif turn_id and turn_id not in owners:
                     turn = ledger.turn(turn_id)
-                    owners[turn_id] = turn is None or self._mine(turn)
+                    owners[turn_id] = turn is None or mine(turn.user)
                 if not turn_id or owners.get(turn_id, True):
                     kept.append(record)
             return kept

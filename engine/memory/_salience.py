@@ -111,7 +111,7 @@ class SalienceTables:
             return None
         try:
             if write:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 conn = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.executescript(

@@ -193,3 +193,29 @@ def test_sqlite_errors_never_leak(tmp_path: Path) -> None:
         list(ledger.records())
     assert not isinstance(caught.value, sqlite3.Error)
     assert isinstance(caught.value.__cause__, sqlite3.Error)
+
+
+@pytest.mark.parametrize("damage", ["zero_page", "truncate"])
+def test_a_damaged_ledger_is_called_damaged(tmp_path: Path, damage: str) -> None:
+    """A ledger with a page zeroed or cut to half its size is a damaged ledger (restore it
+    from a backup), not a foreign file; verify reports it as a failed check."""
+    path = tmp_path / "ledger.sqlite"
+    build(path, 60)
+    with raw(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+    size = path.stat().st_size
+    with path.open("r+b") as f:
+        if damage == "zero_page":
+            f.seek(page * 3)
+            f.write(b"\0" * page)
+        else:
+            f.truncate(size // 2)
+    try:
+        with Ledger.open(path, create=False) as ledger:
+            report = ledger.verify(blobs=True)
+        said = report.reason
+        assert not report.ok
+    except LedgerCorruptError as exc:  # damage that SQLite meets while opening
+        said = str(exc)
+    assert "damaged" in said and "backup" in said and "not a cortex ledger" not in said, said

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger import (
+    GENESIS_HASH,
     FeedbackDraft,
     Ledger,
     LedgerCorruptError,
@@ -313,6 +314,18 @@ def test_a_cut_and_reheaded_tail_is_caught_only_with_an_anchor(
         assert ledger.verify(anchor=ledger.head()).ok
 
 
+def test_the_empty_ledgers_head_is_a_sound_anchor(tmp_path: Path) -> None:
+    """The head of an empty ledger (0:000…0), kept as an anchor, verifies then and after
+    appends (every chain starts there); seq 0 with another hash does not."""
+    path = tmp_path / "ledger.sqlite"
+    with Ledger.open(path) as ledger:
+        genesis = ledger.head()
+        assert genesis == (0, GENESIS_HASH) and ledger.verify(anchor=genesis).ok
+        add_turn(ledger, "t1")
+        assert ledger.verify(anchor=genesis).ok
+        assert not ledger.verify(anchor=(0, "1" * 64)).ok
+
+
 @pytest.mark.parametrize("how", ["replace", "delete"])
 def test_a_session_steps_or_checkpoints_text_edited_is_caught(tmp_path: Path, how: str) -> None:
     """A session step's text and a checkpoint's encoding are stored texts like a prompt:
@@ -387,3 +400,20 @@ def test_a_replayed_turn_is_checked_against_its_links(
     key = "rk-t05" if seq in (5, 6) else "rk-t10"
     with pytest.raises(LedgerCorruptError, match=reason):
         _turn_by_key(path, key)
+
+
+def test_appends_after_a_cut_tail_stay_refused_and_say_how_to_recover(
+    ten: tuple[Path, list[TurnRecord]],
+) -> None:
+    """A chain whose last record is gone (head kept) refuses appends before and after a
+    verify, and the refusal names the command that finds the damage and the way out."""
+    path, _ = ten
+    with raw(path) as conn:
+        conn.execute("DELETE FROM records WHERE seq = 10")
+    with Ledger.open(path, create=False) as ledger:
+        for _ in range(2):
+            with pytest.raises(LedgerCorruptError) as caught:
+                add_turn(ledger, "t11")
+            said = str(caught.value)
+            assert "cortex ledger verify" in said and "move the file aside" in said, said
+            assert not ledger.verify().ok

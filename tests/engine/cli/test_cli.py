@@ -462,6 +462,42 @@ def test_a_read_only_copy_can_be_audited(tmp_path: Path) -> None:
         subprocess.run(["chmod", "-R", "u+w", str(copy)], check=True)
 
 
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(),
+    reason="needs root and setpriv to read a copy as a user without write permission",
+)
+def test_a_read_only_copy_with_its_write_ahead_log_can_be_audited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy taken while the ledger was open (its -wal holding the newest turn) in a folder
+    the auditor cannot write: replay and verify read it, the newest turn included (it said
+    "unable to open database file")."""
+    import shutil
+
+    from engine import Config, Workspace
+
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    root = _repo(tmp_path)
+    copy = tmp_path / "copy"
+    with Workspace.open(root, Config(dense_model="hash")) as ws:
+        ws.index()
+        pack = ws.build_context("what does handler return")
+        assert (root / ".cortex" / "ledger.sqlite-wal").stat().st_size > 0
+        # The database and its log, as copied from a live workspace (its -shm is
+        # the live process's shared memory, of no use to a copy).
+        shutil.copytree(root, copy, symlinks=True, ignore=shutil.ignore_patterns("*-shm"))
+    subprocess.run(["chmod", "-R", "a-w", str(copy)], check=True)
+    try:
+        asked = ((("replay", pack.replay_key), pack.render()), (("ledger", "verify"), "ok"))
+        for argv, says in asked:
+            done = subprocess.run(["/usr/bin/setpriv", *_NO_OVERRIDE, sys.executable, "-m",
+                                   "engine.cli", *argv, "--path", str(copy)],
+                                  capture_output=True, text=True)  # fmt: skip
+            assert done.returncode == EXIT_OK and done.stdout.startswith(says), done.stderr
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(copy)], check=True)
+
+
 @pytest.mark.parametrize(
     ("env", "code", "said"),
     [
@@ -534,3 +570,18 @@ def test_ctrl_c_while_the_engine_loads_is_one_line() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 130 and proc.stderr == "cortex: interrupted\n", proc.stderr
+
+
+def test_replay_of_a_purged_turn_says_so(indexed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """In text mode, replaying a turn a forget altered says so on stderr (the prompt's own
+    text may hold "[PURGED]"); an untouched turn replays silently."""
+    code, text = _run("context", "what does helper return", "--path", str(indexed), "--json")
+    key = json.loads(text)["replay_key"]
+    capsys.readouterr()
+    assert _run("replay", key, "--path", str(indexed))[0] == EXIT_OK
+    assert capsys.readouterr().err == ""
+    assert _run("forget", "--file", "pkg/util.py", "--path", str(indexed))[0] == EXIT_OK
+    capsys.readouterr()
+    code, prompt = _run("replay", key, "--path", str(indexed))
+    assert code == EXIT_OK and "[PURGED]" in prompt
+    assert "altered this prompt" in capsys.readouterr().err

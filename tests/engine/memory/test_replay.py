@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import engine.core._chunks as chunks_module
 from engine import Config, ToolResult, UnknownReplayKeyError, Workspace
 from ledger import FeedbackRecord, Ledger, RecordKind, TurnRecord
 from tests.engine.test_workspace import make_repo
@@ -88,3 +92,85 @@ def test_library_call_can_skip_recording(ws: Workspace) -> None:
     """record=False builds without touching the ledger."""
     ws.build_context("Fix the hook registry", "register_hook", budget_tokens=1000, record=False)
     assert not (ws.state_dir / "ledger.sqlite").exists()
+
+
+def _big_repo(root: Path) -> Path:
+    """make_repo plus one long function, which other chunk settings split otherwise."""
+    make_repo(root)
+    body = "\n".join(f"    step_{i} = value.replace('header{i}', 'strict{i}')" for i in range(40))
+    (root / "big.py").write_text(f"def parse_big_header(value):\n{body}\n    return value\n")
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", "big"], check=True)
+    return root
+
+
+QUESTION = "how does parse_big_header replace header values, and how are hooks registered?"
+
+
+def test_a_base_rebuilt_under_other_chunk_settings_gets_new_keys(tmp_path: Path) -> None:
+    """The same request after a re-index of the same commit under other chunk settings
+    gets another key, and each key replays its own prompt."""
+    repo = _big_repo(tmp_path / "repo")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        first = ws.build_context(QUESTION, budget_tokens=400)
+    with Workspace.open(repo, CONFIG.with_(max_section_tokens=64)) as ws:
+        ws.index()
+        second = ws.build_context(QUESTION, budget_tokens=400)
+        assert first.render() != second.render()
+        assert first.replay_key != second.replay_key
+        assert ws.replay(first.replay_key).text == first.render()
+        assert ws.replay(second.replay_key).text == second.render()
+
+
+def test_a_chunker_upgrade_changes_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new chunker version rebuilds the base at the same commit, and the key changes."""
+    repo = _big_repo(tmp_path / "repo")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        before = ws.build_context(QUESTION, budget_tokens=400).replay_key
+    monkeypatch.setattr(chunks_module, "CHUNKER_VERSION", f"{chunks_module.CHUNKER_VERSION}+next")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        assert ws.build_context(QUESTION, budget_tokens=400).replay_key != before
+
+
+def test_a_forget_gives_the_same_request_a_new_key(tmp_path: Path) -> None:
+    """After ``forget`` of a file in the prompt, the same request gets another key: the
+    old key replays the old (purged) turn, and feedback on it is checked against it."""
+    repo = _big_repo(tmp_path / "repo")
+    with Workspace.open(repo, CONFIG) as ws:
+        ws.index()
+        first = ws.build_context(QUESTION, budget_tokens=400)
+        assert any(c.source_uri.startswith("big.py") for c in first.citations)
+        ws.forget(["big.py"])
+        second = ws.build_context(QUESTION, budget_tokens=400)
+        assert first.replay_key != second.replay_key
+        old = ws.replay(first.replay_key)
+        assert old.purged and old.text != second.render()
+        assert ws.replay(second.replay_key).text == second.render()
+        cited = list(range(1, len(first.citations) + 1))
+        assert ws.feedback(first.replay_key, cited).valid == tuple(cited)
+        feedback = [r for r in ws.journal.log(5) if isinstance(r, FeedbackRecord)][-1]
+        turn = ws.journal.find(first.replay_key)
+        assert turn is not None and feedback.turn_id == turn.turn_id
+
+
+def test_the_library_makes_the_state_and_the_ledger_private(tmp_path: Path) -> None:
+    """Through the library under umask 022 (the CLI sets its own), the state folder is
+    0700 and the ledger's files 0600: they hold the prompts a model saw."""
+    script = (
+        "import sys\nfrom engine import Config, Workspace\n"
+        "with Workspace.open(sys.argv[1], Config(dense_model='hash')) as ws:\n"
+        "    ws.index()\n    ws.build_context('how are hooks registered')\n"
+        "    ws.session('s').add('tool', 'psql: password authentication failed', tool='psql')\n"
+    )
+    repo = make_repo(tmp_path / "repo")
+    subprocess.run([sys.executable, "-c", script, str(repo)], check=True,
+                   preexec_fn=lambda: os.umask(0o022))  # fmt: skip
+    state = repo / ".cortex"
+    assert state.stat().st_mode & 0o777 == 0o700
+    ledger = sorted(state.glob("ledger.sqlite*"))
+    assert ledger and {p.name: p.stat().st_mode & 0o077 for p in ledger} == dict.fromkeys(
+        (p.name for p in ledger), 0
+    )
