@@ -25,6 +25,7 @@ import sqlite3
 
 from ledger._blobs import blob_problem, load_text, purged_problem, unpack_text
 from ledger._codec import GENESIS_HASH, canonical_record
+from ledger._cuts import Mark, cuts_problem
 from ledger._errors import BlobNotFoundError, LedgerCorruptError
 from ledger._records import RecordKind, VerifyReport
 from ledger._sqlite import has_table
@@ -161,7 +162,11 @@ def load_stored(conn: sqlite3.Connection, sha256: str) -> tuple[str, bool]:
         raise LedgerCorruptError(problem)
     row = conn.execute("SELECT replacement_sha256, data FROM purged WHERE sha256 = ?",
                        (sha256,)).fetchone()  # fmt: skip
-    return unpack_text(str(row[0]), row[1]), True
+    text = unpack_text(str(row[0]), row[1])
+    problem = purges.cut_problem(sha256, text)
+    if problem is not None:
+        raise LedgerCorruptError(problem)
+    return text, True
 
 
 def _as_str(value: object) -> str:
@@ -251,11 +256,15 @@ def _check_record(row: tuple[object, ...], prev: str) -> tuple[str | None, str]:
 
 
 class _Purges:
-    """The (removed sha256 -> replacement sha256) pairs the chain's purge records name."""
+    """The (removed sha256 -> replacement sha256) pairs the chain's purge records name,
+    and the cuts each made (records written before cuts were recorded have none)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.replacement: dict[str, str] = {}
         self.named_by: dict[str, int] = {}  # the purge record (seq) that named each
+        # Per removed sha256, in chain order: (the text each purge cut, its replacement,
+        # its marks).
+        self.cuts: dict[str, list[tuple[str, str, list[Mark]]]] = {}
         self.seen: set[str] = set()
         self.present = has_table(conn, "purged")
         if not self.present:
@@ -263,11 +272,35 @@ class _Purges:
         query = "SELECT seq, payload FROM records WHERE kind = 'purge' ORDER BY seq"
         for seq, payload in conn.execute(query):
             try:
-                pairs = [(str(a), str(b)) for a, b in json.loads(payload)["texts"]]
+                body = json.loads(payload)
+                pairs = [(str(a), str(b)) for a, b in body["texts"]]
+                made = {str(a): (str(b), [(int(x), int(y), str(z)) for x, y, z in m])
+                        for a, b, m in body.get("cuts", ())}  # fmt: skip
             except (ValueError, TypeError, KeyError):
                 continue  # the walk reports the record itself if it was edited
             self.replacement.update(pairs)
             self.named_by.update((a, int(seq)) for a, _ in pairs)
+            for removed, replacement in pairs:
+                if removed in made:
+                    cut_from, marks = made[removed]
+                    self.cuts.setdefault(removed, []).append((cut_from, replacement, marks))
+
+    def cut_problem(self, sha256: str, replacement: str) -> str | None:
+        """What is wrong with ``replacement`` as what the purges of ``sha256`` cut it to:
+        the first purge must cut the text itself and each later one what the one before
+        left, and the last one's ``[PURGED]`` marks must stand where its record says.
+        None when sound, or when its purge records predate recorded cuts."""
+        made = self.cuts.get(sha256)
+        if not made:
+            return None
+        before = sha256
+        for cut_from, replacement_sha, _ in made:
+            if cut_from != before:
+                return (f"purged blob {sha256}: a purge cut a text the purges before it "
+                        "did not leave")  # fmt: skip
+            before = replacement_sha
+        problem = cuts_problem(replacement, made[-1][2])
+        return None if problem is None else f"purged blob {sha256}: {problem}"
 
 
 def _check_blobs(
@@ -301,6 +334,12 @@ def _check_blobs(
         problem = blob_problem(conn, str(sha))
         if problem is not None and problem.endswith("is missing") and purges.present:
             problem = purged_problem(conn, str(sha), purges.replacement.get(str(sha)))
+            if problem is None and str(sha) in purges.cuts:
+                replacement = purges.replacement[str(sha)]
+                row = conn.execute("SELECT data FROM purged WHERE sha256 = ?",
+                                   (str(sha),)).fetchone()  # fmt: skip
+                text = unpack_text(replacement, row[0])
+                problem = purges.cut_problem(str(sha), text)
             if problem is None:
                 purges.seen.add(str(sha))
         if problem is not None:
