@@ -52,7 +52,8 @@ class Contexts:
         self._git_tracked: bool | None = None
         # The working-tree diff by the tree's token: `git diff HEAD` over 500 changed files
         # took ~200 ms of every call though nothing had moved since the last one.
-        self._diff: tuple[str, tuple[Hunk, ...]] = ("", ())
+        # The token of the tree last diffed, its tracked hunks and its new files' hunks.
+        self._diff: tuple[str, tuple[Hunk, ...], tuple[Hunk, ...]] = ("", (), ())
 
     def build(
         self,
@@ -94,19 +95,21 @@ class Contexts:
             self._git_tracked = git_tracks(shared.root)
         token = self._indexer.seen_token
         if not self._git_tracked:
-            diff = []
+            diff, new = [], []
         elif token and self._diff[0] == token:
-            diff = list(self._diff[1])
+            diff, new = list(self._diff[1]), list(self._diff[2])
         else:
-            # The agent's new files are changes too (the index reads them): shown as added.
             options = shared.config.walk_options()
-            hunks = [*working_diff(shared.root), *new_file_hunks(shared.root, options)]
-            diff = clean_diff(shared.root, hunks, options)
-            self._diff = (token, tuple(diff))
+            diff = clean_diff(shared.root, working_diff(shared.root), options)
+            new = clean_diff(shared.root, new_file_hunks(shared.root, options), options)
+            self._diff = (token, tuple(diff), tuple(new))
         history = None
         if state.session:
-            history = self._sessions.history(state, goal, query, diff, budget, upto=history_upto,
-                                             record=record)  # fmt: skip
+            # The agent's new files are changes a session journals; the diff lane shows
+            # tracked changes only (a new file's text is the index's to show: a forgotten
+            # string in it stays out of every prompt until the file changes).
+            history = self._sessions.history(state, goal, query, [*diff, *new], budget,
+                                             upto=history_upto, record=record)  # fmt: skip
         inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0)
         # The memory lane and what outcomes taught are extras: a store or a ledger that
         # cannot be read leaves them out, and the advisory says which file and what to do.
