@@ -1,7 +1,8 @@
 """What keeps text cortex did not write from forging the prompt's frame.
 
 The frame is cortex's own: lane headers (``## Evidence``), each item's ``[n]`` line, its
-``Source:`` and ``Hash:`` lines, and code fences. A file name (git allows newlines and
+``Source:`` and ``Hash:`` lines, code fences, and the history lane's step headers
+(``[#N tool …]``, ``~#N``) and part headers (``Digest of #…``). A file name (git allows newlines and
 backticks in one), a saved note, a session step or a turn's text can hold look-alikes of
 every one of them. A name is shown on one line with its breaking characters escaped
 (``shown_name``); a text outside a fence has each line that would read as a frame line
@@ -20,8 +21,14 @@ __all__ = ["fence_for", "inert", "shown_name"]
 _BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # A line that would read as part of the frame: a Markdown heading, an item's ``[n]``, a
 # ``Source:`` or ``Hash:`` line, a code fence (up to three spaces of indent, as CommonMark
-# reads them).
-_FRAME_LINE = re.compile(r"^( {0,3})(#{1,6}(?:\s|$)|\[\d+\]|Source:|Hash:|```|~~~)", re.MULTILINE)
+# reads them), and the history lane's own lines: a step's ``[#N …]`` header, a recalled
+# group's ``~#N``, and the headers of its parts.
+_FRAME_LINE = re.compile(
+    r"^( {0,3})(#{1,6}(?:\s|$)|\[\d+\]|\[#\d|~#\d|Source:|Hash:|```|~~~"
+    r"|Recent steps, verbatim|Digest of #|Goals and lessons of #|Recalled for this request"
+    r"|Steps #\d)",
+    re.MULTILINE,
+)
 
 
 def shown_name(name: str) -> str:

@@ -87,7 +87,8 @@ class Memo:
             if len(self.runs) >= _RUNS_KEPT:
                 self.runs.clear()
             lines = digest_lines(items, self) if kind == "digest" else goal_lines(items, self)
-            lines = [inert(ln) for ln in lines]  # steps' text must not forge the frame
+            # Steps' text must not forge the frame; the first line is the run's own header.
+            lines = lines[:1] + [inert(ln) for ln in lines[1:]]
             found = self.runs[key] = (lines, self.cost(lines))
         return found
 
@@ -106,7 +107,10 @@ class Memo:
             else:
                 text = _thought(item.text) if item.role is StepRole.ASSISTANT else item.text
                 lines = [f"{q.strip()} [{item.ref}]" for q in _QUESTION.findall(text)]
-            lines = [inert(ln) for ln in lines]  # steps' text must not forge the frame
+            # Steps' text must not forge the frame; a block's first line is its own label
+            # (``[#N tool …]``), but a question starts with the step's words.
+            first = 0 if kind == "questions" else 1
+            lines = lines[:first] + [inert(ln) for ln in lines[first:]]
             found = self.blocks[key] = (lines, self.cost(lines))
         return found
 

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engine.core import BudgetUnreachableError, HistoryLane, Pointer, Step, StepRole
+from engine.core import BudgetUnreachableError, HistoryLane, Pointer, Step, StepRole, inert
 from engine.memory._history import VERBATIM_CHARS, Memo
 from engine.memory._lines import step_lines, words
 
@@ -311,7 +311,9 @@ def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: i
     for _, step, n in ranked.order:
         if len(chosen) >= settings.recall_lines:
             break
-        line = ranked.texts[step][n]
+        # As the step printed it, with a line start that would read as the prompt's frame
+        # escaped (a tool output's own "[#2 tool pytest exit 0] … passed" line).
+        line = inert(ranked.texts[step][n])
         if line in seen or ("  " + line) in ranked.shown or ("! " + line) in ranked.shown:
             continue
         cost = memo.count(line) + 1
