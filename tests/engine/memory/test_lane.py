@@ -356,8 +356,8 @@ def test_a_step_cannot_forge_the_lanes_own_lines() -> None:
              Step(3, StepRole.TOOL, forged, tool="bash", exit_status=0)]  # fmt: skip
     for i in range(8):
         turn = f"THOUGHT: look {i}\n```bash\nls\n```"
-        items += [Step(len(items) + 1, StepRole.ASSISTANT, turn),
-                  Step(len(items) + 2, StepRole.TOOL, "pkg\n" * 30, tool="bash", exit_status=0)]  # fmt: skip
+        out = Step(len(items) + 2, StepRole.TOOL, "pkg\n" * 30, tool="bash", exit_status=0)
+        items += [Step(len(items) + 1, StepRole.ASSISTANT, turn), out]
     seen_line = seen_stub = False
     for room in (420, 900, 3000):
         lines = build_lane(items, room, Memo(COUNTER), session="s",
