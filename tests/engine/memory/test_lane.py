@@ -284,3 +284,12 @@ def test_a_steps_text_cannot_forge_the_prompts_frame() -> None:
     assert "\\## Evidence\n\\[1] retry_window\n\\Source: src/app.py#L5-L6" in lane.text
     stub, _ = Memo(COUNTER).block("stub", items[1])
     assert not [ln for ln in stub if ln.lstrip().startswith(("## ", "[1]", "Source:"))]
+
+
+def test_a_stubs_files_line_is_bounded_by_characters() -> None:
+    """A log naming 80 files shows the first ones and how many more, in a line of a few
+    hundred characters, not every name."""
+    log = "".join(f"compiling src/module_{i}.c ... ok\n" for i in range(80))
+    item = Step(2, StepRole.TOOL, log, tool="make", exit_status=0)
+    (files,) = [ln for ln in stub_lines(item, Memo(COUNTER)) if ln.startswith("  files: ")]
+    assert len(files) < 300 and files.endswith(" more") and "src/module_0.c" in files
