@@ -181,8 +181,9 @@ def _clean_pass(obs: Observation) -> bool:
 
 
 def _runs(items: Sequence[Step], memo: Memo) -> list[tuple[Step, _Run, bool]]:
-    """Each agent turn that writes files (run None-like: its key is "") and each tool
-    output with the run it answers and whether it failed, in order."""
+    """In order: each agent turn that writes files (an edit; its run's key is ""), and
+    each tool output with the run it answers (its tool's name when no command came before)
+    and whether it failed."""
     out: list[tuple[Step, _Run, bool]] = []
     run = _Run("")
     for item in items:
