@@ -272,7 +272,7 @@ def stub_lines(item: Step, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
     if obs.symbols:
         facts.append("defines: " + ", ".join(obs.symbols))
     if not obs.scanned_all:
-        facts.append("huge: scanned at head and tail")
+        facts.append("huge: scanned at head and tail, and between for error lines")
     lines.extend(f"  {' '.join(f.split())}" for f in facts)  # bounded by counts, never cut
     return lines
 
