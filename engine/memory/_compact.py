@@ -63,7 +63,7 @@ def _fit(text: str, memo: Memo) -> str:
 def _whole(item: Step, memo: Memo) -> int:
     if len(item.text) > VERBATIM_CHARS:
         return memo.item_tokens(item)
-    return memo.cost(verbatim_lines(item))
+    return memo.cost(verbatim_lines(memo.shown(item)))
 
 
 def compact(

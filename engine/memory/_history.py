@@ -19,10 +19,12 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engine.core import Step, StepRole, inert
-from engine.memory._observe import MAX_LINE_CHARS, Observation, command_of, names_in, observe
+from engine.memory._observe import Observation, command_of, names_in, observe, one_line
+from engine.memory._runs import chains, verdicts
+from engine.memory._terminal import terminal_text
 from indexers import TokenCounter
 
 __all__ = [
@@ -44,6 +46,10 @@ _THOUGHT_CHARS = 80  # an agent turn's stub keeps the start of its reasoning
 _PASSED_SHOWN = 12  # passing test ids a stub names (failing ones: all)
 _LOCATIONS = 12  # path:line locations a stub names (files: all it saw, up to the cap)
 _QUESTIONS = 3  # open questions a digest keeps (the latest)
+_KEY_SHOWN = 80  # characters of a failed command a chain line shows
+# A stub's files line: as many names as fit in this many characters (a build log names
+# thousands of files; the first ones and their count are what a later step uses).
+_FILES_CHARS = 240
 _RUNS_KEPT = 4096  # digests memoised per session before the cache starts again
 _QUESTION = re.compile(r"[^.!?\n]{12,200}\?")
 
@@ -61,19 +67,35 @@ class Memo:
     said: dict[Step, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
     runs: dict[tuple[str, Step, Step, int], tuple[list[str], int]] = field(default_factory=dict)
     lines: dict[Step, object] = field(default_factory=dict)  # the lane's recallable lines
+    views: dict[Step, Step] = field(default_factory=dict)
+
+    def shown(self, item: Step) -> Step:
+        """The item with its text as a terminal shows it (``terminal_text``): what every
+        level of the lane observes and shows; ``[#N]`` still resolves to the stored text
+        (memoised)."""
+        found = self.views.get(item)
+        if found is None:
+            text = terminal_text(item.text)
+            found = item if text is item.text else replace(item, text=text)
+            self.views[item] = self.views[found] = found
+        return found
+
+    def text(self, item: Step) -> str:
+        """The item's text as a terminal shows it (memoised)."""
+        return self.shown(item).text
 
     def command(self, item: Step) -> str:
         """The shell command of an agent's turn, or "" (memoised)."""
         found = self.commands.get(item)
         if found is None:
-            found = self.commands[item] = command_of(item.text)
+            found = self.commands[item] = command_of(self.text(item))
         return found
 
     def names(self, item: Step) -> tuple[tuple[str, ...], ...]:
         """(paths, test ids, exception names, symbols) in the item's whole text (memoised)."""
         found = self.said.get(item)
         if found is None:
-            found = self.said[item] = names_in(item.text)
+            found = self.said[item] = names_in(self.text(item))
         return found
 
     def run(self, kind: str, items: Sequence[Step]) -> tuple[list[str], int]:
@@ -98,6 +120,7 @@ class Memo:
         key = (kind, item)
         found = self.blocks.get(key)
         if found is None:
+            item = self.shown(item)
             if kind == "verbatim":
                 lines = verbatim_lines(item)
             elif kind == "stub":
@@ -118,7 +141,7 @@ class Memo:
         """The item's facts (a tool output's, or an agent turn's command's)."""
         found = self.observations.get(item)
         if found is None:
-            text = item.text
+            text = self.text(item)
             if item.role is StepRole.ASSISTANT:
                 text = command_of(text) or text
             found = observe(text, item.exit_status)
@@ -143,26 +166,19 @@ class Memo:
         ``VERBATIM_CHARS`` is estimated at one token per 4 bytes, never counted."""
         if len(item.text) > VERBATIM_CHARS:
             return len(item.text.encode("utf-8", "replace")) // 4
-        return self.count(item.text)
+        return self.count(self.text(item))
 
 
 def _errored(found: Observation) -> Observation:
     """An observation of an output its tool flagged as an error (exit status unknown)."""
-    from dataclasses import replace
-
     return replace(found, exit_status=1 if found.exit_status is None else found.exit_status)
-
-
-def _one_line(text: str, limit: int = MAX_LINE_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _thought(text: str) -> str:
     """An agent turn's reasoning without its command block and the THOUGHT label."""
     body = re.sub(r"```.*?(```|$)", " ", text, flags=re.DOTALL)
     body = re.sub(r"^\s*THOUGHT:\s*", "", body)
-    return _one_line(body, _THOUGHT_CHARS)
+    return one_line(body, _THOUGHT_CHARS)
 
 
 def _label(item: Step, obs: Observation | None) -> str:
@@ -186,30 +202,32 @@ def verbatim_lines(item: Step) -> list[str]:
 
 
 def _decision(item: Step) -> str:
-    why = f" — because {_one_line(item.rationale)}" if item.rationale else ""
+    why = f" — because {one_line(terminal_text(item.rationale))}" if item.rationale else ""
     ev = f" (evidence: {', '.join(item.evidence)})" if item.evidence else ""
-    return f"[{item.ref}] decision: {_one_line(item.text)}{why}{ev}"
+    return f"[{item.ref}] decision: {one_line(item.text)}{why}{ev}"
 
 
 def short_form(item: Step, memo: Memo) -> str:
     """One line that stands for the item: what compact keeps of a stubbed item."""
+    item = memo.shown(item)
     if item.role is StepRole.DECISION:
         return _decision(item)
     if item.role is StepRole.ASSISTANT:
         cmd = command_of(item.text).splitlines()
-        run = f" $ {_one_line(cmd[0], 120)}" if cmd else ""
+        run = f" $ {one_line(cmd[0], 120)}" if cmd else ""
         return f"[{item.ref}] assistant: {_thought(item.text)}{run}"
     if item.role is StepRole.TOOL:
         obs = memo.observe(item)
         what = obs.errors[0] if obs.errors else (obs.last[-1] if obs.last else "")
-        return f"[{_label(item, obs)}] {obs.lines} lines: {_one_line(what, 120)}"
-    return f"[{item.ref}] {item.role.value}: {_one_line(item.text, _THOUGHT_CHARS)}"
+        return f"[{_label(item, obs)}] {obs.lines} lines: {one_line(what, 120)}"
+    return f"[{item.ref}] {item.role.value}: {one_line(item.text, _THOUGHT_CHARS)}"
 
 
 def stub_lines(item: Step, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
     """L1: a tool output masked to what later steps need (first and last lines, error
     lines, the last traceback whole, paths, tests, symbols), plus ``extra`` lines of it
     chosen by the caller; any other item as its short form."""
+    item = memo.shown(item)
     if item.role is not StepRole.TOOL:
         short = short_form(item, memo)
         if item.role is not StepRole.ASSISTANT:
@@ -251,56 +269,29 @@ def stub_lines(item: Step, memo: Memo, extra: Sequence[str] = ()) -> list[str]:
     if raised:
         facts.append("raised: " + ", ".join(raised))
     if obs.files:
-        facts.append("files: " + ", ".join(obs.files))
+        facts.append("files: " + _bounded(obs.files, _FILES_CHARS))
     located = [p for p in obs.paths if p.rsplit(":", 1)[-1].isdigit()][:_LOCATIONS]
     if located:
         facts.append("at: " + ", ".join(located))
     if obs.symbols:
         facts.append("defines: " + ", ".join(obs.symbols))
     if not obs.scanned_all:
-        facts.append("huge: scanned at head and tail")
+        facts.append("huge: scanned at head and tail, and between for error lines")
     lines.extend(f"  {' '.join(f.split())}" for f in facts)  # bounded by counts, never cut
     return lines
 
 
-@dataclass(slots=True)
-class _Chain:
-    """A failure and what followed it, until the same command passed."""
-
-    key: str
-    failed_at: int
-    what: str
-    attempts: list[int] = field(default_factory=list)
-    passed_at: int | None = None
-
-
-def _chains(items: Sequence[Step], memo: Memo) -> list[_Chain]:
-    """Failure chains: a command that failed, the edits after it, the run that passed."""
-    chains: dict[str, _Chain] = {}
-    order: list[_Chain] = []
-    last_cmd = ""
-    for item in items:
-        if item.role is StepRole.ASSISTANT:
-            cmd = memo.command(item)
-            last_cmd = " ".join(cmd.split()[:3])[:80] if cmd else ""
-            if memo.observe(item).writes:
-                for chain in chains.values():
-                    if chain.passed_at is None:
-                        chain.attempts.append(item.step)
-            continue
-        if item.role is not StepRole.TOOL:
-            continue
-        obs = memo.observe(item)
-        key = last_cmd or item.tool or "output"
-        if obs.failed:
-            if key not in chains or chains[key].passed_at is not None:
-                what = (obs.traceback[-1] if obs.traceback else
-                        obs.errors[0] if obs.errors else f"exit {obs.exit_status}")  # fmt: skip
-                chains[key] = _Chain(key, item.step, _one_line(what, 120))
-                order.append(chains[key])
-        elif key in chains and chains[key].passed_at is None:
-            chains[key].passed_at = item.step
-    return order
+def _bounded(names: Sequence[str], chars: int) -> str:
+    """``names`` joined by commas, as many as fit in ``chars`` (always the first), then how
+    many more there are."""
+    shown: list[str] = []
+    used = 0
+    for name in names:
+        if shown and used + len(name) + 2 > chars:
+            return ", ".join(shown) + f" and {len(names) - len(shown)} more"
+        shown.append(name)
+        used += len(name) + 2
+    return ", ".join(shown)
 
 
 def _names(items: Sequence[Step], memo: Memo) -> tuple[list[str], list[str], list[str], list[str]]:
@@ -333,38 +324,34 @@ def digest_lines(items: Sequence[Step], memo: Memo) -> list[str]:
     out = [f"Digest of #{first}-#{last}:"]
     for item in items:
         if item.role is StepRole.DECISION:
-            out.append("- " + _decision(item))
+            out.append("- " + _decision(memo.shown(item)))
         elif item.role is StepRole.USER:
-            out.append(f"- [{item.ref}] user: {_one_line(item.text, _THOUGHT_CHARS)}")
-    for chain in _chains(items, memo):
+            out.append(f"- [{item.ref}] user: {one_line(memo.text(item), _THOUGHT_CHARS)}")
+    for chain in chains(items, memo):
         tried = (
             f" → edits {', '.join(f'#{s}' for s in chain.attempts[:6])}" if chain.attempts else ""
         )
         end = f" → passed #{chain.passed_at}" if chain.passed_at else " → still failing"
-        out.append(f"- failed #{chain.failed_at} `{chain.key}`: {chain.what}{tried}{end}")
+        out.append(f"- failed #{chain.failed_at} `{one_line(chain.key, _KEY_SHOWN)}`: "
+                   f"{chain.what}{tried}{end}")  # fmt: skip
     changed: dict[str, list[int]] = {}
-    failed: dict[str, int] = {}
-    fixed: dict[str, tuple[int, int]] = {}
     for item in items:
-        obs = memo.observe(item)
         if item.role in (StepRole.ASSISTANT, StepRole.CHANGES):
-            wrote = obs.writes if item.role is StepRole.ASSISTANT else changed_paths(item.text)
+            wrote = (memo.observe(item).writes if item.role is StepRole.ASSISTANT
+                     else changed_paths(item.text))  # fmt: skip
             for path in wrote:
                 changed.setdefault(path, []).append(item.step)
-        for t in obs.failed_tests:
-            failed.setdefault(t, item.step)
-        for t in obs.passed_tests:
-            if t in failed and t not in fixed:
-                fixed[t] = (failed[t], item.step)
     if changed:
         where = {p: ", ".join(f"#{s}" for s in steps[:4]) for p, steps in changed.items()}
         out.append("- files changed: " + ", ".join(f"{p} ({w})" for p, w in where.items()))
+    results = verdicts(items, memo)
+    fixed = [f"{v.test} (#{v.failed_at}→#{v.passed_at})" for v in results if v.passed_at]
     if fixed:
-        out.append("- tests failed then passed: " + ", ".join(
-            f"{t} (#{a}→#{b})" for t, (a, b) in fixed.items()))  # fmt: skip
-    still = [t for t in failed if t not in fixed]
+        out.append("- tests failed then passed: " + ", ".join(fixed))
+    still = [f"{v.test} (#{v.failed_at}" + (f", passed #{v.passed_before} before)"
+             if v.passed_before else ")") for v in results if not v.passed_at]  # fmt: skip
     if still:
-        out.append("- tests failing: " + ", ".join(f"{t} (#{failed[t]})" for t in still))
+        out.append("- tests failing: " + ", ".join(still))
     questions = [
         q
         for item in items
@@ -404,12 +391,16 @@ def goal_lines(items: Sequence[Step], memo: Memo) -> list[str]:
     out = [f"Goals and lessons of #{items[0].step}-#{items[-1].step}:"]
     for item in items:
         if item.role is StepRole.USER:
-            out.append(f"- goal [{item.ref}]: {_one_line(item.text, _THOUGHT_CHARS)}")
+            out.append(f"- goal [{item.ref}]: {one_line(memo.text(item), _THOUGHT_CHARS)}")
         elif item.role is StepRole.DECISION:
-            out.append("- " + _decision(item))
-    for chain in _chains(items, memo):
+            out.append("- " + _decision(memo.shown(item)))
+    found = chains(items, memo)
+    for at, chain in enumerate(found):
         if chain.passed_at is not None:
             after = ", ".join(f"#{s}" for s in chain.attempts[:4]) or "a retry"
-            out.append(f"- lesson #{chain.failed_at}→#{chain.passed_at}: `{chain.key}` failed "
-                       f"({chain.what}), passed after {after}")  # fmt: skip
+            again = next((c.failed_at for c in found[at + 1 :] if c.key == chain.key), None)
+            later = f", failed again #{again}" if again else ""
+            out.append(f"- lesson #{chain.failed_at}→#{chain.passed_at}: "
+                       f"`{one_line(chain.key, _KEY_SHOWN)}` failed ({chain.what}), passed "
+                       f"after {after}{later}")  # fmt: skip
     return out

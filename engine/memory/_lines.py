@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from engine.core import Step, StepRole
 from engine.memory._history import VERBATIM_CHARS, Memo
 from engine.memory._observe import MAX_LINE_CHARS, drafts_of, names_in
+from engine.memory._terminal import terminal_text
 
 __all__ = ["SEARCH_DEFINITION_WEIGHT", "StepLines", "search_items", "step_lines", "words"]
 
@@ -60,8 +61,9 @@ def step_lines(item: Step, memo: Memo | None) -> StepLines:
     scope: list[tuple[int, str]] = []  # open definitions: (indent, name)
     defines: set[str] = set()
     drafted = item.role is StepRole.ASSISTANT
+    shown = memo.text(item) if memo is not None else terminal_text(item.text)
     if len(item.text) <= VERBATIM_CHARS:
-        for raw in (drafts_of(item.text) if drafted else item.text).splitlines():
+        for raw in (drafts_of(shown) if drafted else shown).splitlines():
             line = raw.rstrip()
             body = _NUMBERED.sub("", line, count=1)
             if not body.strip():
@@ -78,7 +80,7 @@ def step_lines(item: Step, memo: Memo | None) -> StepLines:
                     within.setdefault(name, []).append(len(text))
                 text.append(line)
     if drafted:  # a definition its command writes is still one it defines
-        defines.update(name.lower() for name in names_in(item.text)[3])
+        defines.update(name.lower() for name in names_in(shown)[3])
     found = StepLines(tuple(text), tuple(frozenset(words(ln)) for ln in text),
                    {k: tuple(v) for k, v in within.items()}, frozenset(defines))  # fmt: skip
     if memo is not None:
@@ -97,7 +99,7 @@ def search_items(items: Sequence[Step], query: str, k: int = 3,
     asked = set(words(query))
     if not asked or not items:
         return []
-    docs = [Counter(words(i.text)) for i in items]
+    docs = [Counter(words(memo.text(i) if memo else terminal_text(i.text))) for i in items]
     lengths = [sum(d.values()) for d in docs]
     avg = sum(lengths) / len(docs) or 1.0
     df = Counter(w for d in docs for w in d)

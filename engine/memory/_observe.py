@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.memory._terminal import terminal_text
+
 __all__ = [
     "MAX_LINE_CHARS",
     "SCAN_CHARS",
@@ -21,12 +23,18 @@ __all__ = [
     "drafts_of",
     "names_in",
     "observe",
+    "one_line",
 ]
 
 # A huge output (a 50 MB log) is scanned at its head and tail only: what later steps need
 # from a log sits at its start (the command's echo, the first error) or its end (the
 # summary, the final traceback). Half a megabyte each way keeps a scan under ~0.1 s.
 SCAN_CHARS = 512 * 1024
+# Between the two, only the words that mark an error line are looked for (str.find runs at
+# memory speed; a regex over 45 MB takes seconds), and the lines they sit on kept when they
+# read as errors: a compiler's one error in the middle of a build log.
+_MIDDLE_MARKS = ("rror", "ERROR", "FAIL", "atal", "xception")
+_MIDDLE_HITS = 64  # occurrences of one mark looked at, at most (a log may say it per line)
 MAX_LINE_CHARS = 240  # a kept line longer than this (minified code, a base64 blob) is cut
 _FIRST_LINES = 2  # first lines of a masked output: the command's echo, the header
 _LAST_LINES = 2  # last lines: summaries ("3 failed, 10 passed"), the final answer
@@ -141,6 +149,30 @@ def drafts_of(text: str) -> str:
     return "\n".join(body for i, (_, body) in enumerate(blocks) if i != at)
 
 
+def one_line(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """``text`` on one line, whitespace collapsed, cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _middle_errors(text: str, start: int, end: int) -> list[str]:
+    """The error lines of ``text[start:end]`` found by ``_MIDDLE_MARKS``, in order."""
+    found: dict[int, str] = {}
+    for mark in _MIDDLE_MARKS:
+        at = text.find(mark, start, end)
+        for _ in range(_MIDDLE_HITS):
+            if at < 0 or len(found) >= _MAX_ERRORS:
+                break
+            begin = text.rfind("\n", start, at) + 1 or start
+            stop = text.find("\n", at, end)
+            stop = end if stop < 0 else stop
+            line = text[begin:stop]
+            if _ERROR_LINE.search(line):
+                found[begin] = line
+            at = text.find(mark, stop, end)
+    return [found[k] for k in sorted(found)][:_MAX_ERRORS]
+
+
 def _cut(line: str) -> str:
     line = line.rstrip()
     return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
@@ -205,23 +237,31 @@ def observe(text: str, exit_status: int | None = None) -> Observation:
 
     ``exit_status`` is the tool's, when the caller knows it; otherwise a
     ``<returncode>N</returncode>`` tag in the text (as agent harnesses print) is read.
+    The text is read as a terminal shows it (``terminal_text``: no colour codes, progress
+    lines in their last state).
     """
+    text = terminal_text(text)
     whole = len(text) <= 2 * SCAN_CHARS
-    scan = text if whole else text[:SCAN_CHARS] + "\n" + text[-SCAN_CHARS:]
-    head = _RETURNCODE.search(scan[:200])
+    start = text if whole else text[:SCAN_CHARS]
+    end = "" if whole else text[-SCAN_CHARS:]
+    middle = [] if whole else _middle_errors(text, SCAN_CHARS, len(text) - SCAN_CHARS)
+    tag = _RETURNCODE.search(start[:200])
     if exit_status is None:
-        exit_status = int(head.group(1)) if head else None
-    if head:  # the status is in the stub's label: its digits are no first line
-        scan = scan[: head.start()] + scan[head.end() :]
-    body = _TAGS.sub("", scan)
-    lines = [ln for ln in body.splitlines() if ln.strip()]
+        exit_status = int(tag.group(1)) if tag else None
+    if tag:  # the status is in the stub's label: its digits are no first line
+        start = start[: tag.start()] + start[tag.end() :]
+    start, end = _TAGS.sub("", start), _TAGS.sub("", end)
+    body = start if whole else start + "\n" + end
+    head = [ln for ln in start.splitlines() if ln.strip()]
+    lines = [*head, *(ln for ln in end.splitlines() if ln.strip())]
+    read = [*head, *middle, *lines[len(head) :]]  # every line scanned, in the text's order
     paths: list[str] = []
-    for ln in lines:
+    for ln in (*middle, *read):  # a huge log's error lines first: its paths pass the cap
         for file, line in _TB_FILE.findall(ln):
             paths.append(f"{file}:{line}")
         for path, line in _PATH.findall(ln):
             paths.append(f"{path}:{line}" if line else path)
-    errors = [_cut(ln) for ln in lines if _ERROR_LINE.search(ln)]
+    errors = [_cut(ln) for ln in read if _ERROR_LINE.search(ln)]
     failed = [_strip_id(next(g for g in m if g)) for m in _FAILED.findall(body)]
     passed = [_strip_id(next(g for g in m if g)) for m in _PASSED.findall(body)]
     return Observation(
@@ -230,7 +270,7 @@ def observe(text: str, exit_status: int | None = None) -> Observation:
         first=tuple(_cut(ln) for ln in lines[:_FIRST_LINES]),
         last=tuple(_cut(ln) for ln in lines[_FIRST_LINES:][-_LAST_LINES:]),
         errors=_unique(errors, _MAX_ERRORS),
-        exceptions=_unique(_EXCEPTION.findall(body)),
+        exceptions=_unique(_EXCEPTION.findall("\n".join(read))),
         failed_tests=_unique(failed),
         passed_tests=_unique(passed),
         paths=_unique(paths),

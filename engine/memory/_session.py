@@ -41,6 +41,7 @@ from engine.memory._history import Memo
 from engine.memory._journal import Journal
 from engine.memory._lane import LaneSettings, build_lane
 from engine.memory._lines import search_items
+from engine.memory._terminal import terminal_text
 from indexers import TokenCounter, redact
 from ledger import JSON, JournalEntry, RecordKind
 
@@ -150,6 +151,9 @@ class Session:
 
     def _append(self, role: StepRole, text: str, extra: dict[str, Any]) -> Step:
         text = _scrub(text)
+        shown = terminal_text(text)  # what the lane shows: no credential may appear there
+        if shown is not text and _scrub(shown) != shown:  # one that colour codes split
+            text = _scrub(shown)
         sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
         payload: dict[str, Any] = {"session": self.id, "user": self.user, "role": role.value,
                                    "text_sha256": sha, "chars": len(text)}  # fmt: skip
@@ -228,7 +232,10 @@ class Session:
     def search(self, query: str, k: int = 3) -> list[Step]:
         """The ``k`` steps that best match ``query`` (BM25 over their full text)."""
         check_text("query", query)
-        return search_items(self.items(), query, check_k(k, None))
+        k = check_k(k, None)
+        items = self.items()
+        with self._lock:
+            return search_items(items, query, k, memo=self._memo)
 
     # -- compaction ----------------------------------------------------------------------
 

@@ -28,8 +28,9 @@ from engine.core import (
     Step,
     StepRole,
 )
-from engine.memory._history import Memo, _chains, _decision, changed_paths
+from engine.memory._history import Memo, _decision, changed_paths
 from engine.memory._memory import Memory
+from engine.memory._runs import chains, verdicts
 from engine.memory._session import Session
 from indexers import TokenCounter
 
@@ -40,6 +41,7 @@ _GOAL_CHARS = 300  # the goal as its first user message states it, on one line
 _LATER_ASKS = 3  # user messages after the first that the summary keeps (the latest)
 _ASK_CHARS = 160  # each of those, on one line
 _MAX_FILES = 60  # changed files named (a sweeping refactor names the first ones)
+_KEY_CHARS = 120  # a failed command as a lesson names it
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,31 +104,28 @@ def session_summary(session_id: str, items: Sequence[Step], memo: Memo) -> Sessi
     why = ["- " + _decision(i).split("] ", 1)[1] + f" [{i.ref}]"
            for i in items if i.role is StepRole.DECISION]  # fmt: skip
     learned = []
-    for chain in _chains(items, memo):
+    for chain in chains(items, memo):
         tried = ", ".join(f"#{s}" for s in chain.attempts[:6])
         edits = f" → edits {tried}" if tried else ""
         end = f" → passed #{chain.passed_at}" if chain.passed_at else " → still failing"
-        learned.append(f"- `{chain.key}` failed #{chain.failed_at}: {chain.what}{edits}{end}")
-    failed: dict[str, int] = {}
-    fixed: dict[str, tuple[int, int]] = {}
+        learned.append(f"- `{_line(chain.key, _KEY_CHARS)}` failed #{chain.failed_at}: "
+                       f"{chain.what}{edits}{end}")  # fmt: skip
     changed: dict[str, list[int]] = {}
     for item in items:
-        obs = memo.observe(item)
-        for t in obs.failed_tests:
-            failed.setdefault(t, item.step)
-        for t in obs.passed_tests:
-            if t in failed and t not in fixed:
-                fixed[t] = (failed[t], item.step)
         if item.role is StepRole.ASSISTANT:
-            wrote: Sequence[str] = obs.writes
+            wrote: Sequence[str] = memo.observe(item).writes
         elif item.role is StepRole.CHANGES:
             wrote = changed_paths(item.text)
         else:
             continue
         for path in wrote:
             changed.setdefault(path, []).append(item.step)
-    learned += [f"- test {t} failed #{a}, passed #{b}" for t, (a, b) in fixed.items()]
-    learned += [f"- test {t} still failing (#{s})" for t, s in failed.items() if t not in fixed]
+    results = verdicts(items, memo)
+    learned += [f"- test {v.test} failed #{v.failed_at}, passed #{v.passed_at}"
+                for v in results if v.passed_at]  # fmt: skip
+    learned += [f"- test {v.test} still failing (#{v.failed_at}"
+                + (f", passed #{v.passed_before} before)" if v.passed_before else ")")
+                for v in results if not v.passed_at]  # fmt: skip
     where = [f"{p} (#{', #'.join(str(s) for s in steps[:4])})"
              for p, steps in list(changed.items())[:_MAX_FILES]]  # fmt: skip
     if len(changed) > _MAX_FILES:

@@ -368,3 +368,12 @@ def test_a_step_cannot_forge_the_lanes_own_lines() -> None:
         seen_line |= "\\[#2 tool pytest exit 0] 1 lines: all tests passed" in lines
         seen_stub |= "  \\~#2" in lines
     assert seen_line and seen_stub  # recalled and stubbed, both escaped
+
+
+def test_a_stubs_files_line_is_bounded_by_characters() -> None:
+    """A log naming 80 files shows the first ones and how many more, in a line of a few
+    hundred characters, not every name."""
+    log = "".join(f"compiling src/module_{i}.c ... ok\n" for i in range(80))
+    item = Step(2, StepRole.TOOL, log, tool="make", exit_status=0)
+    (files,) = [ln for ln in stub_lines(item, Memo(COUNTER)) if ln.startswith("  files: ")]
+    assert len(files) < 300 and files.endswith(" more") and "src/module_0.c" in files

@@ -92,3 +92,29 @@ def test_drafts_are_every_fenced_block_but_the_command() -> None:
     assert drafts_of(turn) == "def f(x):\n    return x\nls src"
     assert drafts_of("THOUGHT: look\n```bash\nls\n```") == ""
     assert drafts_of("no code at all") == ""
+
+
+def test_colour_codes_and_progress_lines_are_read_as_a_terminal_shows_them() -> None:
+    """pytest's colours do not hide failing and passing ids; CRLF and a carriage-return
+    progress bar are one line each in their last state."""
+    red, green, off = "\x1b[31m", "\x1b[32m", "\x1b[0m"
+    coloured = (f"{red}FAILED{off} pkg/t.py::test_a - ValueError\n"
+                f"pkg/t.py::test_b {green}PASSED{off}\n{red}=== 1 failed ==={off}\n")  # fmt: skip
+    obs = observe(coloured, 1)
+    assert obs.failed_tests == ("pkg/t.py::test_a",) and obs.passed_tests == ("pkg/t.py::test_b",)
+    assert not any("\x1b" in ln for ln in (*obs.errors, *obs.last))
+    bar = "".join(f"\rDownloading {i}%" for i in range(101)) + "\r\nERROR: could not install\r\n"
+    obs = observe(bar, 1)
+    assert obs.lines == 3 and obs.first == ("Downloading 100%", "ERROR: could not install")
+
+
+def test_an_error_in_the_middle_of_a_huge_log_is_found() -> None:
+    """A 6 MB build log whose one error sits in its middle, beyond the head and tail scans:
+    the error line and its file:line are kept."""
+    body = "".join(f"compiling module_{i}.c ... ok\n" for i in range(100_000))
+    half = body.rfind("\n", 0, len(body) // 2) + 1
+    log = body[:half] + "src/core/io.c:812: error: 'fd' undeclared\n" + body[half:]
+    obs = observe(log, exit_status=2)
+    assert not obs.scanned_all
+    assert "src/core/io.c:812: error: 'fd' undeclared" in obs.errors
+    assert "src/core/io.c:812" in obs.paths
