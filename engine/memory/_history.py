@@ -169,6 +169,9 @@ class Memo:
         return self.count(self.text(item))
 
 
+# A ``changes`` step with no path: the working tree went back to clean.
+_CLEAN = "working tree clean"
+
 def _errored(found: Observation) -> Observation:
     """An observation of an output its tool flagged as an error (exit status unknown)."""
     return replace(found, exit_status=1 if found.exit_status is None else found.exit_status)
@@ -198,6 +201,8 @@ def verbatim_lines(item: Step) -> list[str]:
         )
     if item.role is StepRole.DECISION:
         return [_decision(item)]
+    if item.role is StepRole.CHANGES and not item.text.strip():
+        return [f"{head}: {_CLEAN}"]
     return [head, *item.text.splitlines()]
 
 
@@ -220,7 +225,8 @@ def short_form(item: Step, memo: Memo) -> str:
         obs = memo.observe(item)
         what = obs.errors[0] if obs.errors else (obs.last[-1] if obs.last else "")
         return f"[{_label(item, obs)}] {obs.lines} lines: {one_line(what, 120)}"
-    return f"[{item.ref}] {item.role.value}: {one_line(item.text, _THOUGHT_CHARS)}"
+    what = item.text if item.text.strip() or item.role is not StepRole.CHANGES else _CLEAN
+    return f"[{item.ref}] {item.role.value}: {one_line(what, _THOUGHT_CHARS)}"
 
 
 def stub_lines(item: Step, memo: Memo, extra: Sequence[str] = ()) -> list[str]:

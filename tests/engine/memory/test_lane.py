@@ -377,3 +377,13 @@ def test_a_stubs_files_line_is_bounded_by_characters() -> None:
     item = Step(2, StepRole.TOOL, log, tool="make", exit_status=0)
     (files,) = [ln for ln in stub_lines(item, Memo(COUNTER)) if ln.startswith("  files: ")]
     assert len(files) < 300 and files.endswith(" more") and "src/module_0.c" in files
+
+
+def test_a_tree_back_to_clean_says_so() -> None:
+    """A ``changes`` step with no path (the tree went back to clean) showed as a bare
+    ``[#N] changes``, whole or short."""
+    items = [Step(1, StepRole.USER, "undo the edit"), Step(2, StepRole.CHANGES, "a.py"),
+             Step(3, StepRole.CHANGES, "")]  # fmt: skip
+    lane = build_lane(items, 2000, Memo(COUNTER), session="s").text
+    assert "[#3] changes: working tree clean" in lane
+    assert "[#2] changes" in lane and "a.py" in lane
