@@ -34,10 +34,11 @@ from ledger._records import (
     TurnRecord,
     VerifyReport,
 )
-from ledger._sqlite import SCHEMA_VERSION
+from ledger._sqlite import FOLD_WAIT_S, SCHEMA_VERSION, fold_wal
 from ledger._store import Ledger
 
 __all__ = [
+    "FOLD_WAIT_S",
     "GENESIS_HASH",
     "JSON",
     "PURGED_MARK",
@@ -60,5 +61,6 @@ __all__ = [
     "TurnRecord",
     "VerifyReport",
     "cuts_problem",
+    "fold_wal",
     "restore",
 ]

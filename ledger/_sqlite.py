@@ -29,8 +29,15 @@ from ledger._errors import (
 )
 
 __all__ = [
-    "APPLICATION_ID", "PURGED_TABLE", "SCHEMA_VERSION", "connect", "has_table", "translate_errors",
-]  # fmt: skip
+    "APPLICATION_ID",
+    "FOLD_WAIT_S",
+    "PURGED_TABLE",
+    "SCHEMA_VERSION",
+    "connect",
+    "fold_wal",
+    "has_table",
+    "translate_errors",
+]
 
 APPLICATION_ID = 0x43585447  # "CXTG": written in the file header, marks a cortex ledger
 SCHEMA_VERSION = 1
@@ -334,3 +341,32 @@ def _translate(
     if "decode" in text:  # TEXT bytes that are not UTF-8: only an edit of the file does that
         return LedgerCorruptError(f"{where}: a stored text is not UTF-8 ({text}); run verify")
     return LedgerError(f"{where}: {type(exc).__name__}: {text}")
+
+
+# Folding the write-ahead log into the file after a VACUUM that dropped text (a purge, a
+# forget): another process inside a read keeps the old pages in use, and SQLite then says
+# the checkpoint is busy rather than failing, so callers must look at the answer.
+# A read (a replay, a search, a verify of a large file) lasts seconds; one still open after
+# 30 s is held open on purpose, and waiting longer would not help.
+FOLD_WAIT_S = 30.0
+_RETRY_S = 0.2  # between checkpoints that found a reader still in the old pages
+
+
+def fold_wal(db: sqlite3.Connection, wait: float | None = None) -> bool:
+    """``PRAGMA wal_checkpoint(TRUNCATE)``, retried for ``wait`` seconds while another
+    connection's read keeps it from finishing (default ``FOLD_WAIT_S``); True once every
+    page is in the main file and the WAL is empty, False if a reader still holds old pages
+    at the end."""
+    deadline = time.monotonic() + (FOLD_WAIT_S if wait is None else wait)
+    timeout = int(db.execute("PRAGMA busy_timeout").fetchone()[0])
+    try:
+        while True:  # the checkpoint itself waits for readers up to busy_timeout
+            left = max(0.0, deadline - time.monotonic())
+            db.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
+            if not int(db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_RETRY_S)
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {timeout}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -44,7 +43,7 @@ from ledger._records import (
     VerifyReport,
     check_time,
 )
-from ledger._sqlite import PURGED_TABLE, connect, translate_errors
+from ledger._sqlite import FOLD_WAIT_S, PURGED_TABLE, connect, fold_wal, translate_errors
 from ledger._verify import chain_head, load_stored, record_problem, verify_chain
 
 __all__ = ["BUSY_TIMEOUT_S", "COMPACT_WAIT_S", "Ledger"]
@@ -52,8 +51,7 @@ __all__ = ["BUSY_TIMEOUT_S", "COMPACT_WAIT_S", "Ledger"]
 BUSY_TIMEOUT_S = 10.0  # an append holds the lock ~1 ms; 10 s of waiting means a stuck writer
 # A reader's transaction (a replay, a verify of a large ledger) lasts a few seconds at most;
 # one still open after 30 s is held open on purpose, and waiting longer would not help.
-COMPACT_WAIT_S = 30.0
-_COMPACT_RETRY_S = 0.2  # between checkpoints that found a reader still in the old pages
+COMPACT_WAIT_S = FOLD_WAIT_S
 _PAGE = 256  # records per read while iterating: bounded memory, few round trips
 _COLUMNS = "seq, kind, turn_id, time, payload, prev_hash, record_hash"
 
@@ -244,22 +242,11 @@ class Ledger:
         a replay, a ``verify``) keeps the old pages in use: this retries for ``wait``
         seconds (default ``COMPACT_WAIT_S``), then returns False, and the bytes stay on disk
         until it is called again once that reader is done."""
-        deadline = time.monotonic() + (COMPACT_WAIT_S if wait is None else wait)
         with self._reading("compact") as conn:
             if int(conn.execute("PRAGMA freelist_count").fetchone()[0]):
                 conn.execute("VACUUM")  # every page written again, into the WAL
-            try:  # then copied over the file's pages, once no reader needs them
-                while True:  # the checkpoint itself waits for readers up to busy_timeout
-                    left = max(0.0, deadline - time.monotonic())
-                    conn.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")
-                    busy = int(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
-                    if not busy:
-                        return True
-                    if time.monotonic() >= deadline:
-                        return False
-                    time.sleep(_COMPACT_RETRY_S)
-            finally:
-                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+            # then copied over the file's pages, once no reader needs them
+            return fold_wal(conn, COMPACT_WAIT_S if wait is None else wait)
 
     # -- appends ------------------------------------------------------------------------
 

@@ -135,7 +135,6 @@ from engine.core._settings import (
     canonical,
 )
 from engine.core._timing import Clock
-from engine.core._wal import FOLD_WAIT_S, fold_wal
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -143,7 +142,6 @@ __all__ = [
     "EDGE_KINDS",
     "ENV_PREFIX",
     "FAULT_REASONS",
-    "FOLD_WAIT_S",
     "MAX_ATTEST_CITATIONS",
     "MAX_BODY_CHARS",
     "MAX_BUDGET_TOKENS",
@@ -259,7 +257,6 @@ __all__ = [
     "content_sha",
     "embedding_text",
     "fence_for",
-    "fold_wal",
     "inert",
     "is_trivial",
     "normalised",

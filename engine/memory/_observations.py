@@ -46,7 +46,6 @@ from engine.core import (
     Scope,
     body_text,
     clean_field,
-    fold_wal,
     normalised,
     parse_enum,
     whole_number,
@@ -56,6 +55,7 @@ from engine.memory._links import CodeAccess, checked_links, link_entities
 from engine.memory._near import NEAR_WEIGHT, index_near
 from engine.memory._recall import NoteEmbedder, Vectors, importance
 from indexers import redact, sha256_text
+from ledger import fold_wal
 
 __all__ = ["CLOCK_SKEW_S", "DEDUPE_WINDOW_S", "SCHEMA", "NoteStore"]
 
