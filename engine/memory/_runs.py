@@ -18,13 +18,18 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from engine.core import Step, StepRole
 from engine.memory._observe import Observation, one_line
 
-if TYPE_CHECKING:
-    from engine.memory._history import Memo
+
+class Memo(Protocol):
+    """What runs read of ``engine.memory._history.Memo`` (which imports this module)."""
+
+    def command(self, item: Step) -> str: ...
+
+    def observe(self, item: Step) -> Observation: ...
 
 __all__ = ["Chain", "Verdict", "chains", "run_key", "verdicts"]
 
