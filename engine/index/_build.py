@@ -119,7 +119,9 @@ def build_segment(
     start = time.perf_counter()
     with meta.transaction():
         meta.replace_skipped(plan.skipped)
-        meta.bump_generation()
+        # Generation 1, as one run from empty gives it, however many runs built it: the
+        # replay key's mark of the base reads it.
+        meta.set_info("generation", "1")
         meta.set_info("lexical_stats", json.dumps(totals, sort_keys=True))
         meta.set_info("chunker", fingerprint)
         meta.set_info("encoding", counter.name)

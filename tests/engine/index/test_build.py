@@ -26,6 +26,7 @@ def _state(ws: Workspace) -> dict[str, Any]:
         "chunks": sorted(cid for cid, _ in segment.meta.all_chunk_ids()),
         "stats": json.loads(segment.meta.get_info("lexical_stats") or "null"),
         "pages": segment.fresh_lexical().num_pages,
+        "generation": segment.meta.generation,
         "hits": {
             (q, m): [(h.chunk.id, round(h.score, 9)) for h in ws.search(q, mode=m, k=20)]
             for q in QUERIES
