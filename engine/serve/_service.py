@@ -15,17 +15,16 @@ last committed index and pick up the new generation on their next call.
 
 from __future__ import annotations
 
-import re
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from engine._workspace import Workspace
+from engine._workspace import Workspace, inside_workspace
 from engine.core import (
     DEFAULT_BUNDLE_BUDGET,
     MAX_BUDGET_TOKENS,
@@ -639,18 +638,5 @@ def resolve_checked(ws: Workspace, uri: str, proof: Proof | None) -> dict[str, J
 
 
 def _inside(ws: Workspace, rel: str) -> tuple[str, Path]:
-    if "\0" in rel or any(0xD800 <= ord(c) <= 0xDFFF for c in rel):
-        raise ConfigError(f"{rel!r} is not a path (a NUL or a lone surrogate in it)")
-    posix = PurePosixPath(rel.strip().replace("\\", "/"))
-    if posix.is_absolute() or ".." in posix.parts or re.match(r"^[A-Za-z]:", str(posix)):
-        raise ConfigError(f"{rel!r} must be a path inside the workspace, without '..'")
-    root = ws.root
-    # The folders resolved, the name kept: a symlinked file is indexed under its own name
-    # (resolving it named its target, which the index does not hold).
-    whole = root / posix
-    path = whole.resolve() if whole == root else whole.parent.resolve() / whole.name
-    if path.is_symlink() and not path.resolve().is_relative_to(root):
-        raise ConfigError(f"{rel!r} leads outside the workspace")
-    if not path.is_relative_to(root) or path.is_relative_to(ws.state_dir):
-        raise ConfigError(f"{rel!r} is outside the workspace")
-    return path.relative_to(root).as_posix(), path
+    """``rel`` as the index names it and where it is, refused as the library refuses it."""
+    return inside_workspace(ws.root, ws.state_dir, rel)
