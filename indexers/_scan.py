@@ -16,7 +16,7 @@ from indexers._draft import Draft, finish
 from indexers._languages import Family, Language, language_for_file
 from indexers._license import NOASSERTION, LicenseResolver
 from indexers._secrets import Redaction, redact
-from indexers._text import SourceText, sha256_text
+from indexers._text import SourceText, decode, sha256_text
 from indexers._tokens import TiktokenCounter, TokenCounter
 from indexers._walk import Skipped, SourceFile, WalkOptions, walk
 
@@ -45,7 +45,10 @@ __all__ = ["CHUNKER_VERSION", "ChunkOptions", "ChunkedFile", "Chunker", "chunk_f
 # 14: an Authorization header's credentials (``Basic <base64>``, ``Token <hex>``) are
 #    redacted, and a symlink into .git or cortex's state is skipped: an index made before
 #    may hold a git config's CI token
-CHUNKER_VERSION = 14
+# 15: UTF-16/32 files (with a BOM) are read as text, and a file that is not UTF-8 through its
+#    PEP 263 / Emacs / Vim coding declaration (a Latin-1 `def café()` was named `caf`);
+#    tree-sitter reads the text's UTF-8, so names and spans agree with the text
+CHUNKER_VERSION = 15
 DEFAULT_MAX_SECTION_TOKENS = 512  # one function or heading section; larger ones are split
 DEFAULT_WINDOW_OVERLAP_LINES = 3  # enough to keep a statement whole across a window edge
 _LICENSE_HEAD_BYTES = 4096  # SPDX tags live in the first comment block
@@ -134,7 +137,7 @@ def chunk_file(
     clean = redact(src.text, path)
     if clean.redactions:
         src = SourceText(clean.text.encode("utf-8"))
-    language = language_for_file(path, data)  # a `.h` holding C++ is C++
+    language = language_for_file(path, src.data)  # a `.h` holding C++ is C++
     doc_type = doc_type_for(path, language)
     page = Page(
         id=page_id(path, sha256_text(src.text)),
@@ -205,7 +208,7 @@ class Chunker:
 
     def license_of(self, item: SourceFile) -> str:
         """The licence ``chunk`` gives the file: its header's tag, else its folder's."""
-        head = item.data[:_LICENSE_HEAD_BYTES].decode("utf-8", errors="replace")
+        head = decode(item.data[:_LICENSE_HEAD_BYTES])
         return self._licenses.for_file(item.path, head)
 
 

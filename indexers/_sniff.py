@@ -10,6 +10,7 @@ import re
 from typing import Literal
 
 from indexers._literals import literal_share
+from indexers._text import decode, is_bom_text
 
 __all__ = ["Verdict", "size_text", "sniff"]
 
@@ -72,6 +73,8 @@ def sniff(data: bytes, *, forced: bool) -> tuple[Verdict, str] | None:
     """What ``data`` says the file is, when that is a reason to skip it (a ``SkipReason``
     value) with the detail; None for a file to index. Cheapest check first; ``forced`` (an
     include matched) skips the soft ones (generated, minified, data)."""
+    if is_bom_text(data):  # UTF-16/32: its text, not its NUL-laden bytes, says what it is
+        data = decode(data).encode("utf-8")
     if not data or data.isspace():
         return "empty", "only white space" if data else "0 bytes"
     if b"\0" in data[:_SNIFF_BYTES]:

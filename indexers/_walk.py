@@ -91,7 +91,8 @@ _MAX_FILE_BYTES = 1 << 20  # 1 MiB: past this a "source" file is data or generat
 # in ``indexers._sniff``), so indexes built under the old rules are rebuilt
 # (``WalkOptions.fingerprint``).
 # 2: Go's generated marker after a licence header; "generated ... do not edit" only in a comment
-_RULES_VERSION = 2
+# 3: a UTF-16 or UTF-32 file with a byte-order mark is text, not binary
+_RULES_VERSION = 3
 # Read without following a last-component symlink (it was checked) and without blocking on
 # a FIFO that replaced a regular file after the lstat.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)

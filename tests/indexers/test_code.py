@@ -122,6 +122,50 @@ def test_crlf_same_spans_as_lf() -> None:
     ]
 
 
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_bom_text_chunks_as_its_utf8(codec: str) -> None:
+    """A file saved as UTF-16 or UTF-32 (with a byte-order mark; Windows editors write them)
+    gives the chunks its UTF-8 gives: names, spans and text."""
+    text = "def caf\u00e9(x):\n    return '\u00fcber'\r\n\nclass K:\n    pass\n"
+    data = text.encode(codec)
+    if codec == "utf-16-be":
+        data = b"\xfe\xff" + data
+    want = chunk_file("m.py", text.encode("utf-8"), counter=COUNTER).chunks
+    got = chunk_file("m.py", data, counter=COUNTER).chunks
+    assert [(c.span, c.symbol, c.text) for c in got] == [(c.span, c.symbol, c.text) for c in want]
+    assert {c.symbol for c in got} >= {"caf\u00e9", "K"}
+
+
+@pytest.mark.parametrize(
+    ("path", "declaration"),
+    [
+        ("m.py", "# -*- coding: latin-1 -*-"),
+        ("m.py", "#!/usr/bin/env python\n# vim: set fileencoding=cp1252 :"),
+        ("m.c", "/* -*- coding: iso-8859-1 -*- */"),
+    ],
+)
+def test_declared_legacy_codec_is_read(path: str, declaration: str) -> None:
+    """A file that is not UTF-8 is read through its PEP 263 / Emacs / Vim coding declaration:
+    a Latin-1 ``def café`` is named ``café``, not cut at the byte UTF-8 cannot read."""
+    py = "def caf\u00e9():\n    return 1\n"
+    body = py if path.endswith(".py") else "int caf\u00e9(void) {\n  return 1;\n}\n"
+    data = (declaration + "\n" + body).encode("latin-1")
+    chunks = chunk_file(path, data, counter=COUNTER).chunks
+    assert any(c.symbol == "caf\u00e9" for c in chunks), [c.symbol for c in chunks]
+    assert "\ufffd" not in "".join(c.text for c in chunks)
+
+
+def test_declaration_is_not_obeyed_over_valid_utf8_or_unknown() -> None:
+    """Valid UTF-8 stays UTF-8 whatever the comment says (Python would mis-read it; an
+    index should not), and an unknown or non-text codec falls back to UTF-8 with U+FFFD."""
+    from indexers._text import decode
+
+    assert decode("# coding: latin-1\nx = 'caf\u00e9'\n".encode()).endswith("'caf\u00e9'\n")
+    assert decode(b"# coding: no-such-codec\nx = '\xe9'\n").endswith("'\ufffd'\n")
+    assert decode(b"# coding: rot13\nx = '\xe9'\n").endswith("'\ufffd'\n")
+    assert decode(b"x = 1\ny = 2\n# coding: latin-1\n\xe9\n").endswith("\ufffd\n")  # line 3
+
+
 def test_invalid_utf8_keeps_line_numbers() -> None:
     """Invalid UTF-8 is replaced, not fatal, and later lines keep their numbers."""
     data = b"# caf\xe9 \xff\xfe\n\ndef f():\n    return '\xc3'\n\ndef g():\n    pass\n"
