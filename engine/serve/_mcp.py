@@ -38,6 +38,7 @@ from engine.serve._mcp_docs import (
     SESSION_COMPACT,
     SESSION_DECIDE,
     SESSION_END,
+    SESSION_LANE,
     SESSION_SHOW,
     STATUS,
 )
@@ -80,8 +81,8 @@ AGENT_MEMORY_TOOLS = ("memory_save", "memory_search", "memory_get", "memory_time
                       "memory_relate", "memory_graph")  # fmt: skip
 ADMIN_TOOLS = ("memory_delete", "memory_stats", "memory_archive", "learned", "learned_reset")
 _BASE_TOOLS = ("build_context", "feedback", "bundle", "search", "resolve", "replay", "status",
-               "index", "session_add", "session_decide", "session_show", "session_compact",
-               "session_checkpoint", "session_end")  # fmt: skip
+               "index", "session_add", "session_decide", "session_show", "session_lane",
+               "session_compact", "session_checkpoint", "session_end")  # fmt: skip
 PROFILES = {
     "agent": (*_BASE_TOOLS, *AGENT_MEMORY_TOOLS),
     "admin": (*_BASE_TOOLS, *AGENT_MEMORY_TOOLS, *ADMIN_TOOLS),
@@ -275,8 +276,11 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         goal: str,
         objects: Annotated[list[str], Field(description="paths or symbols")] = [],  # noqa: B006
         budget: Int = DEFAULT_BUNDLE_BUDGET,
+        state: Annotated[
+            StateIn | None, Field(description="build_context's state: constraints and subgoals")
+        ] = None,
     ) -> CallToolResult:
-        found = await run(service.bundle, goal, objects, budget)
+        found = await run(lambda: service.bundle(goal, objects, budget, state_of(state)))
         left = f"\n{len(found.overflow)} left out: " + ", ".join(found.overflow[:8]) \
             if found.overflow else ""  # fmt: skip
         return result(to_json(found), found.render(),
@@ -289,14 +293,17 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         k: Int = 10,
         files: Annotated[Bool, Field(description="rank files, with their best sections")] = False,
         goal: Annotated[str, Field(description="the task's goal, steers the ranking")] = "",
+        tool_signals: Annotated[
+            list[str], Field(description="fresh tool output, steers the ranking")
+        ] = [],  # noqa: B006
     ) -> CallToolResult:
         if files:
-            ranked = await run(service.search_files, query, mode, k, goal)
+            ranked = await run(service.search_files, query, mode, k, goal, tool_signals)
             text = "\n".join(f"{n}. {f.path}  ({f.score:.3f}): "
                              + ", ".join(h.chunk.title for h in f.sections)
                              for n, f in enumerate(ranked, start=1)) or "no results"  # fmt: skip
             return result(files_json(ranked), text)
-        hits = await run(service.search, query, mode, k, goal)
+        hits = await run(service.search, query, mode, k, goal, tool_signals)
         text = "\n\n".join(f"{n}. {h.chunk.title}  ({h.chunk.source_uri})\n{h.chunk.text}"
                            for n, h in enumerate(hits, start=1)) or "no results"  # fmt: skip
         return result(hits_json(hits), text)
@@ -364,6 +371,16 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
         text = body.get("text")
         return result(body, *((text,) if isinstance(text, str) else ()))
 
+    @server.tool(description=SESSION_LANE, annotations=reads)
+    async def session_lane(
+        session: str,
+        budget_tokens: Annotated[Int, Field(description="the context's budget")],
+        goal: Annotated[str, Field(description="the context's goal")] = "",
+        query: Annotated[str, Field(description="ranks recalled lines (default: goal)")] = "",
+    ) -> CallToolResult:
+        lane = await run(service.session_lane, session, budget_tokens, goal, query)
+        return result(to_json(lane), lane.text)
+
     @server.tool(description=SESSION_COMPACT, annotations=writes)
     async def session_compact(
         session: str,
@@ -382,7 +399,10 @@ def build_mcp_server(service: Service, tools: str = "agent") -> "MCPServer":
 
     @server.tool(description=SESSION_CHECKPOINT, annotations=writes)
     async def session_checkpoint(
-        session: str, step: Int, load: Bool = False, budget_tokens: Int = 4000
+        session: str,
+        step: Annotated[Int | None, Field(description="required unless load")] = None,
+        load: Bool = False,
+        budget_tokens: Int = 4000,
     ) -> CallToolResult:
         done = await run(
             lambda: service.session_checkpoint(

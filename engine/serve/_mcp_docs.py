@@ -29,6 +29,7 @@ __all__ = [
     "SESSION_COMPACT",
     "SESSION_DECIDE",
     "SESSION_END",
+    "SESSION_LANE",
     "SESSION_SHOW",
     "STATUS",
 ]
@@ -68,16 +69,17 @@ BUNDLE = """\
 Get your bearings at the start of a task, before the first build_context: the repository's
 rules (AGENTS.md, CLAUDE.md, ...), pinned constraints and goals from saved notes, how the
 most similar earlier tasks here ended and what they cited, and the code most relevant to
-the goal. Pass the goal, optionally objects (paths or symbols you expect to touch) and a
-budget (tokens, default 3000, at most 4000). What did not fit is listed by uri (resolve it)."""
+the goal. Pass the goal, optionally objects (paths or symbols you expect to touch), state
+(build_context's: its constraints and subgoals are pinned first) and a budget (tokens,
+default 3000, at most 4000). What did not fit is listed by uri (resolve it)."""
 
 SEARCH = """\
 Quick lookup of code and docs, without building a context: "where is X defined?", "which
 files handle Y?". Ranked as build_context ranks its evidence; files=true ranks files, each
-with its best sections. goal (optional) steers the ranking like build_context's goal; mode
-hybrid (default), bm25 (no dense channel) or dense (the dense retriever alone); k results
-(1..100). Hits are not numbered evidence: do not cite them as [n]; call build_context when
-you need citable evidence for a step."""
+with its best sections. goal and tool_signals (optional) steer the ranking as they steer
+build_context's; mode hybrid (default), bm25 (no dense channel) or dense (the dense
+retriever alone); k results (1..100). Hits are not numbered evidence: do not cite them as
+[n]; call build_context when you need citable evidence for a step."""
 
 RESOLVE = """\
 Read the exact lines behind a uri: a citation's or a left-out pointer's source (path#L10-L20,
@@ -120,6 +122,13 @@ SESSION_SHOW = """\
 A session's steps (role, tool, size), or one step in full with step=N: what a [#N] in the
 history lane stands for, byte for byte as it was journaled."""
 
+SESSION_LANE = """\
+The history lane build_context would give the session's next turn at budget_tokens (its
+room: 40% of the budget at most, less the goal), as text with the steps it compacted (each
+resolves with resolve("session:ID#N")); goal and query (default: the goal) rank the older
+lines it recalls. To see what your history costs before asking for a context. Journals
+nothing."""
+
 SESSION_COMPACT = """\
 Compact the session up to step (default: the last) into budget_tokens: the goal and the
 load_bearing steps stay whole, the rest become stubs of at most 50 tokens, and a
@@ -129,7 +138,8 @@ not fit."""
 
 SESSION_CHECKPOINT = """\
 Journal a checkpoint of the session's working set at step, or with load=true read the
-latest checkpoint at step back as written (to resume without recomputing)."""
+latest checkpoint at step (no step: the latest of all) back as written (to resume without
+recomputing)."""
 
 SESSION_END = """\
 End the session: its summary (goal, decisions and why, failures and their fixes, files

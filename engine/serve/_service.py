@@ -34,11 +34,13 @@ from engine.core import (
     Bundle,
     Compaction,
     Config,
+    ConfigError,
     ContextPack,
     CortexError,
     Edge,
     FeedbackResult,
     FileHit,
+    HistoryLane,
     IndexBusyError,
     IndexNotBuiltError,
     MemoryStats,
@@ -56,6 +58,7 @@ from engine.core import (
     check_k,
     check_model_citations,
     check_text,
+    signals_of,
     unknown_replay_key,
     whole_number,
 )
@@ -263,30 +266,39 @@ class Service:
         return ws.feedback(replay_key, model_citations, tool_results, outcome, reason)
 
     def bundle(
-        self, goal: str, objects: Sequence[str] = (), budget: int = DEFAULT_BUNDLE_BUDGET
+        self,
+        goal: str,
+        objects: Sequence[str] = (),
+        budget: int = DEFAULT_BUNDLE_BUDGET,
+        state: SessionState | None = None,
     ) -> Bundle:
-        """``Workspace.bundle`` (the library's input limits)."""
-        return self._ready().bundle(goal, objects, budget)
+        """``Workspace.bundle`` (the library's input limits): ``state``'s constraints and
+        sub-goals join the pinned tier."""
+        return self._ready().bundle(goal, objects, budget, state=state)
 
     def search(
-        self, query: str, mode: str = "hybrid", k: int = 10, goal: str = ""
-    ) -> list[SearchHit]:
+        self, query: str, mode: str = "hybrid", k: int = 10, goal: str = "",
+        tool_signals: Sequence[str] = (),
+    ) -> list[SearchHit]:  # fmt: skip
         """``Workspace.search`` with the servers' input limits."""
-        self._check_search(query, goal, k)
-        return self._ready().search(query, goal=goal, mode=mode, k=k)
+        self._check_search(query, goal, k, tool_signals)
+        return self._ready().search(query, goal=goal, tool_signals=tool_signals, mode=mode, k=k)
 
     def search_files(
-        self, query: str, mode: str = "hybrid", k: int = 10, goal: str = ""
-    ) -> list[FileHit]:
+        self, query: str, mode: str = "hybrid", k: int = 10, goal: str = "",
+        tool_signals: Sequence[str] = (),
+    ) -> list[FileHit]:  # fmt: skip
         """``Workspace.search_files`` with the servers' input limits."""
-        self._check_search(query, goal, k)
-        return self._ready().search_files(query, goal=goal, mode=mode, k=k)
+        self._check_search(query, goal, k, tool_signals)
+        return self._ready().search_files(query, goal=goal, tool_signals=tool_signals,
+                                          mode=mode, k=k)  # fmt: skip
 
     @staticmethod
-    def _check_search(query: str, goal: str, k: int) -> None:
+    def _check_search(query: str, goal: str, k: int, tool_signals: Sequence[str]) -> None:
         check_text("query", query)
         check_text("goal", goal)
         check_k(k)
+        signals_of(tool_signals)  # the library's check, before waiting for an index
 
     def replay(self, replay_key: str) -> Replay:
         """The prompt recorded under ``replay_key``, byte for byte."""
@@ -377,14 +389,23 @@ class Service:
             _check_items("in_context", in_context)
         return self.ws.session(session).compact(load_bearing, budget_tokens, step, in_context)
 
-    def session_checkpoint(self, session: str, step: int, *, load: bool = False,
+    def session_checkpoint(self, session: str, step: int | None = None, *, load: bool = False,
                            budget_tokens: int = 4000) -> Compaction:  # fmt: skip
         """Journal a checkpoint at ``step`` or, with ``load``, read the latest one there
-        back as written."""
+        (no ``step``: the latest of all) back as written."""
         check_text("session", session)
         if load:
             return self.ws.session(session).load_checkpoint(step)
+        if step is None:
+            raise ConfigError("step is required")
         return self.session_compact(session, (), budget_tokens, step)
+
+    def session_lane(self, session: str, budget_tokens: int, goal: str = "",
+                     query: str = "") -> HistoryLane:  # fmt: skip
+        """``Workspace.session_lane``: the history lane a context of ``budget_tokens``
+        would give the session's next turn. A read: it journals nothing."""
+        check_text("session", session)
+        return self.ws.session_lane(session, budget_tokens, goal, query)
 
     def session_end(self, session: str, scope: str = "personal") -> SaveResult:
         """``Workspace.end_session``: the session's summary saved as a memory note (ending
