@@ -14,7 +14,6 @@ from engine._workspace._notes import Notes
 from engine._workspace._sessions import Sessions
 from engine._workspace._state import State, scrubbed
 from engine.core import (
-    MAX_ITEMS,
     ConfigError,
     ContextPack,
     ContextSettings,
@@ -24,7 +23,7 @@ from engine.core import (
     SessionState,
     ToolSignal,
     check_budget,
-    check_items,
+    check_state,
     check_step,
     check_text,
     check_type,
@@ -76,8 +75,7 @@ class Contexts:
         check_text("goal", goal)
         check_text("query", query)
         if state is not None:
-            check_type("state", state, SessionState)
-            _check_state(state)
+            check_state(state)
         if settings is not None:
             check_type("settings", settings, ContextSettings)
         check_type("record", record, bool)
@@ -174,13 +172,3 @@ class Contexts:
         generation, working-tree token), the dense model, and the diff shown in the prompt."""
         diff_sha = sha256_text("\n".join(f"{h.path}\n{h.text}" for h in diff))[:16]
         return f"{view.ident}:{self._state.config.dense_model}:{diff_sha}"
-
-
-def _check_state(state: SessionState) -> None:
-    """A request's session state within the request limits: at most ``MAX_ITEMS`` turns,
-    constraints and sub-goals, each a text of at most ``MAX_TEXT_BYTES`` (the record
-    itself takes any size: a turn read back from the ledger is never refused)."""
-    for name in ("recent_turns", "constraints", "subgoals"):
-        check_items(name, getattr(state, name), MAX_ITEMS)
-    for text in (*(t.text for t in state.recent_turns), *state.constraints, *state.subgoals):
-        check_text("state", text)

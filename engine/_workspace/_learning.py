@@ -40,8 +40,8 @@ from engine.core import (
     Tier,
     check_items,
     check_k,
+    check_state,
     check_text,
-    check_type,
 )
 from engine.memory import (
     LEARN_POOL,
@@ -309,7 +309,7 @@ class Learning:
         given = check_items("objects", objects, _BUNDLE_OBJECTS)
         wanted = [o.strip() for o in given if check_text("objects", o).strip()]
         if session is not None:
-            check_type("state", session, SessionState)
+            check_state(session)  # the request limits build_context's state has
         goal = scrub(goal)
         session = session or SessionState()
         items: list[BundleItem] = []

@@ -346,6 +346,7 @@ def _session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     show.add_argument("--query", default="",
                       help="with --lane: the request that ranks recalled lines (default: "
                       "the goal)")  # fmt: skip
+    show.set_defaults(options={"budget_tokens": "--lane"})  # the lane's budget
     compact = parsers["compact"]
     compact.add_argument("--load-bearing", type=integer, action="append", metavar="N",
                          help="a step kept whole; repeatable")  # fmt: skip
@@ -437,10 +438,12 @@ _OPTIONS = {"budget_tokens": "--budget", "budget": "--budget", "tool_signals": "
             "in_context": "--in-context"}  # fmt: skip
 
 
-def _as_option(message: str) -> str:
-    """A message that starts by naming a parameter, naming the CLI's option for it."""
+def _as_option(message: str, args: argparse.Namespace) -> str:
+    """A message that starts by naming a parameter, naming the CLI's option for it (a
+    command's own ``options`` first: ``session show`` takes the lane's budget as --lane)."""
     name, space, rest = message.partition(" ")
-    return f"{_OPTIONS[name]} {rest}" if space and name in _OPTIONS else message
+    options = {**_OPTIONS, **getattr(args, "options", {})}
+    return f"{options[name]} {rest}" if space and name in options else message
 
 
 def _run(func: Callable[[argparse.Namespace, Config, TextIO], int], args: argparse.Namespace,
@@ -450,7 +453,7 @@ def _run(func: Callable[[argparse.Namespace, Config, TextIO], int], args: argpar
         args.where = _where(args, config)
         return func(args, config, out)
     except ConfigError as exc:
-        print(f"cortex: {_as_option(str(exc))}", file=sys.stderr)
+        print(f"cortex: {_as_option(str(exc), args)}", file=sys.stderr)
         return usage
     except CortexError as exc:
         print(f"cortex: {exc}", file=sys.stderr)

@@ -95,8 +95,7 @@ def _show(ws: Workspace, session: Any, args: argparse.Namespace, out: TextIO) ->
     if args.lane is not None:
         lane = ws.session_lane(session.id, args.lane, args.goal, args.query)
         if args.json:
-            write_json({"text": lane.text, "tokens": lane.tokens, "upto": lane.upto,
-                        "compacted": [to_json(p) for p in lane.compacted]}, out)  # fmt: skip
+            write_json(to_json(lane), out)
         else:
             out.write(terminal_safe(lane.text) + "\n")
         return EXIT_OK

@@ -120,6 +120,7 @@ from engine.core._records import (
     Snippet,
     ToolSignal,
     Turn,
+    check_state,
     signals_of,
 )
 from engine.core._reports import ForgetReport, GcReport, IndexReport, Replay, Resolved, Status
@@ -247,6 +248,7 @@ __all__ = [
     "check_items",
     "check_k",
     "check_model_citations",
+    "check_state",
     "check_step",
     "check_steps",
     "check_text",

@@ -34,6 +34,7 @@ __all__ = [
     "Snippet",
     "ToolSignal",
     "Turn",
+    "check_state",
     "signals_of",
 ]
 
@@ -95,6 +96,19 @@ class SessionState:
             for item in getattr(self, name):
                 check_type(f"{name} items", item, str, "text")
         check_text("session", self.session, None)
+
+
+def check_state(state: object) -> None:
+    """Refuse a request's session state (``build_context``'s, ``bundle``'s) that is no
+    ``SessionState`` or is past the request limits: at most ``MAX_ITEMS`` turns,
+    constraints and sub-goals, each a text of at most ``MAX_TEXT_BYTES`` (the record itself
+    takes any size: a turn read back from the ledger is never refused)."""
+    check_type("state", state, SessionState)
+    assert isinstance(state, SessionState)
+    for name in ("recent_turns", "constraints", "subgoals"):
+        check_items(name, getattr(state, name), MAX_ITEMS)
+    for text in (*(t.text for t in state.recent_turns), *state.constraints, *state.subgoals):
+        check_text("state", text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from engine.serve._http import (
 )
 from engine.serve._mcp import build_mcp_server, run_stdio
 from engine.serve._requests import Proof, field, proof_of, state_of, strings, tool_results_of
+from engine.serve._resolve import resolve_checked
 from engine.serve._service import (
     MAX_BUDGET_TOKENS,
     MAX_K,
@@ -37,7 +38,6 @@ from engine.serve._service import (
     forget_json,
     learned_json,
     reset_json,
-    resolve_checked,
 )
 
 __all__ = [

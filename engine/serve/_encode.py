@@ -19,6 +19,8 @@
     Step           step, role, text, tool, is_error, exit_status, rationale, evidence
     Compaction     session, step, budget, kept, stubs [{ref, short_form, salience}], tokens,
                    checkpoint {session, step, encoded, sha256}
+    HistoryLane    session, text, tokens, upto, compacted [Pointer] (a session's history
+                   lane at a budget, ``Workspace.session_lane``)
     Note           id, uri, title, type, scope, what, why, where, learned, topic_key,
                    revision, entities, links [{link {entity, path, start_line, end_line,
                    sha256}, state, now}], stale [uri], created, updated, accessed,
@@ -51,6 +53,7 @@ from engine.core import (
     FileHit,
     ForgetReport,
     GcReport,
+    HistoryLane,
     IndexReport,
     MemoryStats,
     Note,
@@ -85,6 +88,7 @@ Record = (
     ContextPack | Snippet | Pointer | FeedbackResult | Replay | Status | IndexReport | GcReport
     | ForgetReport | Resolved | TurnRecord | FeedbackRecord | Step | Compaction | Note
     | NoteHit | SaveResult | Edge | NoteGraph | MemoryStats | Bundle | StageProgress
+    | HistoryLane
 )  # fmt: skip
 
 

@@ -4,17 +4,21 @@ For planners that do not speak MCP::
 
     POST /v1/context        {goal, query, tool_signals, state, budget_tokens} -> the pack
     POST /v1/feedback       {replay_key, model_citations, tool_results, outcome, reason}
-    POST /v1/bundle         {goal, objects, budget} -> the cold-start bundle
+    POST /v1/bundle         {goal, objects, budget, state} -> the cold-start bundle
     GET  /v1/replay/{key}   the recorded prompt, byte for byte
-    GET  /v1/search?q=&goal=&mode=&k=&files=1
+    GET  /v1/search?q=&goal=&mode=&k=&files=1&tool_signals=
+    POST /v1/search         {query, goal, mode, k, files, tool_signals} (signals too long
+                            for a URL)
     GET  /v1/resolve?uri=&path=&sha256=     POST /v1/resolve {uri, proof: {path, sha256}}
     GET  /v1/status         POST /v1/index?wait=1
     POST /v1/session/{id}/steps       {role, text, tool, is_error, exit_status} -> the step
     POST /v1/session/{id}/decisions   {text, rationale, evidence} -> the step
     GET  /v1/session/{id}?step=       the steps (without text), or one step in full
+    GET  /v1/session/{id}/lane?budget_tokens=&goal=&query=   the history lane (a read)
     POST /v1/session/{id}/compact     {load_bearing, budget_tokens, step, in_context}
                                       -> the compaction
     POST /v1/session/{id}/checkpoint  {step, budget_tokens}   GET .../checkpoint/{step}
+                                      GET .../checkpoint (the latest)
     POST /v1/session/{id}/end         {scope} -> the summary note's save result
     POST /v1/memory                   {title, type, what, why, where, learned, topic_key,
                                        scope} -> what the save did

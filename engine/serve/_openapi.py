@@ -69,7 +69,7 @@ OPENAPI: dict[str, Any] = {
         "/v1/bundle": {"post": {
             "summary": "The cold-start bundle: pinned, earlier outcomes, code for the goal",
             "requestBody": _body({"goal": {"type": "string"}, "objects": _STRS,
-                                  "budget": {"type": "integer"}}, ["goal"]),
+                                  "budget": {"type": "integer"}, "state": _STATE}, ["goal"]),
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/replay/{key}": {"get": {
             "summary": "The recorded prompt, byte for byte",
@@ -77,12 +77,22 @@ OPENAPI: dict[str, Any] = {
                             "schema": {"type": "string"}}],
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/search": {"get": {
-            "summary": "Sections (or files=1: files) in build_context's ranking",
+            "summary": "Sections (or files=1: files) in build_context's ranking; goal and "
+                       "tool_signals (repeated) steer it as they steer a context",
             "parameters": [{"name": "q", **_Q, "required": True}, {"name": "goal", **_Q},
                            {"name": "files", **_Q},
                            {"name": "mode", "in": "query",
                             "schema": {"enum": ["bm25", "dense", "hybrid"]}},
-                           {"name": "k", "in": "query", "schema": {"type": "integer"}}],
+                           {"name": "k", "in": "query", "schema": {"type": "integer"}},
+                           {"name": "tool_signals", "in": "query", "schema": _STRS,
+                            "style": "form", "explode": True}],
+            "responses": {"200": _OK, **_ERRS}}, "post": {
+            "summary": "The search tool's arguments as a body (tool signals too long for a "
+                       "URL): sections, or files=true: files",
+            "requestBody": _body({"query": {"type": "string"}, "goal": {"type": "string"},
+                                  "mode": {"enum": ["bm25", "dense", "hybrid"]},
+                                  "k": {"type": "integer"}, "files": {"type": "boolean"},
+                                  "tool_signals": _STRS}, ["query"]),
             "responses": {"200": _OK, **_ERRS}}},
         "/v1/resolve": {"get": {
             "summary": "The text of path#Lstart-Lend, checked against an optional proof; "
@@ -122,6 +132,14 @@ OPENAPI: dict[str, Any] = {
             "parameters": [_SID, {"name": "step", "in": "query",
                                   "schema": {"type": "integer"}}],
             "responses": {"200": _OK, **_ERRS}}},
+        "/v1/session/{session}/lane": {"get": {
+            "summary": "The history lane a context of budget_tokens would give the session's "
+                       "next turn, its recalled lines ranked by query (or goal); journals "
+                       "nothing",
+            "parameters": [_SID, {"name": "budget_tokens", "in": "query", "required": True,
+                                  "schema": {"type": "integer"}},
+                           {"name": "goal", **_Q}, {"name": "query", **_Q}],
+            "responses": {"200": _OK, **_ERRS}}},
         "/v1/session/{session}/compact": {"post": {
             "summary": "Compact into budget_tokens and journal a checkpoint (413 when even the "
                        "stubs do not fit)",
@@ -134,7 +152,9 @@ OPENAPI: dict[str, Any] = {
             "parameters": [_SID],
             "requestBody": _body({"step": {"type": "integer"},
                                   "budget_tokens": {"type": "integer"}}, ["step"]),
-            "responses": {"200": _OK, **_ERRS}}},
+            "responses": {"200": _OK, **_ERRS}}, "get": {
+            "summary": "The latest checkpoint of all, as written",
+            "parameters": [_SID], "responses": {"200": _OK, **_ERRS}}},
         "/v1/session/{session}/checkpoint/{step}": {"get": {
             "summary": "The latest checkpoint at step, as written",
             "parameters": [_SID, {"name": "step", "in": "path", "required": True,

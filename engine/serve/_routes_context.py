@@ -47,16 +47,25 @@ def context_routes(service: Service) -> list[Route]:
 
     async def search(request: Request) -> Response:
         async def work() -> object:
-            q = request.query_params
-            raw = q.get("k", "10")
-            try:
-                k = whole_number("k", raw, signed=True)
-            except ConfigError:
-                k = check_k(raw)  # it raises: the one message for a k that is no whole number
-            query, mode, goal = q.get("q", ""), q.get("mode", "hybrid"), q.get("goal", "")
-            if flag(q, "files"):
-                return files_json(await call(service.search_files, query, mode, k, goal))
-            return hits_json(await call(service.search, query, mode, k, goal))
+            if request.method == "POST":  # the search tool's arguments, as a body
+                body = await json_body(request)
+                only(body, "query", "mode", "k", "files", "goal", "tool_signals")
+                query, mode = field(body, "query", str, ""), field(body, "mode", str, "hybrid")
+                k, goal = field(body, "k", int, 10), field(body, "goal", str, "")
+                files, signals = field(body, "files", bool, False), strings(body, "tool_signals")
+            else:
+                q = request.query_params
+                raw = q.get("k", "10")
+                try:
+                    k = whole_number("k", raw, signed=True)
+                except ConfigError:
+                    k = check_k(raw)  # it raises: the one message for a k that is no number
+                query, mode, goal = q.get("q", ""), q.get("mode", "hybrid"), q.get("goal", "")
+                files, signals = flag(q, "files"), q.getlist("tool_signals")
+            if files:
+                ranked = await call(service.search_files, query, mode, k, goal, signals)
+                return files_json(ranked)
+            return hits_json(await call(service.search, query, mode, k, goal, signals))
 
         return await answer(work)
 
@@ -88,7 +97,7 @@ def context_routes(service: Service) -> list[Route]:
     return [
         Route("/v1/context", context, methods=["POST"]),
         Route("/v1/replay/{key}", replay, methods=["GET"]),
-        Route("/v1/search", search, methods=["GET"]),
+        Route("/v1/search", search, methods=["GET", "POST"]),
         Route("/v1/resolve", resolve, methods=["GET", "POST"]),
         Route("/v1/status", status, methods=["GET"]),
         Route("/v1/index", index, methods=["POST"]),

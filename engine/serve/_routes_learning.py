@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from engine.core import DEFAULT_BUNDLE_BUDGET, ConfigError, check_model_citations
 from engine.serve._answers import answer, json_body
 from engine.serve._encode import to_json
-from engine.serve._requests import field, only, strings, tool_results_of
+from engine.serve._requests import field, only, state_of, strings, tool_results_of
 from engine.serve._service import Service
 
 if TYPE_CHECKING:
@@ -42,12 +42,14 @@ def learning_routes(service: Service) -> list[Route]:
     async def bundle(request: Request) -> Response:
         async def work() -> object:
             body = await json_body(request)
-            only(body, "goal", "objects", "budget")
+            only(body, "goal", "objects", "budget", "state")
             goal = field(body, "goal", str, None)
             if goal is None:
                 raise ConfigError("goal is required")
             budget = field(body, "budget", int, DEFAULT_BUNDLE_BUDGET)
-            return to_json(await call(service.bundle, goal, strings(body, "objects"), budget))
+            found = await call(service.bundle, goal, strings(body, "objects"), budget,
+                               state_of(body.get("state")))  # fmt: skip
+            return to_json(found)
 
         return await answer(work)
 

@@ -1,11 +1,11 @@
-"""Sessions over HTTP: ``/v1/session/{id}`` and its steps, decisions, compaction,
-checkpoints and end."""
+"""Sessions over HTTP: ``/v1/session/{id}`` and its steps, decisions, history lane,
+compaction, checkpoints and end."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.core import ConfigError, whole_number
+from engine.core import ConfigError, check_budget, whole_number
 from engine.serve._answers import answer, idempotency, json_body
 from engine.serve._encode import to_json
 from engine.serve._requests import evidence_of, field, only, steps_of
@@ -95,18 +95,33 @@ def session_routes(service: Service) -> list[Route]:
     async def session_checkpoint(request: Request) -> Response:
         async def work() -> object:
             session = request.path_params["session"]
-            if request.method == "GET":
-                step = whole_number("step", request.path_params["step"], signed=True)
+            if request.method == "GET":  # no step in the path: the latest checkpoint
+                raw = request.path_params.get("step")
+                step = None if raw is None else whole_number("step", raw, signed=True)
                 done = await call(service.session_checkpoint, session, step, load=True)
                 return to_json(done)
             body = await json_body(request)
             only(body, "step", "budget_tokens")
-            step = field(body, "step", int, None)
-            if step is None:
-                raise ConfigError("step is required")
-            done = await call(service.session_checkpoint, session, step,
+            done = await call(service.session_checkpoint, session,
+                              field(body, "step", int, None),
                               budget_tokens=field(body, "budget_tokens", int, 4000))  # fmt: skip
             return to_json(done)
+
+        return await answer(work)
+
+    async def session_lane(request: Request) -> Response:
+        async def work() -> object:  # a read: journals nothing
+            q = request.query_params
+            if "budget_tokens" not in q:
+                raise ConfigError("budget_tokens is required")
+            raw = q["budget_tokens"]
+            try:
+                budget = whole_number("budget_tokens", raw, signed=True)
+            except ConfigError:
+                budget = check_budget(raw)  # it raises: the library's one message
+            lane = await call(service.session_lane, request.path_params["session"], budget,
+                              q.get("goal", ""), q.get("query", ""))  # fmt: skip
+            return to_json(lane)
 
         return await answer(work)
 
@@ -115,7 +130,8 @@ def session_routes(service: Service) -> list[Route]:
         Route("/v1/session/{session}/decisions", session_decisions, methods=["POST"]),
         Route("/v1/session/{session}", session_show, methods=["GET"]),
         Route("/v1/session/{session}/compact", session_compact, methods=["POST"]),
-        Route("/v1/session/{session}/checkpoint", session_checkpoint, methods=["POST"]),
+        Route("/v1/session/{session}/lane", session_lane, methods=["GET"]),
+        Route("/v1/session/{session}/checkpoint", session_checkpoint, methods=["GET", "POST"]),
         Route("/v1/session/{session}/checkpoint/{step}", session_checkpoint, methods=["GET"]),
         Route("/v1/session/{session}/end", session_end, methods=["POST"]),
     ]

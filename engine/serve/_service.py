@@ -24,14 +24,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from engine._workspace import Workspace, inside_workspace
+from engine._workspace import Workspace
 from engine.core import (
     DEFAULT_BUNDLE_BUDGET,
     MAX_BUDGET_TOKENS,
     MAX_ITEMS,
     MAX_K,
     MAX_TEXT_BYTES,
-    SOURCE_URI,
     Bundle,
     Compaction,
     Config,
@@ -41,6 +40,7 @@ from engine.core import (
     Edge,
     FeedbackResult,
     FileHit,
+    HistoryLane,
     IndexBusyError,
     IndexNotBuiltError,
     MemoryStats,
@@ -58,6 +58,7 @@ from engine.core import (
     check_k,
     check_model_citations,
     check_text,
+    signals_of,
     unknown_replay_key,
     whole_number,
 )
@@ -65,6 +66,7 @@ from engine.serve._encode import JSON, to_json
 from engine.serve._once import Once
 from engine.serve._progress import StageProgress, StageRecorder
 from engine.serve._requests import Proof
+from engine.serve._resolve import RECORD_SCHEMES, resolve_checked
 from ledger import ToolResult
 
 if TYPE_CHECKING:
@@ -81,10 +83,8 @@ __all__ = [
     "forget_json",
     "learned_json",
     "reset_json",
-    "resolve_checked",
 ]
 
-MAX_RESOLVE_BYTES = 256 << 10  # text resolve returns at once: a long file, not a data dump
 # A session step's text over the servers (a long test log fits, JSON-escaped, in a body of
 # MAX_BODY_BYTES); a bigger one goes in through the CLI or the library, which take any size.
 MAX_STEP_BYTES = 768 << 10
@@ -96,7 +96,6 @@ WATCH_INTERVAL_S = 60.0  # re-index check: walking and hashing a big tree costs 
 REFRESH_WAIT_S = 600.0
 WAIT_POLL_S = 0.5  # how often a waiting `index` call looks (and tells MCP's progress)
 _WARM_QUERY = "warm up"
-_RECORD_SCHEMES = ("memory:", "session:")  # the caller's own records, not indexed files
 _T = TypeVar("_T")
 
 
@@ -267,30 +266,39 @@ class Service:
         return ws.feedback(replay_key, model_citations, tool_results, outcome, reason)
 
     def bundle(
-        self, goal: str, objects: Sequence[str] = (), budget: int = DEFAULT_BUNDLE_BUDGET
+        self,
+        goal: str,
+        objects: Sequence[str] = (),
+        budget: int = DEFAULT_BUNDLE_BUDGET,
+        state: SessionState | None = None,
     ) -> Bundle:
-        """``Workspace.bundle`` (the library's input limits)."""
-        return self._ready().bundle(goal, objects, budget)
+        """``Workspace.bundle`` (the library's input limits): ``state``'s constraints and
+        sub-goals join the pinned tier."""
+        return self._ready().bundle(goal, objects, budget, state=state)
 
     def search(
-        self, query: str, mode: str = "hybrid", k: int = 10, goal: str = ""
-    ) -> list[SearchHit]:
+        self, query: str, mode: str = "hybrid", k: int = 10, goal: str = "",
+        tool_signals: Sequence[str] = (),
+    ) -> list[SearchHit]:  # fmt: skip
         """``Workspace.search`` with the servers' input limits."""
-        self._check_search(query, goal, k)
-        return self._ready().search(query, goal=goal, mode=mode, k=k)
+        self._check_search(query, goal, k, tool_signals)
+        return self._ready().search(query, goal=goal, tool_signals=tool_signals, mode=mode, k=k)
 
     def search_files(
-        self, query: str, mode: str = "hybrid", k: int = 10, goal: str = ""
-    ) -> list[FileHit]:
+        self, query: str, mode: str = "hybrid", k: int = 10, goal: str = "",
+        tool_signals: Sequence[str] = (),
+    ) -> list[FileHit]:  # fmt: skip
         """``Workspace.search_files`` with the servers' input limits."""
-        self._check_search(query, goal, k)
-        return self._ready().search_files(query, goal=goal, mode=mode, k=k)
+        self._check_search(query, goal, k, tool_signals)
+        return self._ready().search_files(query, goal=goal, tool_signals=tool_signals,
+                                          mode=mode, k=k)  # fmt: skip
 
     @staticmethod
-    def _check_search(query: str, goal: str, k: int) -> None:
+    def _check_search(query: str, goal: str, k: int, tool_signals: Sequence[str]) -> None:
         check_text("query", query)
         check_text("goal", goal)
         check_k(k)
+        signals_of(tool_signals)  # the library's check, before waiting for an index
 
     def replay(self, replay_key: str) -> Replay:
         """The prompt recorded under ``replay_key``, byte for byte."""
@@ -306,7 +314,7 @@ class Service:
         """``resolve_checked`` on this service's workspace (see there)."""
         check_text("uri", uri)
         # A note or a session step lives outside the index: readable before the first one.
-        ws = self.ws if uri.strip().startswith(_RECORD_SCHEMES) else self._ready()
+        ws = self.ws if uri.strip().startswith(RECORD_SCHEMES) else self._ready()
         return resolve_checked(ws, uri, proof)
 
     def status(self, *, check_files: bool = True) -> dict[str, JSON]:
@@ -381,14 +389,23 @@ class Service:
             _check_items("in_context", in_context)
         return self.ws.session(session).compact(load_bearing, budget_tokens, step, in_context)
 
-    def session_checkpoint(self, session: str, step: int, *, load: bool = False,
+    def session_checkpoint(self, session: str, step: int | None = None, *, load: bool = False,
                            budget_tokens: int = 4000) -> Compaction:  # fmt: skip
         """Journal a checkpoint at ``step`` or, with ``load``, read the latest one there
-        back as written."""
+        (no ``step``: the latest of all) back as written."""
         check_text("session", session)
         if load:
             return self.ws.session(session).load_checkpoint(step)
+        if step is None:
+            raise ConfigError("step is required")
         return self.session_compact(session, (), budget_tokens, step)
+
+    def session_lane(self, session: str, budget_tokens: int, goal: str = "",
+                     query: str = "") -> HistoryLane:  # fmt: skip
+        """``Workspace.session_lane``: the history lane a context of ``budget_tokens``
+        would give the session's next turn. A read: it journals nothing."""
+        check_text("session", session)
+        return self.ws.session_lane(session, budget_tokens, goal, query)
 
     def session_end(self, session: str, scope: str = "personal") -> SaveResult:
         """``Workspace.end_session``: the session's summary saved as a memory note (ending
@@ -595,48 +612,3 @@ def _shown(path: Path, root: Path) -> str:
     """``path`` relative to the workspace ``root``, or "(outside)"."""
     real, top = path.resolve(), root.resolve()
     return str(real.relative_to(top)) if real.is_relative_to(top) else "(outside)"
-
-
-def resolve_checked(ws: Workspace, uri: str, proof: Proof | None) -> dict[str, JSON]:
-    """``Workspace.resolve`` with the checks every surface applies: the indexed text of
-    ``path#Lstart-Lend`` (or a whole file) for a caller whose proof matches the indexed
-    content, metadata only otherwise; a path outside the workspace, or a proof for another
-    path, raises ``ConfigError``. Adds ``exists`` (false for any path not indexed, there
-    or not), ``indexed`` and ``verified``.
-
-    ``memory:N`` and ``session:ID#N`` name the caller's own note or session step: its text
-    in full, as ``Workspace.resolve`` gives it (no proof needed, none checked)."""
-    if uri.strip().startswith(_RECORD_SCHEMES):
-        record = ws.resolve(uri.strip())
-        out = to_json(record) | {"uri": uri, "indexed": False, "exists": True, "verified": None}
-        if record.text is not None and len(record.text.encode()) > MAX_RESOLVE_BYTES:
-            out["text"] = None
-            out["reason"] = f"over {MAX_RESOLVE_BYTES} bytes; read the step with session show"
-        return out
-    match = SOURCE_URI.match(uri.strip())
-    if match is None:
-        raise ConfigError(
-            f"bad uri {uri!r}; use path#L10-L20, path#L10, path, memory:N or session:ID#N"
-        )
-    rel, path = _inside(ws, match["path"])
-    if proof is not None and _inside(ws, proof.path)[0] != rel:
-        raise ConfigError(f"the proof is for {proof.path!r}, not {rel!r}")
-    lines = uri.strip()[len(match["path"]) :]
-    given = {"path": rel, "sha256": proof.sha256} if proof is not None else None
-    got = ws.resolve(rel + lines, given)
-    out = to_json(got)
-    out["uri"] = uri
-    out["indexed"] = got.sha256 is not None or got.start_line is not None
-    # Only for indexed paths: an unindexed one answers exactly as an absent one, so a
-    # caller cannot probe for files skipped as secret (.npmrc, .git/config, id_rsa).
-    out["exists"] = bool(out["indexed"]) and path.is_file()
-    out["verified"] = None if proof is None else got.text is not None
-    if got.text is not None and len(got.text.encode()) > MAX_RESOLVE_BYTES:
-        out["text"] = None
-        out["reason"] = f"over {MAX_RESOLVE_BYTES} bytes; ask for fewer lines"
-    return out
-
-
-def _inside(ws: Workspace, rel: str) -> tuple[str, Path]:
-    """``rel`` as the index names it and where it is, refused as the library refuses it."""
-    return inside_workspace(ws.root, ws.state_dir, rel)

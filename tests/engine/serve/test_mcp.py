@@ -25,7 +25,7 @@ from indexers import sha256_text
 from tests.engine.test_workspace import GIT_ENV, make_repo
 
 TOOLS = {"build_context", "feedback", "bundle", "search", "resolve", "replay", "status", "index",
-         "session_add", "session_decide", "session_show", "session_compact",
+         "session_add", "session_decide", "session_show", "session_lane", "session_compact",
          "session_checkpoint", "session_end", "memory_save", "memory_search", "memory_get",
          "memory_timeline", "memory_relate", "memory_graph"}  # fmt: skip
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -75,7 +75,7 @@ def mcp_call(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Call, A
 
 
 def test_lists_the_agent_tools_with_descriptions(mcp_call: tuple[Call, Any]) -> None:
-    """tools/list has the agent profile's twenty tools, each saying when to call it."""
+    """tools/list has the agent profile's twenty-one tools, each saying when to call it."""
     _, (portal, client) = mcp_call
     tools = {t.name: t for t in portal.call(client.list_tools).tools}
     assert set(tools) == TOOLS
