@@ -108,7 +108,9 @@ class Contexts:
             # string in it stays out of every prompt until the file changes).
             history = self._sessions.history(state, goal, query, [*diff, *new], budget,
                                              upto=history_upto, record=record)  # fmt: skip
-        inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0)
+        settings = settings or shared.config.context_settings()
+        inputs = Inputs(goal, query, signals, state, budget, history.upto if history else 0,
+                        settings)  # fmt: skip
         # The memory lane and what outcomes taught are extras: a store or a ledger that
         # cannot be read leaves them out, and the advisory says which file and what to do.
         extras: list[str] = []
@@ -135,7 +137,7 @@ class Contexts:
             cache=shared.cache if dense_ready else None,
             diff=diff,
             view_id=self._view_id(view, diff),
-            settings=settings or shared.config.context_settings(),
+            settings=settings,
             scored_out=scored,
             timings=timings,
             history=history,

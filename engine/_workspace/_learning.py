@@ -198,8 +198,9 @@ class Learning:
         if embedder is not None and not view.has_dense(embedder.model_id):
             embedder = None
         request = Request.parse(inputs.goal, inputs.query, inputs.tool_signals)
+        settings = inputs.settings or state.config.context_settings()  # as the turn ran
         scored = retrieve(view, request, embedder, state.cache if embedder is not None else None,
-                          state.config.context_settings())  # fmt: skip
+                          settings)  # fmt: skip
         return feature_rows(scored)
 
     @property

@@ -451,8 +451,10 @@ class Workspace:
     ) -> Replay:
         """The exact prompt recorded under ``replay_key`` (byte for byte), from the ledger.
 
-        With ``rebuild``, retrieval runs again on the recorded inputs against the current
-        index, and ``diff`` shows how today's context differs (empty when nothing changed).
+        With ``rebuild``, retrieval runs again on the recorded inputs, with the settings the
+        turn ran with, against the current index, and ``diff`` shows how today's context
+        differs (empty when nothing changed; a turn recorded before its settings were runs
+        with today's).
 
         Turns are read back per user (``Config.user``): an auditor names whose turn it is
         with ``user``, or reads anyone's with ``all_users``.
@@ -471,6 +473,7 @@ class Workspace:
                 budget_tokens=inputs.budget,
                 record=False,
                 history_upto=inputs.history_upto,
+                settings=inputs.settings,
             )
             diff = "".join(
                 difflib.unified_diff(

@@ -134,6 +134,7 @@ from engine.core._settings import (
     RerankWeights,
     SearchMode,
     canonical,
+    from_canonical,
 )
 from engine.core._timing import Clock
 
@@ -259,6 +260,7 @@ __all__ = [
     "content_sha",
     "embedding_text",
     "fence_for",
+    "from_canonical",
     "inert",
     "is_trivial",
     "normalised",

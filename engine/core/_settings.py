@@ -6,8 +6,10 @@ be tuned with. Each number has a name and a one-line reason; the records are fro
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
-from enum import StrEnum
+import typing
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from enum import Enum, StrEnum
+from typing import Any
 
 from engine.core._errors import ConfigError
 
@@ -20,6 +22,7 @@ __all__ = [
     "RerankWeights",
     "SearchMode",
     "canonical",
+    "from_canonical",
 ]
 
 
@@ -272,3 +275,43 @@ def canonical(settings: ContextSettings | RecallSettings | RerankWeights | PackS
     """A settings record as canonical JSON (sorted keys, no spaces): equal settings give
     equal text on every Python version and machine, unlike ``repr``."""
     return json.dumps(asdict(settings), sort_keys=True, separators=(",", ":"))
+
+
+def from_canonical(raw: Any) -> ContextSettings:
+    """``ContextSettings`` from ``canonical``'s JSON, decoded (a recorded turn's): a field a
+    later version added takes its default; a field this version does not know, or a value of
+    the wrong kind, is a ``ConfigError`` (the record is of a newer cortex)."""
+    built = _from_plain(ContextSettings, raw, "settings")
+    assert isinstance(built, ContextSettings)
+    return built
+
+
+def _from_plain(cls: type, raw: Any, where: str) -> object:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"recorded {where} is not an object")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"recorded {where} has fields this cortex does not know: {unknown}")
+    kwargs: dict[str, object] = {}
+    for name, value in raw.items():
+        hint = hints[name]
+        if is_dataclass(hint) and isinstance(hint, type):
+            kwargs[name] = _from_plain(hint, value, f"{where}.{name}")
+        elif isinstance(hint, type) and issubclass(hint, Enum):
+            try:
+                kwargs[name] = hint(value)
+            except ValueError as exc:
+                raise ConfigError(f"recorded {where}.{name}: {exc}") from None
+        else:
+            kwargs[name] = _tuples(value)
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"recorded {where} cannot be read: {exc}") from None
+
+
+def _tuples(value: Any) -> Any:
+    """JSON's lists back to the tuples a frozen record holds."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value

@@ -18,13 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from engine.core import (
+    ConfigError,
     ContextPack,
+    ContextSettings,
     FeedbackResult,
     LedgerStateError,
     SessionState,
     SignalKind,
     ToolSignal,
     Turn,
+    canonical,
+    from_canonical,
 )
 from engine.memory._purge import LedgerPurge, purge_ledger
 from indexers import sha256_text
@@ -63,6 +67,9 @@ class Inputs:
     state: SessionState
     budget: int
     history_upto: int = 0  # in a session: the last step its history lane covered
+    # The settings the turn ran with (config and the call's own), so that a rebuild or a
+    # feedback's re-ranking runs as the turn did; None in turns recorded before they were.
+    settings: ContextSettings | None = None
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, compact), so equal inputs have one sha256."""
@@ -78,6 +85,8 @@ class Inputs:
         if self.state.session:  # inputs without a session keep their old encoding
             body["session"] = self.state.session
             body["history_upto"] = self.history_upto
+        if self.settings is not None:
+            body["settings"] = json.loads(canonical(self.settings))
         return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
@@ -96,7 +105,19 @@ class Inputs:
             ),
             budget=int(raw["budget"]),
             history_upto=int(raw.get("history_upto", 0)),
+            settings=_settings(raw.get("settings")),
         )
+
+
+def _settings(raw: object) -> ContextSettings | None:
+    """A recorded turn's settings; None when it recorded none, or ones a newer cortex wrote
+    that this one cannot read (a rebuild then runs with this process's settings)."""
+    if raw is None:
+        return None
+    try:
+        return from_canonical(raw)
+    except ConfigError:
+        return None
 
 
 class Journal:

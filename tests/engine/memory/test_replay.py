@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 import engine.core._chunks as chunks_module
-from engine import Config, ToolResult, UnknownReplayKeyError, Workspace
+from engine import (
+    Config,
+    ContextSettings,
+    PackSettings,
+    ToolResult,
+    UnknownReplayKeyError,
+    Workspace,
+)
+from engine.memory import Inputs
 from ledger import FeedbackRecord, Ledger, RecordKind, TurnRecord
 from tests.engine.test_workspace import make_repo
 
@@ -49,6 +57,39 @@ def test_rebuild_shows_the_difference(ws: Workspace) -> None:
     ws.index()
     diff = ws.replay(pack.replay_key, rebuild=True).diff
     assert diff.startswith("--- recorded") and "return None" in diff
+
+
+def test_rebuild_runs_with_the_settings_the_turn_ran_with(tmp_path: Path) -> None:
+    """A turn made under other settings (the call's own, or the process's config) rebuilds
+    under those, not today's: nothing changed, nothing differs (it used to show a diff)."""
+    root = make_repo(tmp_path / "repo")
+    loose = ContextSettings(pack=PackSettings(min_relevance=0.0, mmr_lambda=0.1))
+    with Workspace.open(root, CONFIG) as first:
+        first.index()
+        args = ("Fix the hook registry", "register_hook event")
+        plain = first.build_context(*args, budget_tokens=1500, record=False)
+        pack = first.build_context(*args, budget_tokens=1500, settings=loose)
+        assert pack.render() != plain.render()  # the settings matter to this request
+    with Workspace.open(root, CONFIG) as later:  # another process, default settings
+        assert later.replay(pack.replay_key, rebuild=True).diff == ""
+    config = Config(dense_model="hash", mmr_lambda=0.1, file_ranking="sections")
+    with Workspace.open(root, config) as tuned:
+        made = tuned.build_context(*args, budget_tokens=1500)
+    with Workspace.open(root, CONFIG) as later:
+        assert later.replay(made.replay_key, rebuild=True).diff == ""
+
+
+def test_inputs_recorded_before_settings_still_read() -> None:
+    """Inputs in the old encoding (no settings) read back with none, and rebuild with
+    today's; settings a newer cortex wrote that this one cannot read are left out."""
+    old = '{"budget":1500,"constraints":[],"goal":"g","query":"q","recent_turns":[],' \
+        '"subgoals":[],"tool_signals":[]}'
+    assert Inputs.from_json(old).settings is None
+    assert Inputs.from_json(old).to_json() == old
+    newer = old[:-1] + ',"settings":{"a_later_knob":1}}'
+    assert Inputs.from_json(newer).settings is None
+    kept = Inputs.from_json(old[:-1] + ',"settings":{"pack":{"mmr_lambda":0.1}}}')
+    assert kept.settings == ContextSettings(pack=PackSettings(mmr_lambda=0.1))
 
 
 def test_feedback_is_recorded_in_the_chain(ws: Workspace) -> None:
