@@ -74,6 +74,7 @@ class Forgetter:
             touched: set[str] = set()
             chunks = segments = 0
             keys: set[str] = set()
+            held: list[str] = []  # files whose WAL a reader kept holding the dropped text
             if not dry_run:  # an overlay's saved memory holds its and its base's terms
                 for saved in state.state_dir.rglob(MEMORY_FILE):
                     saved.unlink(missing_ok=True)
@@ -85,14 +86,20 @@ class Forgetter:
                     )
                 finally:
                     segment.close()
+                if not found.cleared:
+                    held.append(str(segment.meta.path))
                 files.update(found.files)
                 touched.update(found.touched)
                 chunks += found.chunks
                 segments += 1 if found.chunks else 0
                 keys |= found.vector_keys
             vectors = 0
-            if keys and state.cache_path.exists():  # a dry run counts what would go
-                vectors = state.cache.held(keys) if dry_run else state.cache.delete(keys)
+            if state.cache_path.exists():  # a dry run counts what would go
+                if dry_run:
+                    vectors = state.cache.held(keys) if keys else 0
+                else:
+                    vectors, cleared = state.cache.delete(keys)
+                    held += [] if cleared else [str(state.cache_path)]
             purged = LedgerPurge(0, 0, ())
             if state.has_journal():
                 note: dict[str, JSON] = {"files": list(targets), "text": text is not None}
@@ -102,7 +109,7 @@ class Forgetter:
                 )  # fmt: skip
                 if purged.texts and not dry_run:
                     self._sessions.forget_texts()  # sessions keep their steps' texts
-            left = [] if purged.cleared else [str(self._state.ledger_path)]
+            left = held + ([] if purged.cleared else [str(self._state.ledger_path)])
             notes = 0
             if text and self._notes.exists():
                 store = self._notes.memory.store

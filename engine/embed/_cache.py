@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.core import CacheError
+from ledger import fold_wal
 
 __all__ = ["EmbeddingCache"]
 
@@ -251,13 +252,13 @@ class EmbeddingCache:
                 found += int(row[0])
         return found
 
-    def delete(self, shas: Iterable[str]) -> int:
+    def delete(self, shas: Iterable[str]) -> tuple[int, bool]:
         """Drop the vectors of ``shas`` under every model, then rewrite the file so the
-        freed pages leave the disk; returns how many vectors went."""
+        freed pages leave the disk; returns how many vectors went, and whether their bytes
+        left the disk (False: another process's read still held old pages after waiting,
+        ``ledger.fold_wal``)."""
         keys = [bytes.fromhex(sha) for sha in dict.fromkeys(shas)]
-        if not keys:
-            return 0
-        removed = 0
+        removed, cleared = 0, True
         with self._lock:
             db = self._conn()
             try:
@@ -274,10 +275,10 @@ class EmbeddingCache:
                 db.execute("COMMIT")
                 if removed:
                     db.execute("VACUUM")
-                    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                cleared = fold_wal(db)  # an earlier delete's pages a reader held: out now
             except sqlite3.DatabaseError as exc:
                 raise CacheError(f"cannot write embedding cache {self.path}: {exc}") from exc
-        return removed
+        return removed, cleared
 
     def count(self, model_id: str) -> int:
         """How many vectors are stored under ``model_id``."""

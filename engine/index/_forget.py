@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +38,9 @@ class SegmentForget:
     chunks: int  # chunks dropped, whole files' included
     touched: tuple[str, ...]  # files that lost chunks holding the string
     vector_keys: frozenset[str]  # sha256 of the embedded texts of the dropped chunks
+    # Whether the dropped text left the metadata file (False: another process's read kept
+    # old pages in its WAL past the wait; the next forget, with no reader, clears them).
+    cleared: bool = True
 
 
 def matches_path(path: str, targets: Collection[str]) -> bool:
@@ -74,8 +77,10 @@ def forget_in_segment(
         frozenset(sha256_text(embedding_text(c)) for c in dropped),
     )  # fmt: skip
     pending = meta.get_info(_PENDING) is not None
-    if dry_run or (not dropped and not pending):
+    if dry_run:
         return result
+    if not dropped and not pending:  # an earlier forget's pages a reader held: out now
+        return replace(result, cleared=meta.fold())
     before = meta.generation
     if dropped:
         with meta.transaction():
@@ -87,8 +92,7 @@ def forget_in_segment(
     _drop_vectors(segment, [int_id(c.id) for c in dropped], before)
     with meta.transaction():
         meta.delete_info(_PENDING)
-    meta.vacuum()
-    return result
+    return replace(result, cleared=meta.vacuum())
 
 
 def _rebuild_lexical(segment: Segment, progress: Progress) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 from engine.core import IndexSchemaError, IndexStateError
 from engine.segment._dense import int_id
 from indexers import Chunk, ChunkKind, DocType, Skipped, Span
+from ledger import fold_wal
 
 __all__ = ["SCHEMA_VERSION", "FileRecord", "MetaStore"]
 
@@ -139,12 +140,20 @@ class MetaStore:
         with self._lock:
             self._db.execute("DELETE FROM info WHERE key = ?", (key,))
 
-    def vacuum(self) -> None:
+    def vacuum(self) -> bool:
         """Rewrite the file without free pages and empty the WAL: deleted text leaves the
-        disk (SQLite otherwise keeps it in freed pages until they are reused)."""
+        disk (SQLite otherwise keeps it in freed pages until they are reused). False when
+        another process's read still held old pages after waiting (``ledger.fold_wal``):
+        the WAL may still hold the deleted text."""
         with self._lock:
             self._db.execute("VACUUM")
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return fold_wal(self._db)
+
+    def fold(self) -> bool:
+        """Move what the WAL holds into the file and empty it (what an earlier ``vacuum``
+        could not, while a reader held old pages); False if a reader still holds them."""
+        with self._lock:
+            return fold_wal(self._db)
 
     @property
     def generation(self) -> int:

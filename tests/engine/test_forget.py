@@ -339,6 +339,50 @@ def test_forget_says_when_a_reader_keeps_the_bytes_on_disk(
     assert _holders(state, NEEDLE) == []
 
 
+def test_forget_says_when_a_reader_keeps_a_segments_or_the_caches_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A read held on an index segment or on the vector cache keeps their old pages (the
+    dropped text, the dropped vectors) in the file: forget names both files (CLI: exit 1)
+    instead of saying it is done; once the reads end, the same forget again clears them."""
+    import ledger._sqlite
+
+    monkeypatch.setattr(ledger._sqlite, "FOLD_WAIT_S", 0.5)
+    root, state = _repo(tmp_path), tmp_path / "state"
+    monkeypatch.setenv("CORTEX_STATE_DIR", str(state))
+    monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
+    secret = tmp_path / "secret.txt"
+    secret.write_text(NEEDLE)
+    with Workspace.open(root, Config.from_env()) as ws:
+        ws.index()
+    (base,) = [m for m in state.rglob("meta.sqlite") if zlib_holds(m, NEEDLE.encode())
+               and "shipping.py" in _sqlite_text(m)]  # fmt: skip
+    cache = state / "embeddings.sqlite"
+    readers = [sqlite3.connect(p, isolation_level=None) for p in (base, cache)]
+    try:
+        for reader in readers:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        assert main(["forget", "--text-from", str(secret), "--path", str(root)]) == 1
+        out = capsys.readouterr().out
+        assert "old pages of the file still hold" in out
+        assert str(base) in out and str(cache) in out
+        assert zlib_holds(base, NEEDLE.encode())
+    finally:
+        for reader in readers:
+            reader.close()
+    assert main(["forget", "--text-from", str(secret), "--path", str(root)]) == 0
+    assert _holders(state, NEEDLE) == []
+
+
+def _sqlite_text(path: Path) -> str:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return " ".join(str(r[0]) for r in conn.execute("SELECT path FROM files"))
+    finally:
+        conn.close()
+
+
 def test_forget_names_the_hashed_records_that_keep_the_string(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
