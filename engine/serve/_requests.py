@@ -10,7 +10,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.core import ConfigError, SessionState, Turn, check_model_citations
+from engine.core import (
+    ConfigError,
+    SessionState,
+    Turn,
+    check_budget,
+    check_items,
+    check_k,
+    check_model_citations,
+)
 from ledger import ToolResult
 
 __all__ = [
@@ -24,6 +32,7 @@ __all__ = [
     "steps_of",
     "strings",
     "tool_results_of",
+    "wrong_type",
 ]
 
 _STATE_FIELDS = ("recent_turns", "constraints", "subgoals", "session")
@@ -43,11 +52,42 @@ def field(body: Mapping[str, Any], name: str, kind: type | tuple[type, ...], def
     if value is default:
         return value
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        raise ConfigError(f"{name} has the wrong type (bool)")
-    if not isinstance(value, kinds):
-        raise ConfigError(f"{name} has the wrong type ({type(value).__name__})")
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        raise wrong_type(name, value, kinds)
     return value
+
+
+# What each JSON kind is called in the library's own messages (``engine.core.check_*``).
+_KIND_WORDS: dict[type, str] = {str: "text", int: "a whole number", float: "a number",
+                                bool: "true or false", list: "a list", dict: "an object"}  # fmt: skip
+# Fields whose library check says their range with the type (``budget_tokens must be a whole
+# number within 64..200000, got '2000'``): the same words for a wrong type.
+_RANGED: dict[str, Callable[[object], object]] = {"budget_tokens": check_budget, "k": check_k}
+
+
+def wrong_type(name: str, value: object, kinds: Sequence[type]) -> ConfigError:
+    """The library's message for a field of the wrong type (``query must be text, not
+    int``; ``constraints must be a list, not str (for one item pass [item])``)."""
+    wanted = [k for k in kinds if k is not type(None)]
+    if wanted == [int] and name in _RANGED:
+        try:
+            _RANGED[name](value)
+        except ConfigError as exc:
+            return exc
+    if wanted == [list]:
+        try:
+            check_items(name, value)
+        except ConfigError as exc:
+            return exc
+    words = [_KIND_WORDS.get(k, f"a {k.__name__}") for k in wanted]
+    if len(kinds) > len(wanted):
+        words.append("null")
+    said = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+    return ConfigError(f"{name} must be {said}, not {_json_kind(value)}")
+
+
+def _json_kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def only(body: Mapping[str, Any], *names: str) -> None:
@@ -177,8 +217,8 @@ _READERS: dict[str, Callable[[Any, str], object]] = {
 def refusal(arguments: Mapping[str, Any], errors: Sequence[Mapping[str, Any]]) -> str:
     """One line, in HTTP's words, for arguments an MCP tool's schema refused (``errors``:
     the validator's, first first): HTTP's readers of the fields they concern are asked
-    first, then the first error names its field (``budget_tokens has the wrong type
-    (str)``, ``replay_key is required``)."""
+    first, then the first error names its field in the library's words (``budget_tokens
+    must be a whole number within 64..200000, got '2000'``, ``replay_key is required``)."""
     for name, read in _READERS.items():
         if name in arguments:
             try:
@@ -189,4 +229,14 @@ def refusal(arguments: Mapping[str, Any], errors: Sequence[Mapping[str, Any]]) -
     where = str((first.get("loc") or ("arguments",))[0])
     if first.get("type") == "missing":
         return f"{where} is required"
-    return f"{where} has the wrong type ({type(arguments.get(where)).__name__})"
+    kind = _PYDANTIC_KINDS.get(str(first.get("type", "")).split("_")[0])
+    value = arguments.get(where)
+    if kind is None:
+        return f"{where} must not be {_json_kind(value)}"
+    return str(wrong_type(where, value, (kind,)))
+
+
+# The JSON kind a schema error wanted, by the first word of pydantic's error type
+# (``string_type``, ``int_parsing``, ``list_type``, ``bool_parsing``, ``dict_type``).
+_PYDANTIC_KINDS: dict[str, type] = {"string": str, "int": int, "float": float, "bool": bool,
+                                    "list": list, "dict": dict}  # fmt: skip

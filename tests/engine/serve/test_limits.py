@@ -173,7 +173,7 @@ def test_mcp_refuses_bad_arguments_in_http_words(
     elif "budget_token" in args:
         assert said.startswith("unknown field(s): budget_token;")
     else:
-        assert said == "k has the wrong type (str)"
+        assert said == "k must be a whole number within 1..100, got '5'"  # check_k's words
 
 
 @pytest.mark.parametrize("digit", ["²", "٣", "1²"])

@@ -289,3 +289,22 @@ def test_no_checkpoint_to_load_is_one_message_everywhere(surfaces: Surfaces) -> 
     assert said == {message} == {"session 'cp-none' has no checkpoint"} and status == 404
     asked = s.http_error("POST", "/v1/session/cp-none/checkpoint", {})[1]
     assert s.mcp_error("session_checkpoint", {"session": "cp-none"}) == asked == "step is required"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("query", 5), ("tool_signals", SIGNAL), ("budget_tokens", "2000"), ("goal", None)],
+)
+def test_a_wrong_type_is_the_librarys_message_everywhere(
+    surfaces: Surfaces, name: str, value: object
+) -> None:
+    """A field of the wrong type gets the library's own words on MCP and HTTP (``query must
+    be text, not int``; one string for a list says ``for one item pass [item]``; a budget
+    as a string says its range), not the servers' ``has the wrong type (str)``."""
+    s = surfaces
+    args: dict[str, Any] = {"goal": "g", "query": "register a hook", "budget_tokens": 2000}
+    said = s.library_error(lambda ws: ws.build_context(**{**args, name: value}))
+    if name == "goal" and value is None:
+        said = said.replace("NoneType", "null")  # JSON's null is Python's None
+    assert s.mcp_error("build_context", {**args, name: value}) == said
+    assert s.http_error("POST", "/v1/context", {**args, name: value}) == (400, said)
