@@ -58,8 +58,10 @@ def field(body: Mapping[str, Any], name: str, kind: type | tuple[type, ...], def
 
 
 # What each JSON kind is called in the library's own messages (``engine.core.check_*``).
-_KIND_WORDS: dict[type, str] = {str: "text", int: "a whole number", float: "a number",
-                                bool: "true or false", list: "a list", dict: "an object"}  # fmt: skip
+_KIND_WORDS: dict[type, str] = {
+    str: "text", int: "a whole number", float: "a number", bool: "true or false",
+    list: "a list", dict: "an object",
+}  # fmt: skip
 # Fields whose library check says their range with the type (``budget_tokens must be a whole
 # number within 64..200000, got '2000'``): the same words for a wrong type.
 _RANGED: dict[str, Callable[[object], object]] = {"budget_tokens": check_budget, "k": check_k}
