@@ -78,7 +78,7 @@ def wrong_type(name: str, value: object, kinds: Sequence[type]) -> ConfigError:
             return exc
     if wanted == [list]:
         try:
-            check_items(name, value)
+            check_items(name, value)  # type: ignore[arg-type]  # it refuses what is no list
         except ConfigError as exc:
             return exc
     words = [_KIND_WORDS.get(k, f"a {k.__name__}") for k in wanted]
