@@ -18,6 +18,7 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 from engine.core import Step, StepRole
@@ -34,6 +35,9 @@ class Memo(Protocol):
 __all__ = ["Chain", "Verdict", "chains", "run_key", "verdicts"]
 
 _KEY_CHARS = 200  # a run's key past this is a script, not a command to tell apart
+# Commands whose runs are remembered (``_run_of``): every digest of a session reads each of
+# its commands again, and a lane builds several digests; a long session has fewer.
+_RUNS_CACHED = 4096
 _WHAT_CHARS = 120  # what failed, as a chain names it
 _SEGMENT = re.compile(r"\s*(?:&&|\|\||[;|\n])\s*")  # the simple commands of a line
 _CD = re.compile(r"^(?:cd\s+\S+\s*(?:&&|;)\s*)+")
@@ -118,6 +122,13 @@ class _Run:
         return not self.targets or any(_covers(t, test) for t in self.targets)
 
 
+@lru_cache(maxsize=_RUNS_CACHED)
+def _run_of(command: str) -> _Run:
+    """``_Run.of(command)``, remembered: shell-splitting every command of every digest
+    was most of the time a lane took to build (the run is frozen, so one is shared)."""
+    return _Run.of(command)
+
+
 def _covers(target: str, test: str) -> bool:
     """Whether a pytest target (a directory, a file, a ``file::name``) includes ``test``,
     the target relative to anywhere above the test's root (``/testbed/tests/a.py``)."""
@@ -194,7 +205,7 @@ def _runs(items: Sequence[Step], memo: Memo) -> list[tuple[Step, _Run, bool]]:
     for item in items:
         if item.role is StepRole.ASSISTANT:
             cmd = memo.command(item)
-            run = _Run.of(cmd) if cmd else _Run("")
+            run = _run_of(cmd) if cmd else _Run("")
             if memo.observe(item).writes:
                 out.append((item, _Run(""), False))
         elif item.role is StepRole.TOOL:
