@@ -96,7 +96,7 @@ class Forgetter:
             vectors = 0
             if state.cache_path.exists():  # a dry run counts what would go
                 if dry_run:
-                    vectors = state.cache.held(keys) if keys else 0
+                    vectors = state.cache.held(keys)
                 else:
                     vectors, cleared = state.cache.delete(keys)
                     held += [] if cleared else [str(state.cache_path)]
