@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TextIO
 
-from engine import Config, EdgeKind, Note, NoteHit, NoteType, Workspace
+from engine import Config, EdgeKind, Note, NoteHit, NoteType, SaveResult, Workspace
 from engine.cli._args import integer, write_json
 from engine.cli._text import terminal_safe
 from engine.serve import forget_json, notes_json, to_json
@@ -139,6 +139,14 @@ def _when(text: str) -> float:
     return moment.timestamp()
 
 
+def _left_out(saved: SaveResult) -> str:
+    """A line naming what the entity and link caps left out of a save, or ""."""
+    counts = ((saved.entities_left_out, "entities"), (saved.links_left_out, "code links"))
+    parts = [f"{n} more {what}" for n, what in counts if n]
+    return ("\n  left out: " + ", ".join(parts) + " (a note keeps the first it names)"
+            if parts else "")  # fmt: skip
+
+
 def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     """Notes an agent saved: save, search, get, timeline, relate, graph, forget, archive, stats."""
     with Workspace.open(args.where, config) as ws:
@@ -161,6 +169,7 @@ def cmd_memory(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                 out.write(
                     f"memory:{saved.id} {saved.action.value} (revision {saved.revision})"
                     + "".join(f"\n  link {lk.entity}: {lk.uri}" for lk in saved.links)
+                    + _left_out(saved)
                     + "\n"
                 )
         elif args.action in ("search", "timeline"):

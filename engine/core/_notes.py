@@ -250,6 +250,10 @@ class SaveResult:
     revision: int
     entities: tuple[str, ...] = ()
     links: tuple[CodeLink, ...] = ()
+    # What the caps left out (``MAX_ENTITIES``, ``MAX_LINKS``: the first seen are kept):
+    # a note that names more is a pasted file, and its save says so.
+    entities_left_out: int = 0
+    links_left_out: int = 0
 
 
 @dataclass(frozen=True, slots=True)

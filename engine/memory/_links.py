@@ -13,12 +13,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.core import MAX_ENTITIES, MAX_LINKS, CodeLink, LinkCheck, LinkState
 from engine.memory._entities import Candidate, extract
 from indexers import sha256_text
 
-__all__ = ["CodeAccess", "check_link", "checked_links", "file_lines", "link_entities", "link_head"]
+__all__ = [
+    "CodeAccess", "Linked", "check_link", "checked_links", "file_lines", "link_entities",
+    "link_head",
+]  # fmt: skip
 
 
 _CODE_KINDS = ("path", "place", "symbol")  # entities that may name indexed code
@@ -37,13 +41,23 @@ class CodeAccess:
     read: Callable[[str], str | None]
 
 
-def link_entities(
-    text: str, code: CodeAccess | None
-) -> tuple[tuple[str, ...], list[tuple[CodeLink, str]]]:
+class Linked(NamedTuple):
     """A note's entities (code ones only when they resolve) and its code links, each with
-    the short hash of its first line; links to the same lines are kept once."""
+    the short hash of its first line, and how many of each the caps left out (counted
+    among the first ``2 * MAX_ENTITIES`` entity candidates)."""
+
+    entities: tuple[str, ...]
+    links: list[tuple[CodeLink, str]]
+    entities_left_out: int
+    links_left_out: int
+
+
+def link_entities(text: str, code: CodeAccess | None) -> Linked:
+    """``Linked`` for a note's text: its first ``MAX_ENTITIES`` entities and ``MAX_LINKS``
+    code links; links to the same lines are kept once."""
     kept: list[str] = []
     links: list[tuple[CodeLink, str]] = []
+    left = [0, 0]  # entities, links
     found = extract(text, MAX_ENTITIES * 2)
     coded = [c for c in found if c.kind in _CODE_KINDS]
     resolved = iter(code.resolve(coded) if code is not None and coded else [])
@@ -53,17 +67,20 @@ def link_entities(
             if link is None:
                 continue
             span = (link.path, link.start_line, link.end_line)
-            if len(links) < MAX_LINKS and all(
-                (lk.path, lk.start_line, lk.end_line) != span for lk, _ in links
-            ):
-                lines = file_lines(code.read(link.path) or "")
-                first = lines[link.start_line - 1] if link.start_line <= len(lines) else ""
-                links.append((link, link_head(first)))
+            if all((lk.path, lk.start_line, lk.end_line) != span for lk, _ in links):
+                if len(links) < MAX_LINKS:
+                    lines = file_lines(code.read(link.path) or "")
+                    first = lines[link.start_line - 1] if link.start_line <= len(lines) else ""
+                    links.append((link, link_head(first)))
+                else:
+                    left[1] += 1
         elif c.kind == "symbol":
             continue  # without an index nothing says a word names a symbol
         if len(kept) < MAX_ENTITIES:
             kept.append(c.key)
-    return tuple(kept), links
+        else:
+            left[0] += 1
+    return Linked(tuple(kept), links, *left)
 
 
 def checked_links(

@@ -310,7 +310,13 @@ class NoteStore:
         key = _scrub(clean_field("topic_key", topic_key, MAX_TOPIC_KEY_CHARS)) or None
         content = sha256_text(normalised(kind.value, title, *fields))
         body = body_text(*fields)
-        entities, links = link_entities(f"{title}\n{body}", self.code)
+        linked = link_entities(f"{title}\n{body}", self.code)
+        entities, links = linked.entities, linked.links
+
+        def said(note: int, action: SaveAction, revision: int) -> SaveResult:
+            return SaveResult(note, action, revision, entities, tuple(lk for lk, _ in links),
+                              linked.entities_left_out, linked.links_left_out)  # fmt: skip
+
         vector = None
         if self.embedder is not None:
             vec = self.embedder.embed([f"{title}\n{body}"])[0]
@@ -331,13 +337,7 @@ class NoteStore:
                     (*scope_args, key),
                 ).fetchone()
                 if found is not None and found[2] == content:
-                    return SaveResult(
-                        found[0],
-                        SaveAction.DUPLICATE,
-                        found[1],
-                        entities,
-                        tuple(lk for lk, _ in links),
-                    )
+                    return said(found[0], SaveAction.DUPLICATE, found[1])
                 if found is not None:
                     seq = self.seq(db)
                     db.execute(
@@ -349,13 +349,7 @@ class NoteStore:
                     )
                     _index_terms(db, found[0], terms)
                     index_near(db, [found[0]])
-                    return SaveResult(
-                        found[0],
-                        SaveAction.UPDATED,
-                        found[1] + 1,
-                        entities,
-                        tuple(lk for lk, _ in links),
-                    )
+                    return said(found[0], SaveAction.UPDATED, found[1] + 1)
             else:
                 found = db.execute(
                     "SELECT id, revision FROM notes WHERE project = ? AND scope = ? AND "
@@ -364,13 +358,7 @@ class NoteStore:
                     (*scope_args, content, at - DEDUPE_WINDOW_S, at + DEDUPE_WINDOW_S),
                 ).fetchone()
                 if found is not None:
-                    return SaveResult(
-                        found[0],
-                        SaveAction.DUPLICATE,
-                        found[1],
-                        entities,
-                        tuple(lk for lk, _ in links),
-                    )
+                    return said(found[0], SaveAction.DUPLICATE, found[1])
             seq = self.seq(db)
             cur = db.execute(
                 "INSERT INTO notes (project, scope, owner, type, title, what, why, place, "
@@ -381,7 +369,7 @@ class NoteStore:
             )
             note_id = int(cur.lastrowid or 0)
             _index_terms(db, note_id, terms)
-        return SaveResult(note_id, SaveAction.CREATED, 1, entities, tuple(lk for lk, _ in links))
+        return said(note_id, SaveAction.CREATED, 1)
 
     # -- read ----------------------------------------------------------------------------
 

@@ -151,7 +151,8 @@ Save what you learned so a later session finds it: a decision and why, a bug's c
 pattern, a configuration fact, a constraint. title (one line) and type (decision, bugfix,
 pattern, discovery, config, identity, constraint, goal, note); what / why / where /
 learned as needed. Name code as `path:line`, a path or a `symbol`: links to the indexed
-lines are kept and re-checked whenever the note is read. topic_key (e.g. "auth/refresh")
+lines are kept and re-checked whenever the note is read (the first 32; the answer's
+links_left_out and entities_left_out count what the caps left out). topic_key (e.g. "auth/refresh")
 updates one note in place instead of adding another; scope personal keeps it to you.
 Saving the same content again adds nothing."""
 

@@ -585,3 +585,16 @@ def test_replay_of_a_purged_turn_says_so(indexed: Path, capsys: pytest.CaptureFi
     code, prompt = _run("replay", key, "--path", str(indexed))
     assert code == EXIT_OK and "[PURGED]" in prompt
     assert "altered this prompt" in capsys.readouterr().err
+
+
+def test_memory_save_says_what_the_entity_cap_left_out(indexed: Path) -> None:
+    """A note naming 70 URLs: the save's line says 6 more entities were left out, and
+    ``--json`` carries the count; a plain note's save has no such line."""
+    at = ["--path", str(indexed)]
+    urls = " ".join(f"https://example.com/page{i}" for i in range(70))
+    code, text = _run("memory", "save", "--title", "pages", "--what", urls, *at)
+    assert code == 0 and "left out: 6 more entities (a note keeps the first it names)" in text
+    code, text = _run("memory", "save", "--title", "more pages", "--what", urls, *at, "--json")
+    assert code == 0 and json.loads(text)["entities_left_out"] == 6
+    code, text = _run("memory", "save", "--title", "plain", *at)
+    assert code == 0 and "left out" not in text

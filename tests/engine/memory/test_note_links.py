@@ -81,3 +81,23 @@ def test_places_and_paths_link_and_a_deleted_file_is_missing(tmp_path: Path) -> 
         assert "place:mod.py:7" in saved.entities
         (tmp_path / "mod.py").unlink()
         assert {c.state for c in ws.memory.get(saved.id).links} == {LinkState.MISSING}
+
+
+def test_a_save_names_what_the_link_and_entity_caps_left_out(tmp_path: Path) -> None:
+    """A note naming 40 functions (and so their file) keeps the first 32 of its 41 links and
+    says 9 more were left out;
+    one naming 70 URLs keeps 64 entities and says 6; a short note says nothing."""
+    (tmp_path / "mod.py").write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n"
+                                             for i in range(40)))  # fmt: skip
+    with Workspace.open(tmp_path, CONFIG) as ws:
+        ws.index()
+        places = " ".join(f"mod.py:{3 * i + 1}" for i in range(40))
+        saved = ws.memory.save("every function", what=places)
+        assert len(saved.links) == 32 and saved.links_left_out == 9
+        assert saved.entities_left_out == 0
+        urls = " ".join(f"https://example.com/page{i}" for i in range(70))
+        wide = ws.memory.save("every page", what=urls)
+        assert len(wide.entities) == 64 and wide.entities_left_out == 6
+        assert wide.links_left_out == 0
+        plain = ws.memory.save("one function", what="mod.py:1")
+        assert (plain.entities_left_out, plain.links_left_out) == (0, 0)
