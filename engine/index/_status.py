@@ -117,6 +117,9 @@ def combined_report(
         seconds = {**{f"base {k}": v for k, v in base.seconds.items()}, **seconds}
         computed, reused = computed + base.embeddings_computed, reused + base.embeddings_reused
         chunks_added += base.chunks_added
+        # The new base replaces the whole previous View: each of its chunks is gone, and
+        # ``chunks`` is what it held plus what was added less what was removed.
+        chunks_removed += sum(f.chunks for f in before.values())
     return IndexReport(
         files=len(after),
         added=added,

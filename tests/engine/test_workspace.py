@@ -322,12 +322,16 @@ def test_sigkill_mid_index_then_recover(tmp_path: Path) -> None:
 
 
 def test_chunker_settings_change_rechunks_everything(repo: Path) -> None:
-    """An index made with other chunk settings re-chunks every file; vectors are reused."""
+    """An index made with other chunk settings re-chunks every file; vectors are reused.
+    Every chunk of the old base counts as removed (the new base replaces it whole): the
+    report's chunks are the old count plus those added less those removed."""
     with Workspace.open(repo, CONFIG) as ws:
-        ws.index()
+        first = ws.index()
     with Workspace.open(repo, CONFIG.with_(max_section_tokens=32)) as ws:
         report = ws.index()
         assert report.changed == 8 and report.unchanged == 0
+        assert report.chunks_removed == first.chunks
+        assert report.chunks == first.chunks + report.chunks_added - report.chunks_removed
         again = ws.index()
         assert again.changed == 0
 
