@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engine.core import BudgetUnreachableError, HistoryLane, Pointer, Step, StepRole, inert
+from engine.core import BudgetUnreachableError, HistoryLane, Pointer, Step, StepRole
 from engine.memory._history import VERBATIM_CHARS, Memo
 from engine.memory._lines import step_lines, words
 
@@ -289,7 +289,7 @@ class _Ranked:
     shown."""
 
     order: list[tuple[float, int, int]]
-    texts: dict[int, tuple[str, ...]]
+    texts: dict[int, tuple[str, ...]]  # as shown: a line start reading as the frame escaped
     shown: set[str]
 
 
@@ -309,11 +309,12 @@ def _spend(items: Sequence[Step], plan: _Plan, memo: Memo, session: str, room: i
     seen: set[str] = set()
     opened: set[int] = set()  # steps whose group header is already paid for
     for _, step, n in ranked.order:
-        if len(chosen) >= settings.recall_lines:
+        # (Every line costs two tokens at least: its own and its newline.)
+        if len(chosen) >= settings.recall_lines or left < 2:
             break
         # As the step printed it, with a line start that would read as the prompt's frame
         # escaped (a tool output's own "[#2 tool pytest exit 0] … passed" line).
-        line = inert(ranked.texts[step][n])
+        line = ranked.texts[step][n]
         if line in seen or ("  " + line) in ranked.shown or ("! " + line) in ranked.shown:
             continue
         cost = memo.count(line) + 1
@@ -357,11 +358,13 @@ def _rank(items: Sequence[Step], plan: _Plan, memo: Memo, query: str,
     total = 0
     shared: dict[tuple[int, int], frozenset[str]] = {}
     for item, lines in outputs:
-        for n, line_words in enumerate(lines.words):
-            common = line_words & asked
-            if common:
-                df.update(common)
-                shared[(item.step, n)] = common
+        hits: set[int] = set()
+        for word in asked:
+            hits.update(lines.where.get(word, ()))
+        for n in sorted(hits):
+            common = lines.words[n] & asked
+            df.update(common)
+            shared[(item.step, n)] = common
         total += len(lines.text)
     idf = {w: math.log(1 + total / df[w]) for w in df}
     own = {key: sum(idf[w] for w in common) for key, common in shared.items()}
@@ -380,7 +383,7 @@ def _rank(items: Sequence[Step], plan: _Plan, memo: Memo, query: str,
         if item.role is StepRole.ASSISTANT:  # a draft: whatever words the request uses
             for n in range(len(lines.text)):
                 score[(item.step, n)] = score.get((item.step, n), 0.0) + settings.draft_weight
-    texts = {item.step: lines.text for item, lines in outputs}
+    texts = {item.step: lines.inert for item, lines in outputs}
     last = items[-1].step
     ranked = sorted(
         ((value / (1 + (last - step) / settings.recency_steps), step, n)

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.core import Step, StepRole
+from engine.core import Step, StepRole, inert
 from engine.memory._history import VERBATIM_CHARS, Memo
 from engine.memory._observe import MAX_LINE_CHARS, drafts_of, names_in
 from engine.memory._terminal import terminal_text
@@ -45,6 +45,8 @@ class StepLines:
     words: tuple[frozenset[str], ...]
     within: dict[str, tuple[int, ...]]  # a def/class name (lower case) -> its lines
     defines: frozenset[str]  # every def/class name it opens (lower case)
+    where: dict[str, tuple[int, ...]]  # a word -> the lines it is in, in order
+    inert: tuple[str, ...]  # each line with a start that reads as the prompt's frame escaped
 
 
 def step_lines(item: Step, memo: Memo | None) -> StepLines:
@@ -81,8 +83,14 @@ def step_lines(item: Step, memo: Memo | None) -> StepLines:
                 text.append(line)
     if drafted:  # a definition its command writes is still one it defines
         defines.update(name.lower() for name in names_in(shown)[3])
-    found = StepLines(tuple(text), tuple(frozenset(words(ln)) for ln in text),
-                   {k: tuple(v) for k, v in within.items()}, frozenset(defines))  # fmt: skip
+    line_words = tuple(frozenset(words(ln)) for ln in text)
+    where: dict[str, list[int]] = {}
+    for n, found_words in enumerate(line_words):
+        for word in found_words:
+            where.setdefault(word, []).append(n)
+    found = StepLines(tuple(text), line_words, {k: tuple(v) for k, v in within.items()},
+                      frozenset(defines), {k: tuple(v) for k, v in where.items()},
+                      tuple(inert(ln) for ln in text))  # fmt: skip
     if memo is not None:
         memo.lines[item] = found
     return found
