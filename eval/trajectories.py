@@ -1,7 +1,7 @@
 """Measure the history lane on real agent trajectories, beside the peers' strategies.
 
     python -m eval.trajectories [--data GLOB] [--budgets 2000,4000,8000] [--limit N]
-                                [--timing-steps 100]
+                                [--timing-steps 100] [--lane FIELD=VALUE ...]
 
 Each trajectory (mini-swe-agent runs, ``../shared/eval/trajectories/*.jsonl.gz``) is
 replayed into a session step by step: the issue text is pinned (counted against the
@@ -13,6 +13,8 @@ step t the history lane of the items before t is built for each budget, and chec
   that ``search_items`` ranks for the step's own reasoning (its THOUGHT, without the
   command, so the copied line itself is never the query) ("kept or stub in top 3");
   reported overall and for lines >= 10 steps back;
+- newest: the agent's previous command is in the lane whole, and its output (the newest
+  tool output) is;
 - names: file paths, test ids, exception names and symbols (names a ``def``/``class``
   line in an earlier output defined) that step t uses and the history mentioned before;
 - the final patch's files and the FAIL_TO_PASS test names, at every step after the
@@ -41,7 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from engine.core import BudgetUnreachableError, Step, StepRole
@@ -93,6 +95,8 @@ class Scores:
     stub_far: Tally = field(default_factory=Tally)
     names: Tally = field(default_factory=Tally)
     gold: Tally = field(default_factory=Tally)
+    command: Tally = field(default_factory=Tally)
+    output: Tally = field(default_factory=Tally)
     lane_tokens: int = 0
     raw_tokens: int = 0
 
@@ -205,6 +209,8 @@ class Probes:
     lines: tuple[tuple[str, int, tuple[int, ...]], ...]  # (line, steps back, source steps)
     names: tuple[str, ...]
     gold: tuple[str, ...]
+    command: str = ""  # the agent's previous command ("" when none)
+    output: str = ""  # the newest tool output after it ("" when none)
 
 
 def probes(traj: Trajectory, t: int, line_index: dict[str, list[int]],
@@ -222,7 +228,12 @@ def probes(traj: Trajectory, t: int, line_index: dict[str, list[int]],
                if w in defined]  # fmt: skip
     names = tuple(n for n in dict.fromkeys((*paths, *tests, *errors, *symbols)) if n in seen_text)
     gold = tuple(g for g in (*traj.patch_files, *traj.tests) if g in seen_text)
-    return Probes(tuple(lines), names, gold)
+    before = traj.items[:t]
+    last = next((i for i in reversed(before) if i.role is StepRole.ASSISTANT), None)
+    command = command_of(last.text) if last is not None else ""
+    output = next((i.text.strip() for i in reversed(before)
+                   if i.role is StepRole.TOOL and last is not None and i.step > last.step), "")
+    return Probes(tuple(lines), names, gold, command, output)
 
 
 Strategy = Callable[[Sequence[Step], int, Memo, str], tuple[str, int, set[int]]]
@@ -311,6 +322,10 @@ def _score(sc: Scores, text: str, issue: str, probe: Probes, compacted: set[int]
         sc.names.add(name in context)
     for gold in probe.gold:
         sc.gold.add(gold in context)
+    if probe.command:
+        sc.command.add(all(ln.strip() in context for ln in probe.command.splitlines()))
+    if probe.output:
+        sc.output.add(all(ln.strip() in context for ln in probe.output.splitlines()))
     sc.lane_tokens += tokens
     sc.raw_tokens += raw
 
@@ -375,6 +390,26 @@ def session_timing(steps: int, trajs: Sequence[Trajectory]) -> tuple[float, floa
     return statistics.median(times), sorted(times)[int(0.95 * (len(times) - 1))]
 
 
+def lane_settings(pairs: Sequence[str]) -> LaneSettings:
+    """``LaneSettings`` with each ``FIELD=VALUE`` of ``pairs`` set (typed as the field's
+    default); ValueError names an unknown field or a value of the wrong type."""
+    base = LaneSettings()
+    changes: dict[str, object] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not hasattr(base, name.strip()):
+            known = ", ".join(f.name for f in fields(LaneSettings))
+            raise ValueError(f"{pair!r} is not FIELD=VALUE with a field of: {known}")
+        kind = type(getattr(base, name.strip()))
+        try:
+            changes[name.strip()] = kind(value.strip())
+        except ValueError:
+            article = "an" if kind.__name__[0] in "aeiou" else "a"
+            raise ValueError(f"{name.strip()} takes {article} {kind.__name__}, "
+                             f"not {value!r}") from None  # fmt: skip
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the measure and print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -382,8 +417,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--budgets", default="2000,4000,8000")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--timing-steps", type=int, default=100)
+    ap.add_argument("--lane", action="append", default=[], metavar="FIELD=VALUE",
+                    help="a LaneSettings field for cortex's lane (a variant to measure)")
     args = ap.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
+    try:
+        settings = lane_settings(args.lane)
+    except ValueError as exc:
+        print(f"--lane: {exc}", file=sys.stderr)
+        return 2
     trajs = list(load(args.data))
     if args.limit:
         trajs = trajs[: args.limit]
@@ -392,11 +434,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     counter = TiktokenCounter()
     started = time.perf_counter()
-    scores, checks = run(trajs, budgets, LaneSettings(), counter)
+    scores, checks = run(trajs, budgets, settings, counter)
+    if args.lane:
+        print("cortex lane: " + ", ".join(args.lane))
     print(f"{len(trajs)} trajectories, {checks['lanes']} lanes per budget set "
           f"in {time.perf_counter() - started:.0f} s")  # fmt: skip
     head = (f"{'budget':>6} {'strategy':<9} {'verbatim':>8} {'>=10back':>8} {'kept|top3':>9} "
-            f"{'>=10back':>8} {'names':>6} {'gold':>6} {'tokens saved':>12}")  # fmt: skip
+            f"{'>=10back':>8} {'names':>6} {'gold':>6} {'last cmd':>8} {'last out':>8} "
+            f"{'tokens saved':>12}")  # fmt: skip
     print(head)
     for budget in budgets:
         for name, per in scores.items():
@@ -404,7 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             saved = 1 - sc.lane_tokens / sc.raw_tokens if sc.raw_tokens else 0.0
             print(f"{budget:>6} {name:<9} {sc.verbatim.pct():>8} {sc.verbatim_far.pct():>8} "
                   f"{sc.stub.pct():>9} {sc.stub_far.pct():>8} {sc.names.pct():>6} "
-                  f"{sc.gold.pct():>6} {100 * saved:11.1f}%")  # fmt: skip
+                  f"{sc.gold.pct():>6} {sc.command.pct():>8} {sc.output.pct():>8} "
+                  f"{100 * saved:11.1f}%")  # fmt: skip
     sc = scores["cortex"][budgets[0]]
     print(f"verbatim probes per budget: {sc.verbatim.trials} ({sc.verbatim_far.trials} >= "
           f"{_FAR} back); names {sc.names.trials}; gold {sc.gold.trials}")  # fmt: skip
