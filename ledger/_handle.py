@@ -11,6 +11,7 @@ sees its file moved and leaves the moved write-ahead log alone) and opens the pa
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -37,6 +38,7 @@ class Handle:
         """Open the path with ``opener`` (``ledger._sqlite.connect`` with the ledger's
         options), which returns the connection and the file it opened."""
         self.path = path
+        self._where = os.fspath(path)  # stat'ed on every read: no Path conversion each time
         self._opener = opener
         self._busy_timeout = busy_timeout
         self._lock = threading.RLock()
@@ -98,7 +100,8 @@ class Handle:
     def _moved(self) -> bool:
         """Whether the path names another file than the one open (or none)."""
         try:
-            st = self.path.stat()
+            # os.stat on a str is ~40% cheaper than Path.stat, and this runs on every read.
+            st = os.stat(self._where)  # noqa: PTH116
         except FileNotFoundError:
             return True
         except OSError:  # cannot tell: keep the file open
