@@ -4,7 +4,8 @@ Records (turns, feedback, and journal entries for weight updates, compaction che
 and salience) share one append-only chain in one SQLite file; each record's hash covers the
 previous one, so ``Ledger.verify`` names the first record that was edited, deleted,
 reordered or inserted. Snippet texts and rendered prompts are stored by sha256, so a turn
-can be replayed without the workspace it came from.
+can be replayed without the workspace it came from. ``Ledger.rotate`` moves a ledger aside
+(grown, or broken and kept as evidence) and starts a chain whose first record names it.
 
 Plain records in, plain records out: this package imports nothing else from cortex, and
 importing it opens no file.
@@ -18,6 +19,7 @@ from ledger._errors import (
     LedgerCorruptError,
     LedgerError,
     LedgerNotFoundError,
+    LedgerRotateError,
     LedgerSchemaError,
     LedgerWriteError,
 )
@@ -26,14 +28,17 @@ from ledger._records import (
     FeedbackDraft,
     FeedbackRecord,
     JournalEntry,
+    PreviousLedger,
     Record,
     RecordKind,
+    RotateReason,
     SnippetRef,
     ToolResult,
     TurnDraft,
     TurnRecord,
     VerifyReport,
 )
+from ledger._rotate import Rotation
 from ledger._sqlite import FOLD_WAIT_S, SCHEMA_VERSION, fold_wal
 from ledger._store import Ledger
 
@@ -51,10 +56,14 @@ __all__ = [
     "LedgerCorruptError",
     "LedgerError",
     "LedgerNotFoundError",
+    "LedgerRotateError",
     "LedgerSchemaError",
     "LedgerWriteError",
+    "PreviousLedger",
     "Record",
     "RecordKind",
+    "RotateReason",
+    "Rotation",
     "SnippetRef",
     "ToolResult",
     "TurnDraft",

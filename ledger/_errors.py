@@ -7,6 +7,7 @@
     │                                           a blob whose bytes do not hash to its name
     ├── LedgerSchemaError                       a ledger of another schema version
     ├── LedgerNotFoundError (FileNotFoundError) no ledger at the path and ``create=False``
+    ├── LedgerRotateError                       a rotation refused: nothing was moved
     └── BlobNotFoundError (LookupError)         no blob stored under that sha256
 
 SQLite's errors are translated once, where the ledger calls SQLite (``ledger._sqlite``), with
@@ -24,6 +25,7 @@ __all__ = [
     "LedgerCorruptError",
     "LedgerError",
     "LedgerNotFoundError",
+    "LedgerRotateError",
     "LedgerSchemaError",
     "LedgerWriteError",
 ]
@@ -50,6 +52,11 @@ class LedgerSchemaError(LedgerError):
 
 class LedgerNotFoundError(LedgerError, FileNotFoundError):
     """There is no ledger at the path and the caller asked not to create one."""
+
+
+class LedgerRotateError(LedgerError):
+    """``Ledger.rotate`` refused (a healthy ledger called broken, a broken one rotated as
+    healthy, a name it would move a file to already taken); every file is where it was."""
 
 
 class BlobNotFoundError(LedgerError, LookupError):

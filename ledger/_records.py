@@ -12,15 +12,17 @@ import re
 from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 __all__ = [
     "JSON",
     "FeedbackDraft",
     "FeedbackRecord",
     "JournalEntry",
+    "PreviousLedger",
     "Record",
     "RecordKind",
+    "RotateReason",
     "SnippetRef",
     "ToolResult",
     "TurnDraft",
@@ -46,6 +48,16 @@ class RecordKind(StrEnum):
     SALIENCE = "salience"  # a salience change for cited or faulted items
     SESSION = "session"  # one step of a planner's session (its text is a blob)
     PURGE = "purge"  # stored texts removed (``Ledger.purge``): which, and what replaced them
+    # The first record of a chain that continues a ledger moved aside (``Ledger.rotate``):
+    # names that file and the last record of its chain that verifies. Only ever seq 1.
+    CONTINUES = "continues"
+
+
+class RotateReason(StrEnum):
+    """Why a ledger was moved aside and a new chain started (``Ledger.rotate``)."""
+
+    ROTATE = "rotate"  # it grew: its chain verified and is closed
+    BROKEN = "broken"  # it failed its check: kept as evidence, its chain not continued
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,12 +253,70 @@ Record: TypeAlias = TurnRecord | FeedbackRecord | JournalEntry
 
 
 @dataclass(frozen=True, slots=True)
+class PreviousLedger:
+    """The ledger a chain continues, as the chain's first record (``continues``) names it:
+    the file moved aside (its name: it lies beside the ledger), the last record of its chain
+    that verifies, the moved file's size and sha256, and whether and why not it verified.
+
+    ``seq`` 0 (and ``hash`` all zeros) when no record of it could be read as sound."""
+
+    file: str
+    seq: int
+    hash: str
+    size: int
+    sha256: str
+    verified: bool
+    reason: RotateReason
+    problem: str = ""  # verify's reason when it did not verify
+
+    def __post_init__(self) -> None:
+        _check_str("file", self.file, empty=False)
+        if "/" in self.file or self.file in (".", ".."):
+            raise ValueError(f"file must be a file name beside the ledger, not {self.file!r}")
+        _check_int("seq", self.seq, low=0)
+        check_sha256("hash", self.hash)
+        _check_int("size", self.size, low=0)
+        check_sha256("sha256", self.sha256)
+        if not isinstance(self.verified, bool):
+            raise ValueError(f"verified must be a bool, not {self.verified!r}")
+        RotateReason(self.reason)
+        _check_str("problem", self.problem)
+
+    def payload(self) -> JSON:
+        """The ``continues`` record's payload."""
+        return {"file": self.file, "seq": self.seq, "hash": self.hash, "size": self.size,
+                "sha256": self.sha256, "verified": self.verified,
+                "reason": RotateReason(self.reason).value, "problem": self.problem}  # fmt: skip
+
+    @classmethod
+    def from_payload(cls, payload: JSON) -> PreviousLedger:
+        """Inverse of ``payload``; ``ValueError`` for a payload of another shape."""
+        if not isinstance(payload, dict):
+            raise ValueError("a continues record's payload is an object")
+        try:
+            body: Any = payload  # each field's type is checked by __post_init__
+            return cls(body["file"], body["seq"], body["hash"], body["size"], body["sha256"],
+                       body["verified"], RotateReason(body["reason"]), body["problem"])  # fmt: skip
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"a continues record's payload lacks {exc}") from None
+
+    def said(self) -> str:
+        """One line: what this chain continues."""
+        at = f"at seq {self.seq} hash {self.hash}"
+        if self.verified:
+            return f"continues {self.file} {at}"
+        return (f"continues {self.file}, moved aside broken ({self.problem}); its last sound "
+                f"record {at}")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class VerifyReport:
     """What ``Ledger.verify`` found.
 
     ``first_bad_seq`` is the first place the chain breaks (for a deleted record, the seq that
     is missing) and ``first_bad_turn`` the turn id of the record stored there (None when the
     record is gone or belongs to no turn). ``reason`` says what is wrong, in words.
+    ``previous`` is the ledger a rotated chain continues, as its first record names it.
     """
 
     ok: bool
@@ -255,6 +325,7 @@ class VerifyReport:
     first_bad_turn: str | None
     reason: str
     purged: int = 0  # texts a turn names that a purge record removed (checked with ``blobs``)
+    previous: PreviousLedger | None = None  # the ledger this chain continues (``rotate``)
 
 
 def check_sha256(name: str, value: object) -> None:

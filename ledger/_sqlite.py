@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TypeAlias
 
 from ledger._codec import GENESIS_HASH
 from ledger._errors import (
@@ -33,15 +34,22 @@ __all__ = [
     "FOLD_WAIT_S",
     "PURGED_TABLE",
     "SCHEMA_VERSION",
+    "FileId",
+    "OpenLock",
     "connect",
+    "file_id",
     "fold_wal",
     "has_table",
     "translate_errors",
 ]
 
+FileId: TypeAlias = tuple[int, int]
+"""(device, inode): which file a path named when it was opened."""
+
 APPLICATION_ID = 0x43585447  # "CXTG": written in the file header, marks a cortex ledger
 SCHEMA_VERSION = 1
 _JOURNAL_LIMIT = 4 << 20  # truncate the WAL back to this after checkpoints (not left at peak)
+_LOCK_POLL_S = 0.005  # between tries of the open lock: it is held for milliseconds, or a rotation
 
 # Texts removed by a purge: the blob's name stays, its bytes are replaced by a marked text
 # whose sha256 the purge record (in the chain) names. Created on first purge in ledgers
@@ -88,31 +96,113 @@ _REFUSE_FOREIGN = "it is not a cortex ledger; point cortex at another path"
 # that the chain can name. Its records cannot be trusted or read past the damage.
 _DAMAGED = (
     "the ledger file is damaged (a failing disk, a partial copy or an edit of the file "
-    "itself); restore {path} from a backup, and keep the damaged copy as evidence"
+    "itself); restore {path} from a backup, and keep the damaged copy as evidence "
+    "(`cortex ledger rotate --broken` moves it aside and starts a new ledger)"
 )
 _START_NEW = (
-    "To start a new ledger, move {path} aside (keep it if you need its history); a new "
-    "ledger is created there on next use"
+    "To start a new ledger, move {path} aside (keep it if you need its history: "
+    "`cortex ledger rotate --broken` does); a new ledger is created there on next use"
 )
 
 
 def connect(
     path: Path, *, create: bool, read_only: bool, busy_timeout: float, max_pages: int | None
-) -> sqlite3.Connection:
-    """Open (and on first use create) the ledger file, checking it is a ledger of our schema.
+) -> tuple[sqlite3.Connection, FileId | None]:
+    """Open (and on first use create) the ledger file, checking it is a ledger of our schema;
+    return the connection and the file it opened (``file_id``), taken under the open lock,
+    so a rotation cannot slip between the two.
 
     Raises ``LedgerNotFoundError``, ``LedgerCorruptError`` (not a ledger),
     ``LedgerSchemaError`` (another version) or ``LedgerWriteError`` (cannot create it).
     """
+    writable = create and not read_only
+    if writable and not path.parent.is_dir():
+        try:  # a folder made here is its owner's alone
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.chmod(0o700)
+        except OSError as exc:
+            raise LedgerWriteError(f"cannot create the ledger {path}: {exc}") from exc
+    lock = OpenLock(path, create=writable)
+    try:
+        lock.take(exclusive=False, wait=busy_timeout)
+        conn = _connect(path, lock, create=create, read_only=read_only,
+                        busy_timeout=busy_timeout, max_pages=max_pages)  # fmt: skip
+        return conn, file_id(path)
+    finally:
+        lock.release()
+
+
+def file_id(path: Path) -> FileId | None:
+    """(device, inode) of the file ``path`` names now; None when it names none."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+class OpenLock:
+    """An ``flock`` on ``<ledger>.init``: shared while a process opens the ledger, exclusive
+    while one creates it or a rotation swaps its files, so that no process opens a half-moved
+    set (a ledger without its write-ahead log, a new ledger beside the old log) or creates a
+    ledger of its own where a rotation is about to put one.
+
+    In a folder no one may write (an auditor's read-only copy) the file may be absent and
+    cannot be made: no lock is taken there, and none is needed, as nothing can move."""
+
+    def __init__(self, path: Path, *, create: bool) -> None:
+        self.path = Path(f"{path}.init")
+        self._fd: int | None = None
+        for flags in ([os.O_RDWR | os.O_CREAT] if create else []) + [os.O_RDONLY]:
+            try:
+                self._fd = os.open(self.path, flags, 0o600)
+                break
+            except OSError:
+                continue
+
+    def take(self, *, exclusive: bool, wait: float) -> None:
+        """Take (or convert to) the shared or exclusive lock, waiting up to ``wait`` s."""
+        if self._fd is None:
+            return
+        mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(self._fd, mode)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LedgerWriteError(
+                        f"cannot open the ledger {self.path.with_suffix('')}: another process "
+                        f"held {self.path.name} for more than {wait:g} s (creating or rotating "
+                        "the ledger)"
+                    ) from None
+                time.sleep(_LOCK_POLL_S)
+
+    def release(self) -> None:
+        """Release the lock and its file (idempotent)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _connect(
+    path: Path,
+    lock: OpenLock,
+    *,
+    create: bool,
+    read_only: bool,
+    busy_timeout: float,
+    max_pages: int | None,
+) -> sqlite3.Connection:
+    """``connect``'s work, under the shared open lock."""
     if not path.exists():
         if read_only or not create:
             raise LedgerNotFoundError(f"no ledger at {path}")
         try:
-            if not path.parent.is_dir():  # a folder made here is its owner's alone
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.parent.chmod(0o700)
-            # And so is the file, whatever the umask (it holds the prompts a model saw):
-            # SQLite makes its -wal and -shm files with the mode of the database file.
+            # The file is its owner's alone, whatever the umask (it holds the prompts a model
+            # saw): SQLite makes its -wal and -shm files with the mode of the database file.
             with suppress(FileExistsError):
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except OSError as exc:
@@ -138,17 +228,17 @@ def connect(
         with translate_errors(path, "open", busy_timeout):
             if not read_only and _header(conn) == (0, 0):
                 # Possibly a brand-new file that another process is creating too: create it
-                # under an OS lock, on a fresh connection that sees the winner's header.
+                # under the exclusive lock, on a fresh connection that sees the winner's header.
                 conn.close()
-                with _creation_lock(path):
-                    conn = sqlite3.connect(
-                        _uri(path, read_only=False),
-                        uri=True,
-                        timeout=busy_timeout,
-                        isolation_level=None,
-                        check_same_thread=False,
-                    )
-                    _init_with_retry(conn, path, read_only=False, busy_timeout=busy_timeout)
+                lock.take(exclusive=True, wait=busy_timeout)
+                conn = sqlite3.connect(
+                    _uri(path, read_only=False),
+                    uri=True,
+                    timeout=busy_timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                _init_with_retry(conn, path, read_only=False, busy_timeout=busy_timeout)
             else:
                 _init_with_retry(conn, path, read_only=read_only, busy_timeout=busy_timeout)
             # WAL + NORMAL: a commit survives a process crash (kill -9); only a power cut can
@@ -164,18 +254,6 @@ def connect(
         if source != path:  # the copy is open (and read): its folder can go
             shutil.rmtree(source.parent, ignore_errors=True)
     return conn
-
-
-@contextmanager
-def _creation_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``<ledger>.init`` while a new ledger is created."""
-    fd = os.open(f"{path}.init", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def _init_with_retry(

@@ -3,34 +3,35 @@
 Each append is one ``BEGIN IMMEDIATE`` transaction (read the head, hash, insert, move the
 head, commit), so a crash at any point leaves either the whole record or none of it, and two
 processes appending at once are serialised by SQLite's lock (``busy_timeout``), never
-interleaved inside a record.
+interleaved inside a record. Once that lock is held, the append checks that the path still
+names the file it has open (``ledger._handle``), so an append after a rotation lands in the
+new ledger, never in the file moved aside.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
 
-from ledger._blobs import load_text, purged_names, replace_text, store_text, text_page
+from ledger._blobs import load_text, purged_names, store_text, text_page
+from ledger._chain import COLUMNS, link
 from ledger._codec import (
-    GENESIS_HASH,
     canonical_json,
     check_json,
     decode_row,
     feedback_payload,
     now_utc,
-    record_hash,
     text_sha256,
     turn_payload,
 )
-from ledger._cuts import cut_text
-from ledger._errors import BlobNotFoundError, LedgerCorruptError
+from ledger._errors import LedgerCorruptError
+from ledger._handle import Handle, snapshot
+from ledger._purge import purge_texts
 from ledger._records import (
     JSON,
     FeedbackDraft,
@@ -43,7 +44,8 @@ from ledger._records import (
     VerifyReport,
     check_time,
 )
-from ledger._sqlite import FOLD_WAIT_S, PURGED_TABLE, connect, fold_wal, translate_errors
+from ledger._rotate import Rotation, previous_problem, rotate_file
+from ledger._sqlite import FOLD_WAIT_S, FileId, connect, fold_wal
 from ledger._verify import chain_head, load_stored, record_problem, verify_chain
 
 __all__ = ["BUSY_TIMEOUT_S", "COMPACT_WAIT_S", "Ledger"]
@@ -53,7 +55,7 @@ BUSY_TIMEOUT_S = 10.0  # an append holds the lock ~1 ms; 10 s of waiting means a
 # one still open after 30 s is held open on purpose, and waiting longer would not help.
 COMPACT_WAIT_S = FOLD_WAIT_S
 _PAGE = 256  # records per read while iterating: bounded memory, few round trips
-_COLUMNS = "seq, kind, turn_id, time, payload, prev_hash, record_hash"
+_COLUMNS = COLUMNS
 
 
 class Ledger:
@@ -65,15 +67,14 @@ class Ledger:
     ...     assert ledger.verify().ok
 
     Safe to share between threads of one process; any number of processes may append to
-    the same file. Open it with ``Ledger.open``.
+    the same file. Open it with ``Ledger.open``. After a rotation (``Ledger.rotate``, here
+    or in another process) the next read or append goes to the new ledger.
     """
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, busy_timeout: float) -> None:
-        """Wrap an open connection; use ``Ledger.open`` instead."""
-        self._path = path
-        self._conn: sqlite3.Connection | None = conn
-        self._busy_timeout = busy_timeout
-        self._lock = threading.RLock()
+    def __init__(self, handle: Handle) -> None:
+        """Wrap an open handle; use ``Ledger.open`` instead."""
+        self._path = handle.path
+        self._handle = handle
 
     @classmethod
     def open(
@@ -96,23 +97,62 @@ class Ledger:
         ``LedgerSchemaError`` (another schema version) or ``LedgerWriteError``.
         """
         where = Path(path)
-        conn = connect(
-            where, create=create, read_only=read_only, busy_timeout=busy_timeout,
-            max_pages=max_pages,
-        )  # fmt: skip
-        return cls(where, conn, busy_timeout)
+
+        def opener() -> tuple[sqlite3.Connection, FileId | None]:
+            return connect(where, create=create, read_only=read_only,
+                           busy_timeout=busy_timeout, max_pages=max_pages)  # fmt: skip
+
+        return cls(Handle(where, opener, busy_timeout))
+
+    @classmethod
+    def rotate(
+        cls,
+        path: Path | str | PathLike[str],
+        *,
+        broken: bool = False,
+        also: Sequence[Path] = (),
+        anchor: tuple[int, str] | None = None,
+        busy_timeout: float = BUSY_TIMEOUT_S,
+        time: str | None = None,
+    ) -> Rotation:
+        """Close the ledger at ``path`` and start a new chain that names it.
+
+        Moves the file, its ``-wal`` and ``-shm`` files and the files in ``also`` (files
+        folded from the ledger, beside it, each with its own ``-wal``/``-shm``) aside to
+        ``<stem>.<rotated|broken>-<UTC time>...`` in the same folder, read-only (0400), and
+        puts a new ledger at ``path`` whose first record (kind ``continues``) names the file
+        moved aside: its last record that verifies (seq, hash), its size and sha256,
+        whether its chain verified (with ``anchor``, as ``verify(anchor=...)`` checks it)
+        and why not, and the reason. A ledger open in any process follows to the new file
+        on its next read or append; none appends to the file moved aside.
+
+        ``broken`` is for a ledger that fails its check (or that SQLite cannot read): it is
+        moved aside as evidence. Without it the ledger must verify. ``time`` (ISO 8601 UTC)
+        stamps the names and the record instead of now.
+
+        Raises ``LedgerNotFoundError`` (no ledger at ``path``), ``LedgerRotateError``
+        (refused: a healthy ledger called broken, a broken one not, a name aside taken;
+        nothing moved) or ``LedgerWriteError``.
+
+        >>> Ledger.rotate(state / "ledger.sqlite").previous.seq  # doctest: +SKIP
+        4121
+        """
+        return rotate_file(Path(path), broken=broken, also=tuple(Path(p) for p in also),
+                           anchor=anchor, busy_timeout=busy_timeout, time=time)  # fmt: skip
 
     @property
     def path(self) -> Path:
         """The ledger file."""
         return self._path
 
+    def file_id(self) -> FileId | None:
+        """(device, inode) of the ledger file at the path, the one reads and appends go to:
+        another after a rotation (a cache of what was read from the ledger keys on it)."""
+        return self._handle.file_id()
+
     def close(self) -> None:
         """Close the file (idempotent)."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._handle.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -150,7 +190,7 @@ class Ledger:
 
         The replacement is returned only when a sound purge record names it; one slipped
         in by hand raises ``LedgerCorruptError``."""
-        with self._reading("read a text from") as conn, _snapshot(conn):
+        with self._reading("read a text from") as conn, snapshot(conn):
             return load_stored(conn, sha256)
 
     def texts(self, *, purged: bool = False) -> Iterator[tuple[str, str]]:
@@ -167,7 +207,7 @@ class Ledger:
             after = page[-1][0]
         after = ""
         while purged:
-            with self._reading("read the texts of") as conn, _snapshot(conn):
+            with self._reading("read the texts of") as conn, snapshot(conn):
                 page = [(n, load_stored(conn, n)[0]) for n in purged_names(conn, after)]
             if not page:
                 return
@@ -190,51 +230,7 @@ class Ledger:
         Raises ``ValueError`` for a sha256 that names no stored text and for a range that
         is empty, out of order, overlapping or outside its text.
         """
-        if not cuts:
-            raise ValueError("nothing to purge")
-        check_json(dict(note))
-        if {"texts", "cuts"} & set(note):
-            raise ValueError("a purge's note cannot set 'texts' or 'cuts'")
-        shas = sorted(cuts)
-        current: dict[str, str] = {}  # the name of the text each purge cuts now
-        replacements: dict[str, str] = {}
-        marks: list[JSON] = []
-        for sha in shas:
-            with self._reading("read a text from") as conn, _snapshot(conn):
-                try:
-                    text, purged = load_stored(conn, sha)
-                except BlobNotFoundError:
-                    raise ValueError(f"no stored text to purge under {sha}") from None
-            current[sha] = text_sha256(text) if purged else sha
-            replacements[sha], cut = cut_text(text, list(cuts[sha]))
-            marks.append([sha, current[sha], [list(m) for m in cut]])
-        pairs: list[JSON] = [[sha, text_sha256(replacements[sha])] for sha in shas]
-        payload: JSON = {**note, "texts": pairs, "cuts": marks}
-
-        def check(conn: sqlite3.Connection) -> None:
-            conn.execute(PURGED_TABLE)
-            for sha in shas:  # what was cut is still what is stored (no purge in between)
-                now = conn.execute("SELECT 1 FROM blobs WHERE sha256 = ?", (sha,)).fetchone()
-                if now is None:
-                    row = conn.execute(
-                        "SELECT replacement_sha256 FROM purged WHERE sha256 = ?", (sha,)
-                    ).fetchone()
-                    now = None if row is None or str(row[0]) != current[sha] else row
-                elif current[sha] != sha:
-                    now = None
-                if now is None:
-                    raise ValueError(f"the text {sha} changed while it was purged; purge again")
-
-        def then(conn: sqlite3.Connection, seq: int) -> None:
-            for sha in shas:
-                replace_text(conn, sha, replacements[sha], seq)
-
-        stamp = now_utc()
-        data = canonical_json(payload)
-        seq, prev, rec_hash = self._append(RecordKind.PURGE, None, stamp, data, None, check, then)
-        entry = decode_row((seq, RecordKind.PURGE.value, None, stamp, data, prev, rec_hash))
-        assert isinstance(entry, JournalEntry)
-        return entry
+        return purge_texts(self._handle, cuts, note)
 
     def compact(self, *, wait: float | None = None) -> bool:
         """Rewrite the file so no freed page (what a purge removed) is left in it or in its
@@ -330,6 +326,8 @@ class Ledger:
             raise ValueError(f"append {kind.value} records with append_{kind.value}")
         if kind is RecordKind.PURGE:
             raise ValueError("append purge records with purge (it removes the texts with it)")
+        if kind is RecordKind.CONTINUES:
+            raise ValueError("a continues record opens a chain: Ledger.rotate writes it")
         if turn_id is not None and (not isinstance(turn_id, str) or not turn_id):
             raise ValueError(f"turn_id must be None or a non-empty str, not {turn_id!r}")
         if time is not None:
@@ -356,16 +354,17 @@ class Ledger:
         rows: list[tuple[RecordKind, str | None, bytes]] = []
         for kind, turn_id, payload in entries:
             kind = RecordKind(kind)
-            if kind in (RecordKind.TURN, RecordKind.FEEDBACK, RecordKind.PURGE):
+            if kind in (RecordKind.TURN, RecordKind.FEEDBACK, RecordKind.PURGE,
+                        RecordKind.CONTINUES):  # fmt: skip
                 raise ValueError(f"append_entries takes journal kinds, not {kind.value}")
             if turn_id is not None and (not isinstance(turn_id, str) or not turn_id):
                 raise ValueError(f"turn_id must be None or a non-empty str, not {turn_id!r}")
             check_json(payload)
             rows.append((kind, turn_id, canonical_json(payload)))
         out: list[JournalEntry] = []
-        with self._writing("append to") as conn:
+        with self._handle.writing("append to") as conn:
             for kind, turn_id, data in rows:
-                seq, prev, rec_hash = self._link(conn, kind, turn_id, stamp, data, None)
+                seq, prev, rec_hash = link(conn, self._path, kind, turn_id, stamp, data, None)
                 entry = decode_row((seq, kind.value, turn_id, stamp, data, prev, rec_hash))
                 assert isinstance(entry, JournalEntry)
                 out.append(entry)
@@ -383,44 +382,12 @@ class Ledger:
     ) -> tuple[int, str, str]:
         """Chain one record onto the head in one transaction; return (seq, prev, hash).
         ``then(conn, seq)`` writes what belongs with the record, in the same transaction."""
-        with self._writing("append to") as conn:
+        with self._handle.writing("append to") as conn:
             if check is not None:
                 check(conn)
-            seq, prev, rec_hash = self._link(conn, kind, turn_id, time, payload, replay_key)
+            seq, prev, rec_hash = link(conn, self._path, kind, turn_id, time, payload, replay_key)
             if then is not None:
                 then(conn, seq)
-        return seq, prev, rec_hash
-
-    def _link(
-        self,
-        conn: sqlite3.Connection,
-        kind: RecordKind,
-        turn_id: str | None,
-        time: str,
-        payload: bytes,
-        replay_key: str | None,
-    ) -> tuple[int, str, str]:
-        """Chain one record onto the head inside the caller's transaction."""
-        head = conn.execute("SELECT count, last_hash FROM head WHERE id = 1").fetchone()
-        tail = conn.execute(
-            "SELECT seq, record_hash FROM records ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        # Never chain onto a break: the new record would make a tampered tail look sound.
-        ends = (int(tail[0]), str(tail[1])) if tail else (0, GENESIS_HASH)
-        if head is None or (int(head[0]), str(head[1])) != ends:
-            raise LedgerCorruptError(
-                f"the ledger {self._path} does not end where its head says, so no record is "
-                "appended to it, now or after a check (`cortex ledger verify` names the first "
-                "bad record; to record again, move the file aside as evidence: README, "
-                "'A broken ledger')"
-            )
-        seq, prev = int(head[0]) + 1, str(head[1])
-        rec_hash = record_hash(kind.value, seq, turn_id, time, payload, prev)
-        conn.execute(
-            f"INSERT INTO records ({_COLUMNS}, replay_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (seq, kind.value, turn_id, time, payload, prev, rec_hash, replay_key),
-        )
-        conn.execute("UPDATE head SET count = ?, last_hash = ? WHERE id = 1", (seq, rec_hash))
         return seq, prev, rec_hash
 
     # -- reads --------------------------------------------------------------------------
@@ -444,7 +411,7 @@ class Ledger:
         links to the records beside it), without walking the chain: an edited record
         raises ``LedgerCorruptError`` rather than being replayed.
         """
-        with self._reading("read") as conn, _snapshot(conn):
+        with self._reading("read") as conn, snapshot(conn):
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM records WHERE replay_key = ? AND kind = 'turn' "
                 "ORDER BY seq DESC",
@@ -477,7 +444,7 @@ class Ledger:
             where += " AND turn_id = ?"
             args.append(turn_id)
         while True:
-            with self._reading("read") as conn, _snapshot(conn):
+            with self._reading("read") as conn, snapshot(conn):
                 rows = conn.execute(
                     f"SELECT {_COLUMNS} FROM records WHERE seq > ?{where} ORDER BY seq LIMIT ?",
                     (after, *args, _PAGE),
@@ -498,7 +465,7 @@ class Ledger:
         if n <= 0:
             return []
         where, args = ("WHERE kind = ?", (RecordKind(kind).value,)) if kind else ("", ())
-        with self._reading("read") as conn, _snapshot(conn):
+        with self._reading("read") as conn, snapshot(conn):
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM records {where} ORDER BY seq DESC LIMIT ?", (*args, n)
             ).fetchall()
@@ -512,18 +479,32 @@ class Ledger:
             raise LedgerCorruptError(f"the ledger {self._path} has lost its head row; run verify")
         return int(row[0])
 
-    def verify(self, *, blobs: bool = False, anchor: tuple[int, str] | None = None) -> VerifyReport:
+    def verify(
+        self,
+        *,
+        blobs: bool = False,
+        anchor: tuple[int, str] | None = None,
+        previous: bool = False,
+    ) -> VerifyReport:
         """Walk the whole chain and name the first bad record (see ``VerifyReport``).
 
         With ``blobs``, also check that every text a turn names is stored and hashes right;
         with ``anchor`` (seq, hash) from an earlier ``head``, that the chain still holds it
-        (the only way to detect a tail cut and re-headed).
+        (the only way to detect a tail cut and re-headed); with ``previous``, for a chain
+        that continues a rotated ledger, that the file it names beside this one still has
+        the size and sha256 recorded and holds the record it names (one read of the file).
         """
         try:
             with self._reading("verify") as conn:
-                return verify_chain(conn, blobs=blobs, anchor=anchor)
+                report = verify_chain(conn, blobs=blobs, anchor=anchor)
         except LedgerCorruptError as exc:  # a damaged file: said as a failed check is
             return VerifyReport(False, 0, None, None, str(exc))
+        if not previous or not report.ok or report.previous is None:
+            return report
+        problem = previous_problem(self._path, report.previous)
+        if problem is not None:
+            return replace(report, ok=False, first_bad_seq=1, reason=problem)
+        return replace(report, reason=f"{report.reason}; {report.previous.file} checked")
 
     def head(self) -> tuple[int, str]:
         """(records, the last record's hash): print it, keep it elsewhere, pass it back to
@@ -544,30 +525,8 @@ class Ledger:
         assert isinstance(turn, TurnRecord)
         return turn
 
-    def _live(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise ValueError(f"the ledger {self._path} is closed")
-        return self._conn
-
-    @contextmanager
-    def _reading(self, action: str) -> Iterator[sqlite3.Connection]:
-        with self._lock, translate_errors(self._path, action, self._busy_timeout):
-            yield self._live()
-
-    @contextmanager
-    def _writing(self, action: str) -> Iterator[sqlite3.Connection]:
-        with self._lock, translate_errors(self._path, action, self._busy_timeout):
-            conn = self._live()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                # SQLite rolls back by itself after some errors (SQLITE_FULL among them).
-                if conn.in_transaction:
-                    with suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-                raise
+    def _reading(self, action: str) -> AbstractContextManager[sqlite3.Connection]:
+        return self._handle.reading(action)
 
 
 def _recorded_by(row: Sequence[object], users: Container[str]) -> bool:
@@ -578,17 +537,6 @@ def _recorded_by(row: Sequence[object], users: Container[str]) -> bool:
     except LedgerCorruptError:
         return True
     return isinstance(turn, TurnRecord) and turn.user in users
-
-
-@contextmanager
-def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """One read transaction: a record checked against its neighbours and the head sees
-    them as of one commit, even while another process appends."""
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        conn.execute("COMMIT")
 
 
 def _filled(conn: sqlite3.Connection, record: Record) -> Record:

@@ -7,7 +7,12 @@ The walk names the first place the chain breaks and why:
 - a ``prev_hash`` that is not the previous record's hash: reordered or inserted (or the
   previous record rewritten with a fresh hash);
 - a head (count, last hash) that disagrees with the last record: the last record deleted,
-  or records added behind the ledger's back.
+  or records added behind the ledger's back;
+- a ``continues`` record (what ``Ledger.rotate`` opens a new chain with, naming the ledger
+  moved aside) anywhere but first.
+
+A chain that starts with a ``continues`` record is reported with what it continues
+(``VerifyReport.previous``).
 
 What it cannot see is a rewrite of the whole tail with fresh hashes and a fresh head: a hash
 chain proves order and integrity relative to a head someone kept elsewhere.
@@ -22,21 +27,23 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from dataclasses import replace
 
 from ledger._blobs import blob_problem, load_text, purged_problem, unpack_text
 from ledger._codec import GENESIS_HASH, canonical_record
 from ledger._cuts import Mark, cuts_problem
 from ledger._errors import BlobNotFoundError, LedgerCorruptError
-from ledger._records import RecordKind, VerifyReport
+from ledger._records import JSON, PreviousLedger, RecordKind, VerifyReport
 from ledger._sqlite import has_table
 
-__all__ = ["chain_head", "load_stored", "record_problem", "verify_chain"]
+__all__ = ["as_str", "chain_head", "check_chain", "load_stored", "record_problem", "verify_chain"]
 
 _KINDS = frozenset(k.value for k in RecordKind)
 # The records whose payload names stored texts (``blobs``), checked with ``blobs=True``.
 _NAMING_TEXTS = frozenset(k.value.encode() for k in (
     RecordKind.TURN, RecordKind.FEEDBACK, RecordKind.SESSION, RecordKind.CHECKPOINT))  # fmt: skip
 _FETCH = 512  # rows per fetch: bounded memory on a large ledger, few round trips
+_CONTINUES = RecordKind.CONTINUES.value.encode()
 
 # Text columns are read as their raw bytes: a byte edited into invalid UTF-8 is then a
 # finding about that record, not an exception that ends the walk.
@@ -69,32 +76,36 @@ def verify_chain(
     # while another process appends.
     conn.execute("BEGIN")
     try:
-        report = _walk(conn, blobs=blobs)
-        if anchor is None or not report.ok:
-            return report
-        seq, expected = anchor
-        if seq == 0:  # the head of an empty ledger: every chain starts there
-            if expected == GENESIS_HASH:
-                return VerifyReport(True, report.checked, None, None,
-                                    f"{report.reason}; the anchor at seq 0 (empty) matches",
-                                    report.purged)  # fmt: skip
-            return VerifyReport(False, report.checked, 0, None,
-                                "the anchor at seq 0 names a hash other than the empty "
-                                "ledger's (all zeros): it is no head of this ledger")  # fmt: skip
-        row = conn.execute("SELECT record_hash FROM records WHERE seq = ?", (seq,)).fetchone()
-        if row is None:
-            return VerifyReport(False, report.checked, seq, None,
-                                f"the anchored record seq {seq} is gone: the chain was cut "
-                                f"after seq {report.checked}")  # fmt: skip
-        if _as_str(row[0]) != expected:
-            return VerifyReport(False, report.checked, seq, None,
-                                f"record seq {seq} no longer has the anchored hash: the chain "
-                                "was rewritten at or before it")  # fmt: skip
-        return VerifyReport(True, report.checked, None, None,
-                            f"{report.reason}; the anchor at seq {seq} matches",
-                            report.purged)  # fmt: skip
+        return check_chain(conn, blobs=blobs, anchor=anchor)
     finally:
         conn.execute("COMMIT")
+
+
+def check_chain(
+    conn: sqlite3.Connection, *, blobs: bool, anchor: tuple[int, str] | None = None
+) -> VerifyReport:
+    """``verify_chain`` inside the caller's transaction (a rotation's, under the write lock)."""
+    report = _walk(conn, blobs=blobs)
+    if anchor is None or not report.ok:
+        return report
+    seq, expected = anchor
+    if seq == 0:  # the head of an empty ledger: every chain starts there
+        if expected == GENESIS_HASH:
+            return replace(report, reason=f"{report.reason}; the anchor at seq 0 (empty) "
+                           "matches")  # fmt: skip
+        return replace(report, ok=False, first_bad_seq=0, reason="the anchor at seq 0 "
+                       "names a hash other than the empty ledger's (all zeros): it is no "
+                       "head of this ledger")  # fmt: skip
+    row = conn.execute("SELECT record_hash FROM records WHERE seq = ?", (seq,)).fetchone()
+    if row is None:
+        return replace(report, ok=False, first_bad_seq=seq,
+                       reason=f"the anchored record seq {seq} is gone: the chain was cut "
+                       f"after seq {report.checked}")  # fmt: skip
+    if as_str(row[0]) != expected:
+        return replace(report, ok=False, first_bad_seq=seq,
+                       reason=f"record seq {seq} no longer has the anchored hash: the "
+                       "chain was rewritten at or before it")  # fmt: skip
+    return replace(report, reason=f"{report.reason}; the anchor at seq {seq} matches")
 
 
 def chain_head(conn: sqlite3.Connection) -> tuple[int, str]:
@@ -102,7 +113,7 @@ def chain_head(conn: sqlite3.Connection) -> tuple[int, str]:
     row = conn.execute("SELECT count, last_hash FROM head WHERE id = 1").fetchone()
     if row is None:
         return 0, GENESIS_HASH
-    return int(row[0]), _as_str(row[1])
+    return int(row[0]), as_str(row[1])
 
 
 def record_problem(conn: sqlite3.Connection, seq: int) -> str | None:
@@ -124,7 +135,7 @@ def record_problem(conn: sqlite3.Connection, seq: int) -> str | None:
         ).fetchone()
         if before is None:
             return f"seq {seq - 1} is missing (deleted): the record before seq {seq}"
-        prev = _as_str(before[0])
+        prev = as_str(before[0])
     try:
         _, rec_hash = _check_record(row, prev)
     except _BadRecordError as bad:
@@ -133,7 +144,7 @@ def record_problem(conn: sqlite3.Connection, seq: int) -> str | None:
         "SELECT CAST(prev_hash AS BLOB) FROM records WHERE seq = ?", (seq + 1,)
     ).fetchone()
     if after is not None:
-        if _as_str(after[0]) != rec_hash:
+        if as_str(after[0]) != rec_hash:
             return f"record seq {seq + 1} does not link to seq {seq}: seq {seq} was rewritten"
     elif chain_head(conn) != (seq, rec_hash):
         return f"the head does not end at seq {seq}, the last record"
@@ -169,7 +180,8 @@ def load_stored(conn: sqlite3.Connection, sha256: str) -> tuple[str, bool]:
     return text, True
 
 
-def _as_str(value: object) -> str:
+def as_str(value: object) -> str:
+    """A column read as bytes (``CAST(... AS BLOB)``) as text, undecodable bytes replaced."""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
@@ -181,6 +193,7 @@ def _walk(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
     prev = GENESIS_HASH
     checked = 0
     past_head_turn: str | None = None
+    previous: PreviousLedger | None = None
     try:
         cursor = conn.execute(_SELECT)
         while rows := cursor.fetchmany(_FETCH):
@@ -194,6 +207,8 @@ def _walk(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
                         f"{expected - 1} is seq {seq}",
                     )  # fmt: skip
                 turn_id, rec_hash = _check_record(row, prev)
+                if row[1] == _CONTINUES:
+                    previous = _continued(seq, turn_id, row[4])
                 if blobs and row[1] in _NAMING_TEXTS:
                     assert purges is not None
                     _check_blobs(conn, seq, turn_id, row[4], sound_blobs, purges)
@@ -202,28 +217,48 @@ def _walk(conn: sqlite3.Connection, *, blobs: bool) -> VerifyReport:
                 prev = rec_hash
                 checked = seq
     except _BadRecordError as bad:
-        return VerifyReport(False, bad.seq - 1, bad.seq, bad.turn_id, bad.reason)
+        return VerifyReport(False, bad.seq - 1, bad.seq, bad.turn_id, bad.reason,
+                            previous=previous)  # fmt: skip
     if head is None:
-        return VerifyReport(False, checked, checked + 1, None, "the head row is missing")
+        return VerifyReport(False, checked, checked + 1, None, "the head row is missing",
+                            previous=previous)  # fmt: skip
     if head_count > checked:
         return VerifyReport(
             False, checked, checked + 1, None,
             f"the head says {head_count} records but the chain ends at seq {checked}: "
-            "the last record(s) were deleted",
+            "the last record(s) were deleted", previous=previous,
         )  # fmt: skip
     if head_count < checked:
         return VerifyReport(
             False, head_count, head_count + 1, past_head_turn,
             f"records past the head: the head says {head_count}, the chain holds {checked}",
+            previous=previous,
         )  # fmt: skip
     if head[1] != prev:
         return VerifyReport(
             False, checked - 1, checked or None, None,
             f"the head's last hash does not match the record at seq {checked}",
+            previous=previous,
         )  # fmt: skip
     purged = len(purges.seen) if purges is not None else 0
     note = f"; {purged} purged text(s) replaced as their purge records say" if purged else ""
-    return VerifyReport(True, checked, None, None, f"chain intact: {checked} records{note}", purged)
+    if previous is not None:
+        note += f"; {previous.said()}"
+    return VerifyReport(True, checked, None, None, f"chain intact: {checked} records{note}", purged,
+                        previous)  # fmt: skip
+
+
+def _continued(seq: int, turn_id: str | None, payload: object) -> PreviousLedger:
+    """The ledger a ``continues`` record names; it must be the chain's first record."""
+    if seq != 1:
+        raise _BadRecordError(seq, turn_id, f"a continues record opens a chain, but this one "
+                              f"is at seq {seq}: records inserted before it")  # fmt: skip
+    try:
+        body: JSON = json.loads(payload) if isinstance(payload, bytes) else None
+        return PreviousLedger.from_payload(body)
+    except ValueError as exc:
+        said = f"a continues record that does not decode: {exc}"
+        raise _BadRecordError(seq, turn_id, said) from None
 
 
 def _check_record(row: tuple[object, ...], prev: str) -> tuple[str | None, str]:

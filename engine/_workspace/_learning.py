@@ -60,6 +60,7 @@ from engine.memory import (
     item_changes,
     recall_query,
     rules_sections,
+    salience_path,
     split_rows,
     weights_payload,
 )
@@ -100,6 +101,8 @@ class Learning:
         self._once = threading.Lock()  # an attest's check for an earlier one, and its record
         self._salience: SalienceState | None = None  # the fold as of the ledger's head
         self._outcomes: OutcomeIndex | None = None  # earlier attested intents
+        # Which ledger file the two folds above read: a rotation starts them over.
+        self._folded: tuple[int, int] | None = None
         self._counts: MemoCounter | None = None  # the bundle's: most items come back
         self._readers: ThreadPoolExecutor | None = None  # a bundle's notes, beside its code
 
@@ -206,7 +209,7 @@ class Learning:
     @property
     def _salience_path(self) -> Path:
         """The salience tables, beside the ledger they fold (one per ledger)."""
-        return self._state.ledger_path.with_suffix(".salience.sqlite")
+        return salience_path(self._state.ledger_path)
 
     def _salience_state(self) -> SalienceState:
         """The fold of every attest/weights pair in the ledger (the tables plus what they
@@ -215,6 +218,7 @@ class Learning:
         if not state.config.ledger or not state.has_journal():
             return SalienceState()
         head = state.journal.head()[0]
+        self._follow(state.journal.file_id())
         cached = self._salience
         if cached is not None and cached.seq == head:
             return cached
@@ -226,6 +230,13 @@ class Learning:
         folded.seq = head
         self._salience = folded
         return folded
+
+    def _follow(self, ledger_file: tuple[int, int] | None) -> None:
+        """Forget the folds of another ledger file (the ledger was rotated, here or by
+        another process): its seqs are not this chain's."""
+        with self._state.lazy:
+            if ledger_file != self._folded:
+                self._salience, self._outcomes, self._folded = None, None, ledger_file
 
     def learned(self) -> Learned:
         """What this workspace learned from outcomes (see ``Workspace.learned``)."""
@@ -288,6 +299,7 @@ class Learning:
         state = self._state
         if not state.config.ledger or not state.has_journal():
             return None
+        self._follow(state.journal.file_id())
         with state.lazy:
             if self._outcomes is None:
                 from engine.segment import code_terms

@@ -8,7 +8,6 @@ returns an exit code; errors propagate to ``main``, the one place they become me
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,11 +38,9 @@ from engine.serve import (
     reset_json,
     resolve_checked,
     to_json,
-    unknown_replay_key,
-    whole_number,
 )
 from indexers import ChunkedFile, Skipped
-from ledger import JSON, FeedbackRecord, TurnRecord
+from ledger import JSON
 
 __all__ = [
     "EXIT_ERROR",
@@ -57,7 +54,6 @@ __all__ = [
     "cmd_gc",
     "cmd_index",
     "cmd_learned",
-    "cmd_ledger",
     "cmd_mcp",
     "cmd_replay",
     "cmd_resolve",
@@ -470,65 +466,6 @@ def cmd_replay(args: argparse.Namespace, config: Config, out: TextIO) -> int:
                          "parts marked [PURGED] were removed, so it is not byte for byte what "
                          "the model saw\n")  # fmt: skip
     return EXIT_OK
-
-
-def cmd_ledger(args: argparse.Namespace, config: Config, out: TextIO) -> int:
-    """Read the evidence ledger: verify the chain, list recent records, show a turn."""
-    with Workspace.open(args.where, config, check=False) as ws:  # the ledger, not the index
-        journal = ws.recorded_journal()
-        if args.action == "head":
-            count, last = journal.head()
-            out.write(f"{count}:{last}\n")
-            return EXIT_OK
-        if args.action == "verify":
-            anchor = _anchor(args.anchor) if args.anchor else None
-            report = journal.verify(blobs=True, anchor=anchor)
-            if report.ok:
-                kept = f"; anchor {anchor[0]} matches" if anchor else ""
-                purged = f"; {report.purged:,} texts purged by forget" if report.purged else ""
-                out.write(
-                    f"ok: {report.checked:,} records, chain and stored texts intact{purged}{kept}\n"
-                )
-                return EXIT_OK
-            where = "" if report.first_bad_seq is None else (
-                f" at record {report.first_bad_seq} (turn {report.first_bad_turn})")  # fmt: skip
-            out.write(f"BROKEN{where}: {report.reason}\n")
-            return EXIT_ERROR
-        if args.action == "log":
-            for record in journal.log(args.n, user=args.user, all_users=args.all_users):
-                turn = getattr(record, "turn_id", None) or "-"
-                extra = ""
-                if isinstance(record, TurnRecord):
-                    extra = f"{len(record.snippets)} snippets, {record.tokens_used} tokens, " \
-                        f"key {record.replay_key}"  # fmt: skip
-                elif isinstance(record, FeedbackRecord):
-                    extra = f"cited {list(record.cited)}, dropped {len(record.dropped)}, " \
-                        f"stale {list(record.stale)}, outcome {record.outcome}"  # fmt: skip
-                out.write(
-                    f"{record.seq:>6}  {record.time}  {record.kind.value:<9} {turn}  {extra}\n"
-                )
-            return EXIT_OK
-        if not args.key:
-            raise ConfigError("ledger show needs a replay key")
-        turn = journal.find(args.key, user=args.user, all_users=args.all_users)
-        if turn is None:
-            raise unknown_replay_key(args.key, recorded_by=journal.recorder(args.key) or "")
-        # The turn, then what was said of it later: its own model_citations are those given
-        # with the turn (none, as build_context records it); feedback comes after.
-        body = {**to_json(turn), "later": [to_json(r) for r in journal.later(turn.turn_id)]}
-        out.write(json.dumps(body, indent=2) + "\n")
-    return EXIT_OK
-
-
-def _anchor(raw: str) -> tuple[int, str]:
-    seq, _, digest = raw.strip().partition(":")
-    try:
-        number = whole_number("SEQ", seq)
-    except ConfigError:
-        number = -1
-    if number < 0 or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-        raise ConfigError(f"--anchor takes SEQ:HASH as `cortex ledger head` prints it, got {raw!r}")
-    return number, digest
 
 
 def cmd_mcp(args: argparse.Namespace, config: Config, out: TextIO) -> int:

@@ -39,7 +39,6 @@ from engine.cli._commands import (
     cmd_gc,
     cmd_index,
     cmd_learned,
-    cmd_ledger,
     cmd_mcp,
     cmd_replay,
     cmd_resolve,
@@ -47,6 +46,7 @@ from engine.cli._commands import (
     cmd_serve,
     cmd_status,
 )
+from engine.cli._ledger import LEDGER_ACTIONS, cmd_ledger
 from engine.cli._memory import memory_commands
 from engine.cli._session import cmd_session
 
@@ -244,14 +244,20 @@ def _parser() -> argparse.ArgumentParser:
     _whose(replay)
 
     led = _command(sub, "ledger", cmd_ledger, positional=False, json=False)
-    led.add_argument("action", choices=["verify", "log", "show", "head"])
+    led.add_argument("action", choices=LEDGER_ACTIONS)
     led.add_argument("key", nargs="?", help="for show: a replay key")
     led.add_argument(
         "--anchor",
         metavar="SEQ:HASH",
-        help="for verify: a head printed earlier (`ledger head`), kept outside the ledger; "
-        "detects a chain cut at its tail and re-headed",
+        help="for verify and rotate: a head printed earlier (`ledger head`), kept outside the "
+        "ledger; detects a chain cut at its tail and re-headed",
     )
+    led.add_argument("--broken", action="store_true",
+                     help="for rotate: the ledger fails its check; move it aside as evidence "
+                     "(without it, rotate refuses a ledger that does not verify)")  # fmt: skip
+    led.add_argument("--previous", action="store_true",
+                     help="for verify: also check the file a rotated chain continues (its "
+                     "size, sha256 and the head its first record names)")  # fmt: skip
     led.add_argument("-n", type=integer, default=20, help="for log: how many records (default 20)")
     _whose(led)
 

@@ -48,7 +48,13 @@ from engine.memory._observe import Observation, command_of, names_in, observe
 from engine.memory._outcomes import OutcomeIndex
 from engine.memory._pinned import RULES_FILES, rules_sections
 from engine.memory._purge import LedgerPurge, purge_ledger
-from engine.memory._salience import SalienceState, SalienceTables, item_salience, weights_payload
+from engine.memory._salience import (
+    SalienceState,
+    SalienceTables,
+    item_salience,
+    salience_path,
+    weights_payload,
+)
 from engine.memory._session import SESSION_ID, Session, clean_text, session_uri
 from engine.memory._summary import SessionSummary, end_session, session_summary
 
@@ -103,6 +109,7 @@ __all__ = [
     "purge_ledger",
     "recall_query",
     "rules_sections",
+    "salience_path",
     "search_items",
     "session_summary",
     "session_uri",

@@ -31,6 +31,7 @@ from engine.core import (
     from_canonical,
 )
 from engine.memory._purge import LedgerPurge, purge_ledger
+from engine.memory._salience import salience_path
 from indexers import sha256_text
 from ledger import (
     JSON,
@@ -41,6 +42,7 @@ from ledger import (
     LedgerError,
     LedgerWriteError,
     RecordKind,
+    Rotation,
     SnippetRef,
     ToolResult,
     TurnDraft,
@@ -179,11 +181,12 @@ class Journal:
 
     def record_turn(self, pack: ContextPack, inputs: Inputs) -> TurnRecord:
         """Store the prompt, snippet texts and inputs, then append the turn (one chain link)."""
+        texts = [pack.render(), inputs.to_json(), *(s.text for s in pack.citations)]
         with self._held() as ledger:
-            render_sha = ledger.put_text(pack.render())
-            inputs_sha = ledger.put_text(inputs.to_json())
-            for snippet in pack.citations:
-                ledger.put_text(snippet.text)
+            opened = ledger.file_id()
+            render_sha, inputs_sha = (ledger.put_text(t) for t in texts[:2])
+            for text in texts[2:]:
+                ledger.put_text(text)
             draft = TurnDraft(
                 turn_id=uuid.uuid4().hex,
                 goal_ref=sha256_text(inputs.goal),
@@ -206,6 +209,15 @@ class Journal:
                 inputs_sha256=inputs_sha,
                 user=self.user,
             )
+            try:
+                return ledger.append_turn(draft)
+            except ValueError:
+                if ledger.file_id() == opened:
+                    raise
+            # The ledger was rotated between the texts and the turn: the texts went to the
+            # file moved aside, so they are stored again, in the new one, with the turn.
+            for text in texts:
+                ledger.put_text(text)
             return ledger.append_turn(draft)
 
     def find(
@@ -283,9 +295,14 @@ class Journal:
                      texts: Sequence[str] = ()) -> JournalEntry:  # fmt: skip
         """Store ``texts`` (by sha256), then append a journal entry under ``key``."""
         with self._held() as ledger:
+            opened = ledger.file_id()
             for text in texts:
                 ledger.put_text(text)
-            return ledger.append(kind, key, payload)
+            entry = ledger.append(kind, key, payload)
+            if texts and ledger.file_id() != opened:  # rotated in between: see record_turn
+                for text in texts:
+                    ledger.put_text(text)
+            return entry
 
     def entries(self, kind: RecordKind, key: str, after: int = 0) -> list[JournalEntry]:
         """The journal entries of ``kind`` under ``key`` after record ``after``, in order."""
@@ -336,15 +353,40 @@ class Journal:
             ]
         return sorted(found, key=lambda r: r.seq)
 
-    def verify(self, *, blobs: bool = True, anchor: tuple[int, str] | None = None) -> VerifyReport:
-        """Walk the chain (and the stored texts; and, given one, check the anchor)."""
+    def verify(
+        self, *, blobs: bool = True, anchor: tuple[int, str] | None = None, previous: bool = False
+    ) -> VerifyReport:
+        """Walk the chain (and the stored texts; and, given one, check the anchor; with
+        ``previous``, the file a rotated chain continues)."""
         with self._held() as ledger:
-            return ledger.verify(blobs=blobs, anchor=anchor)
+            return ledger.verify(blobs=blobs, anchor=anchor, previous=previous)
 
     def head(self) -> tuple[int, str]:
         """(records, last record hash): the anchor to keep elsewhere."""
         with self._held() as ledger:
             return ledger.head()
+
+    def file_id(self) -> tuple[int, int] | None:
+        """Which file the ledger is now (another once it was rotated): what a cache of
+        what was folded from it keys on."""
+        with self._held() as ledger:
+            return ledger.file_id()
+
+    def rotate(self, *, broken: bool = False, anchor: tuple[int, str] | None = None) -> Rotation:
+        """Move the ledger and its salience tables aside and start a new chain that names
+        it (``ledger.Ledger.rotate``): ``broken`` for one that fails its check (kept as
+        evidence), else it must verify (against ``anchor`` when given)."""
+        with self._lock:
+            if self._closed:
+                raise LedgerStateError(f"ledger {self.path}: closed (with its workspace)")
+            if self._ledger is not None:  # no connection of ours stays on the moved file
+                self._ledger.close()
+                self._ledger = None
+            try:
+                return Ledger.rotate(self.path, broken=broken, anchor=anchor,
+                                     also=(salience_path(self.path),))  # fmt: skip
+            except LedgerError as exc:
+                raise LedgerStateError(f"ledger {self.path}: {exc}") from exc
 
     def log(self, n: int, *, user: str | None = None, all_users: bool = False) -> list[Any]:
         """The last ``n`` records, oldest first, of this user's (``user``'s; with

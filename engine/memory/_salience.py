@@ -22,12 +22,18 @@ from pathlib import Path
 from engine.core import Learned, MemoryStateError
 from ledger import JSON, JournalEntry, RecordKind
 
-__all__ = ["SALIENCE_HALF", "SalienceState", "SalienceTables", "item_salience"]
+__all__ = ["SALIENCE_HALF", "SalienceState", "SalienceTables", "item_salience", "salience_path"]
 
 # Citations at which an item's salience reaches one half: s = c / (c + SALIENCE_HALF).
 # Two successes already mark a file as this workspace's habit; ten are near certainty.
 SALIENCE_HALF = 2.0
 _SCHEMA = 1
+
+
+def salience_path(ledger: Path) -> Path:
+    """The salience tables folded from the ledger at ``ledger``, beside it (one per ledger:
+    a rotation moves them aside with it, under the same name)."""
+    return ledger.with_suffix(".salience.sqlite")
 
 
 def item_salience(citations: int) -> float:
