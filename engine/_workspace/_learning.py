@@ -138,10 +138,9 @@ class Learning:
             raise ConfigError(f"an outcome needs at least one citation of the turn's "
                               f"evidence [1..{len(refs)}]; none of {list(result.dropped)} "
                               "is one")  # fmt: skip
-        # One outcome a turn teaches, once: a retried call finds the first one (within a
-        # process the check and the record are one step; another process racing on the
-        # same turn is the token bucket's to bound).
-        with self._once:
+        # One outcome a turn teaches, once: a retried call finds the first one (the check
+        # and the records are one step, in this process and across those on this ledger).
+        with self._once, journal.learning():
             if given := journal.attested(turn.turn_id):
                 outcome_given, cited_given = given
                 if outcome_given == checked.value and sorted(cited_given) == sorted(result.valid):

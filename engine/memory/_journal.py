@@ -8,8 +8,11 @@ ledger errors at the boundary: every ``ledger.LedgerError`` leaves here as
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -57,6 +60,10 @@ _ALTERED = (
     "the ledger was altered after it was written, and cortex will not read it as it is; "
     "run `cortex ledger verify` to name the first bad record"
 )
+# How long an attest waits for another process's to end (each takes milliseconds), and how
+# often it looks.
+_LEARN_WAIT_S = 30.0
+_LEARN_POLL_S = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +330,34 @@ class Journal:
         oldest first."""
         with self._held() as ledger:
             return [r for r in ledger.records(None, turn_id) if r.kind != RecordKind.TURN]
+
+    @contextmanager
+    def learning(self, wait: float = _LEARN_WAIT_S) -> Iterator[None]:
+        """One outcome at a time on this ledger, across processes: an exclusive ``flock``
+        on ``<ledger>.learn`` held around an attest's check for an earlier one and its
+        records, so two processes sending one turn's outcome at once teach it once (the
+        kernel drops the lock when its holder dies)."""
+        where = f"{self.path}.learn"
+        try:
+            fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise LedgerStateError(f"ledger {self.path}: cannot open {where} ({exc})") from exc
+        try:
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LedgerStateError(
+                            f"ledger {self.path}: another process held {where} for more than "
+                            f"{wait:g} s (learning from an outcome); try again"
+                        ) from None
+                    time.sleep(_LEARN_POLL_S)
+            yield
+        finally:
+            os.close(fd)  # (closing the last descriptor releases the lock)
 
     def attested(self, turn_id: str) -> tuple[str, tuple[int, ...]] | None:
         """The outcome and citations of this user's first attest of the turn (None when

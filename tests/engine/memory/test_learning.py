@@ -408,3 +408,39 @@ def test_reset_refuses_a_bad_reason_before_recording(ws: Workspace) -> None:
         with pytest.raises(ConfigError, match="reason"):
             ws.reset_learned(reason)  # type: ignore[arg-type]
     assert ws.journal.head() == head and ws.learned()
+
+
+_ATTEST = """
+import sys, time
+from pathlib import Path
+from engine import Config, Workspace
+root, key, cited, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+with Workspace.open(Path(root), Config(dense_model="hash")) as ws:
+    while not go.exists():
+        time.sleep(0.001)
+    print(ws.feedback(key, [cited], outcome="success").repeated)
+"""
+
+
+def test_processes_sending_one_turns_outcome_at_once_record_one_attest(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """Three processes (no features in memory: each ranks the turn again, a wide window)
+    released at once on one turn: one attest and one weights record, two repeats."""
+    import subprocess
+    import sys
+    import time
+
+    key, cited = _hooks_id(ws)
+    head = ws.journal.head()[0]
+    go = tmp_path / "go"
+    argv = [sys.executable, "-c", _ATTEST, str(ws.root), key, str(cited), str(go)]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    time.sleep(3)  # each has opened its workspace and waits
+    go.touch()
+    said = sorted(p.communicate(timeout=120)[0].strip() for p in procs)
+    assert [p.returncode for p in procs] == [0, 0, 0] and said == ["False", "True", "True"]
+    with Ledger.open(ws.ledger_path) as ledger:
+        kinds = [r.kind for r in ledger.records() if r.seq > head]
+    assert kinds.count(RecordKind.SALIENCE) == kinds.count(RecordKind.WEIGHTS) == 1
+    assert kinds.count(RecordKind.FEEDBACK) == 1
