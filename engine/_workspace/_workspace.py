@@ -593,7 +593,8 @@ class Workspace:
         ``memory:N`` (a saved note: its title, then its labelled fields) and
         ``session:ID#N`` (step N of a session) are this user's own records: their text
         comes back in full, no proof needed. A path outside the workspace (absolute, with
-        ``..``, or in its state folder) is a ``ConfigError``, as on every surface.
+        ``..``, or in its state folder) is a ``ConfigError``, as on every surface, and so
+        is a proof whose path is another than the uri's.
         """
         self._check_open()
         check_text("uri", uri)

@@ -67,6 +67,9 @@ def resolve_in(
             f"bad uri {uri!r}; use path#L10-L20, path#L10, path, memory:N or session:ID#N"
         )
     path = match["path"]
+    if proof is not None and relative_path(str(proof.get("path", ""))) != path:
+        # A caller's mistake, said as on every surface (not a metadata answer).
+        raise ConfigError(f"the proof is for {proof.get('path')!r}, not {path!r}")
     record = view.files().get(path)
     if record is None:
         why = "not in the index (skipped, ignored, or never indexed)"
@@ -85,8 +88,6 @@ def resolve_in(
     meta = Resolved(uri, path, start, end, sha, counter.count(text), record.license)
     if proof is None:
         return replace(meta, reason="metadata only: no proof of possession given")
-    if relative_path(str(proof.get("path", ""))) != path:
-        return replace(meta, reason=f"metadata only: the proof is for {proof.get('path')!r}")
     if not _proves(proof.get("sha256", ""), sha, record.content_sha256):
         return replace(meta, reason="metadata only: the proof does not match the indexed "
                        "content (changed since, or another version)")  # fmt: skip

@@ -41,10 +41,13 @@ def test_a_matching_proof_gets_the_text() -> None:
     assert _resolve("m.py", {"path": "m.py", "sha256": whole}).text == SOURCE
 
 
-def test_a_wrong_proof_or_path_gets_metadata_only() -> None:
-    """A proof for other content or another path is refused with the reason."""
+def test_a_wrong_proof_gets_metadata_only_and_one_for_another_path_is_refused() -> None:
+    """A proof for other content is metadata with the reason; a proof for another path is
+    the caller's mistake, refused as MCP and HTTP refuse it (even for an unindexed path)."""
     assert "does not match" in _resolve("m.py#L1", {"path": "m.py", "sha256": "0" * 64}).reason
-    assert "proof is for" in _resolve("m.py#L1", {"path": "x.py", "sha256": "0" * 64}).reason
+    for uri in ("m.py#L1", "other.py"):
+        with pytest.raises(ConfigError, match=r"the proof is for 'x\.py', not"):
+            _resolve(uri, {"path": "x.py", "sha256": "0" * 64})
 
 
 def test_unknown_paths_lines_past_the_end_and_bad_uris() -> None:
