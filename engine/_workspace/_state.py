@@ -143,8 +143,17 @@ class State:
         if turn is None:
             built = self.unrecorded.get(replay_key) is not None
             raise unknown_replay_key(replay_key, "built with record=False, so never recorded"
-                                     if built else "")  # fmt: skip
+                                     if built else self._rotated())  # fmt: skip
         return turn
+
+    def _rotated(self) -> str:
+        """Where a turn recorded before this ledger's rotation is, or "" (none was)."""
+        before = self.journal.continues() if self.has_journal() else None
+        if before is None:
+            return ""
+        old = self.journal.path.with_name(before.file)
+        return (f"this ledger continues {before.file} since its {before.reason.value}; a "
+                f"turn recorded before is there: CORTEX_LEDGER_PATH={old}")  # fmt: skip
 
     def record_feedback(
         self,

@@ -44,6 +44,7 @@ from ledger import (
     LedgerCorruptError,
     LedgerError,
     LedgerWriteError,
+    PreviousLedger,
     RecordKind,
     Rotation,
     SnippetRef,
@@ -400,6 +401,18 @@ class Journal:
         """(records, last record hash): the anchor to keep elsewhere."""
         with self._held() as ledger:
             return ledger.head()
+
+    def continues(self) -> PreviousLedger | None:
+        """The ledger this one's chain continues (its first record, once a rotation made
+        it), or None."""
+        with self._held() as ledger:
+            first = next(ledger.records(RecordKind.CONTINUES), None)
+        if not isinstance(first, JournalEntry) or first.seq != 1:
+            return None
+        try:
+            return PreviousLedger.from_payload(first.payload)
+        except ValueError:  # verify names a malformed one; here it is simply not said
+            return None
 
     def file_id(self) -> tuple[int, int] | None:
         """Which file the ledger is now (another once it was rotated): what a cache of

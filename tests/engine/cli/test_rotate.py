@@ -131,3 +131,22 @@ def test_an_option_of_another_action_is_a_usage_error(
     code, _ = _run(*argv, "--path", str(recorded))
     assert code == EXIT_USAGE and "is for" in capsys.readouterr().err
     assert _files(recorded / ".cortex") == before
+
+
+def test_a_key_recorded_before_a_rotation_is_said_to_be_in_the_old_file(
+    recorded: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Replaying a turn recorded before the rotation: "unknown replay key" names the file
+    it is in and how to read it; read there, it replays."""
+    code, text = _run("context", "handler", "--path", str(recorded), "--json")
+    assert code == EXIT_OK
+    key = text.split('"replay_key": "')[1].split('"')[0]
+    assert _run("ledger", "rotate", "--path", str(recorded))[0] == EXIT_OK
+    aside = next((recorded / ".cortex").glob("ledger.rotated-*Z.sqlite"))
+    capsys.readouterr()
+    assert _run("replay", key, "--path", str(recorded))[0] == EXIT_ERROR
+    said = capsys.readouterr().err
+    assert f"this ledger continues {aside.name} since its rotate" in said
+    assert f"CORTEX_LEDGER_PATH={aside}" in said
+    monkeypatch.setenv("CORTEX_LEDGER_PATH", str(aside))
+    assert _run("replay", key, "--path", str(recorded))[0] == EXIT_OK
