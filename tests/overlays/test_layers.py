@@ -215,9 +215,10 @@ def test_gc_keeps_the_base_the_current_branch_reads(tmp_path: Path) -> None:
         assert "compute_2" in pack.render()
 
 
-@pytest.mark.parametrize("bad", [{"path": "hooks.py", "sha256": "0" * 64}, {"path": "x.py"}])
+@pytest.mark.parametrize("bad", [{"path": "hooks.py", "sha256": "0" * 64}, {"path": "hooks.py"}])
 def test_resolve_needs_a_matching_proof(tmp_path: Path, bad: dict[str, str]) -> None:
-    """The lines' or the file's sha256 as indexed unlocks the text; anything else does not."""
+    """The lines' or the file's sha256 as indexed unlocks the text; anything else does not
+    (a proof for another path is refused outright: tests/engine/retrieval/test_resolve.py)."""
     repo = make_repo(tmp_path / "repo")
     with Workspace.open(repo, CONFIG) as ws:
         ws.index()
