@@ -238,6 +238,12 @@ class Learning:
             if ledger_file != self._folded:
                 self._salience, self._outcomes, self._folded = None, None, ledger_file
 
+    def forget_texts(self) -> None:
+        """Drop the outcomes tier's index, so it reads its intents and reasons again (after
+        a purge cut some of them)."""
+        with self._state.lazy:
+            self._outcomes = None
+
     def learned(self) -> Learned:
         """What this workspace learned from outcomes (see ``Workspace.learned``)."""
         return self._salience_state().learned()
