@@ -6,9 +6,9 @@ blobs named by sha256. A purge cuts ranges out of each affected blob (each becom
 still verifies and a replay shows the marks instead of failing. Free text of journal
 entries (a decision's rationale, a failure's reason) is stored as a text too, and cut the
 same way. What a purge cannot reach is text inside a chained record itself (a tool's
-name; failure reasons, rationales and tool-result summaries written inline by records
-from before they were stored as texts): those records are named by seq, so the caller
-can say so.
+name, a decision's evidence ids; failure reasons, rationales and tool-result summaries
+written inline by records from before they were stored as texts): those records are
+named by seq, so the caller can say so.
 """
 
 from __future__ import annotations
