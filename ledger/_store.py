@@ -341,11 +341,17 @@ class Ledger:
         return entry
 
     def append_entries(
-        self, entries: Sequence[tuple[RecordKind, str | None, JSON]], *, time: str | None = None
+        self,
+        entries: Sequence[tuple[RecordKind, str | None, JSON]],
+        *,
+        time: str | None = None,
+        texts: Sequence[str] = (),
     ) -> list[JournalEntry]:
         """Append journal entries (kind, turn_id, payload) as consecutive records in one
         transaction: a crash leaves all of them or none (e.g. a salience change and the
-        weight update that goes with it). The same checks as ``append``."""
+        weight update that goes with it). ``texts`` are stored (as ``put_text`` stores
+        them) in the same transaction, for payloads that name them by sha256. The same
+        checks as ``append``."""
         if not entries:
             raise ValueError("no entries to append")
         if time is not None:
@@ -361,8 +367,12 @@ class Ledger:
                 raise ValueError(f"turn_id must be None or a non-empty str, not {turn_id!r}")
             check_json(payload)
             rows.append((kind, turn_id, canonical_json(payload)))
+        if any(not isinstance(t, str) for t in texts):
+            raise ValueError("the texts to store with the entries must be str")
         out: list[JournalEntry] = []
         with self._handle.writing("append to") as conn:
+            for text in texts:
+                store_text(conn, text)
             for kind, turn_id, data in rows:
                 seq, prev, rec_hash = link(conn, self._path, kind, turn_id, stamp, data, None)
                 entry = decode_row((seq, kind.value, turn_id, stamp, data, prev, rec_hash))

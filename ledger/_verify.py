@@ -41,7 +41,12 @@ __all__ = ["as_str", "chain_head", "check_chain", "load_stored", "record_problem
 _KINDS = frozenset(k.value for k in RecordKind)
 # The records whose payload names stored texts (``blobs``), checked with ``blobs=True``.
 _NAMING_TEXTS = frozenset(k.value.encode() for k in (
-    RecordKind.TURN, RecordKind.FEEDBACK, RecordKind.SESSION, RecordKind.CHECKPOINT))  # fmt: skip
+    RecordKind.TURN, RecordKind.FEEDBACK, RecordKind.SESSION, RecordKind.CHECKPOINT,
+    RecordKind.SALIENCE))  # fmt: skip
+# The keys of a journal entry's payload that name a stored text: a session step's text, a
+# checkpoint's encoding, the free text a record names rather than holds (a decision's
+# rationale, a failure's or a reset's reason), so that a purge can cut it.
+_TEXT_KEYS = ("text_sha256", "checkpoint_sha256", "rationale_sha256", "reason_sha256")
 _FETCH = 512  # rows per fetch: bounded memory on a large ledger, few round trips
 _CONTINUES = RecordKind.CONTINUES.value.encode()
 
@@ -347,8 +352,9 @@ def _check_blobs(
     purges: _Purges,
 ) -> None:
     """Every text a turn (prompt, inputs, snippet texts), a feedback (tool-result
-    summaries), a session step (its text) or a checkpoint (its encoding) names is there and
-    hashes right, or was replaced by a recorded purge."""
+    summaries), a session step (its text, a decision's rationale), a checkpoint (its
+    encoding) or an attest (a failure's reason) names is there and hashes right, or was
+    replaced by a recorded purge."""
     assert isinstance(payload, bytes)
     try:
         value = json.loads(payload)
@@ -359,8 +365,8 @@ def _check_blobs(
             shas += [s["sha256"] for s in value["snippets"]]
         elif "tool_results" in value:  # feedback: summaries (inline in older records)
             shas = [t["summary_sha256"] for t in value["tool_results"] if "summary_sha256" in t]
-        else:  # a session step's text, a checkpoint's encoding
-            shas = [value[k] for k in ("text_sha256", "checkpoint_sha256") if k in value]
+        else:  # a session step's text, a checkpoint's encoding, a reason or a rationale
+            shas = [value[k] for k in _TEXT_KEYS if k in value]
     except (ValueError, TypeError, KeyError) as exc:
         raise _BadRecordError(seq, turn_id, f"the payload does not decode: {exc!r}") from None
     for sha in shas:

@@ -58,6 +58,7 @@ from engine.memory import (
     cited_keys,
     ema_step,
     item_changes,
+    name_text,
     recall_query,
     rules_sections,
     salience_path,
@@ -131,7 +132,7 @@ class Learning:
         inputs = Inputs.from_json(journal.text(turn.inputs_sha256))
         intent = (inputs.query or inputs.goal).strip()
         checked, reason = check_attest(outcome, reason, intent, len(model_citations))
-        reason = scrub(reason) if reason else reason  # free text: journaled, shown by bundle
+        reason = scrub(reason) if reason else reason  # free text: stored, shown by bundle
         refs = CitedRef.of_turn(turn)
         result = check_citations(replay_key, refs, model_citations, self._notes.still_matches)
         if not result.valid:
@@ -164,19 +165,19 @@ class Learning:
             salience = self._salience_state()
             settings = state.config.learn_settings()
             after, skipped = ema_step(salience.weights, hit, missed, checked, reason, settings)
-            attest: JSON = {
+            attest: dict[str, JSON] = {
                 "user": journal.user,
                 "intent": sha256_text(intent),
                 "outcome": checked.value,
-                "reason": reason,
                 "cited": list(result.valid),
                 "dropped": len(result.dropped),
                 "stale": list(result.stale),
                 "items": [[k, dc, da] for k, dc, da in changes],
             }
+            texts = name_text(attest, "reason", reason)  # by sha256: forget can cut it
             weights = weights_payload(salience.weights, after, settings.rate, skipped)
             try:
-                journal.append_pair(turn.turn_id, attest, weights)
+                journal.append_pair(turn.turn_id, attest, weights, texts)
             except LedgerStateError as exc:
                 raise LedgerStateError(
                     f"feedback was recorded but not learned from: {exc}"
@@ -237,6 +238,12 @@ class Learning:
             if ledger_file != self._folded:
                 self._salience, self._outcomes, self._folded = None, None, ledger_file
 
+    def forget_texts(self) -> None:
+        """Drop the outcomes tier's index, so it reads its intents and reasons again (after
+        a purge cut some of them)."""
+        with self._state.lazy:
+            self._outcomes = None
+
     def learned(self) -> Learned:
         """What this workspace learned from outcomes (see ``Workspace.learned``)."""
         return self._salience_state().learned()
@@ -260,15 +267,15 @@ class Learning:
             forgotten = before.learned()
             if not forgotten:
                 return forgotten
-            attest: JSON = {
+            attest: dict[str, JSON] = {
                 "user": journal.user,
                 "reset": True,
-                "reason": scrub(reason) if reason else None,
                 "items": [[k, -i.citations, 0] for k, i in sorted(before.items.items())
                           if i.citations],
             }
+            texts = name_text(attest, "reason", scrub(reason) if reason else None)
             weights = weights_payload(before.weights, {}, settings.rate, False)
-            journal.append_pair(None, attest, weights)
+            journal.append_pair(None, attest, weights, texts)
         tables = SalienceTables(self._salience_path)
         with suppress(MemoryStateError):  # a cache of the journal, as after an attest
             tables.catch_up(journal.learning_records(tables.load().seq))

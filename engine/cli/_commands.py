@@ -303,10 +303,10 @@ def cmd_forget(args: argparse.Namespace, config: Config, out: TextIO) -> int:
         seqs = ", ".join(str(n) for n in report.chained_seqs)
         out.write(
             f"warning: {report.ledger_chained} ledger record(s) (seq {seqs}) hold the text "
-            "inside their own hashed record (a failure reason, a decision's rationale, a "
-            "tool's name, tool results of feedback recorded before summaries were stored "
-            "as texts); the chain cannot be rewritten without breaking verification, so "
-            "they stay\n"
+            "inside their own hashed record (a tool's name, a decision's evidence; a failure "
+            "reason, a decision's rationale or a tool result recorded before such texts "
+            "were stored apart); the chain cannot be rewritten without breaking "
+            "verification, so they stay\n"
         )
     if report.left_on_disk:
         out.write(

@@ -66,9 +66,10 @@ class ForgetReport:
     vectors: int  # cached vectors deleted (a dry run: that would be)
     ledger_texts: int  # stored prompts, inputs and snippet texts purged
     ledger_turns: int  # recorded turns those texts belong to
-    # Chained records whose own payload holds the string (a failure reason, a decision's
-    # rationale, tool results of older feedback): a hash chain cannot be rewritten, so
-    # these stay; the message says so, and ``chained_seqs`` names them.
+    # Chained records whose own payload holds the string (a tool's name, a decision's
+    # evidence; a failure reason, a decision's rationale or a tool result in records from
+    # before those were stored as texts): a hash chain cannot be rewritten, so these stay;
+    # the message says so, and ``chained_seqs`` names them.
     ledger_chained: int
     # Working-tree files that still hold it: indexed again when they next change.
     still_present: list[str]

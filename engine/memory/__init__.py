@@ -27,6 +27,7 @@ from engine.memory._feedback import (
     citation_number,
     still_matches,
 )
+from engine.memory._free_text import name_text
 from engine.memory._history import (
     VERBATIM_CHARS,
     Memo,
@@ -104,6 +105,7 @@ __all__ = [
     "goal_lines",
     "item_changes",
     "item_salience",
+    "name_text",
     "names_in",
     "observe",
     "purge_ledger",

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from engine.core import (
     canonical,
     from_canonical,
 )
+from engine.memory._free_text import payload_text, shown_payload
 from engine.memory._purge import LedgerPurge, purge_ledger
 from engine.memory._salience import salience_path
 from indexers import sha256_text
@@ -260,6 +261,12 @@ class Journal:
         with self._checked() as ledger:
             return ledger.get_stored(sha256)[0]
 
+    def free_text(self, payload: JSON, name: str) -> str | None:
+        """The free text ``name`` (``rationale``, ``reason``) of a journal entry's payload:
+        the stored text it names by sha256 (read as ``text`` reads it: ``[PURGED]`` where
+        ``forget`` cut it), or what an entry written before holds inline; None if none."""
+        return payload_text(payload, name, self.text)
+
     def stored(self, sha256: str) -> tuple[str, bool]:
         """(text, purged): a stored text, or what a purge left of it (parts marked), checked
         as ``text`` is."""
@@ -317,20 +324,28 @@ class Journal:
         with self._held() as ledger:
             return [r for r in ledger.records(kind, key, after) if isinstance(r, JournalEntry)]
 
-    def append_pair(self, turn_id: str | None, attest: JSON, weights: JSON
-                    ) -> list[JournalEntry]:  # fmt: skip
-        """The attest record (seq N) and the weights record (N+1), in one transaction:
-        a crash leaves both or neither (``turn_id`` None: a reset, of no turn)."""
+    def append_pair(self, turn_id: str | None, attest: JSON, weights: JSON,
+                    texts: Sequence[str] = ()) -> list[JournalEntry]:  # fmt: skip
+        """The attest record (seq N) and the weights record (N+1), in one transaction with
+        the ``texts`` the attest names by sha256: a crash leaves all or none (``turn_id``
+        None: a reset, of no turn)."""
         with self._held() as ledger:
             return ledger.append_entries(
-                [(RecordKind.SALIENCE, turn_id, attest), (RecordKind.WEIGHTS, turn_id, weights)]
+                [(RecordKind.SALIENCE, turn_id, attest), (RecordKind.WEIGHTS, turn_id, weights)],
+                texts=texts,
             )
 
     def later(self, turn_id: str) -> list[Any]:
         """What was recorded about the turn after it (feedback, attest and weights records),
-        oldest first."""
-        with self._held() as ledger:
-            return [r for r in ledger.records(None, turn_id) if r.kind != RecordKind.TURN]
+        oldest first; an attest shows the reason it names by sha256 under ``reason``."""
+        with self._checked() as ledger:
+
+            def read(sha256: str) -> str:  # (``text`` would take the lock held here)
+                return ledger.get_stored(sha256)[0]
+
+            found = [r for r in ledger.records(None, turn_id) if r.kind != RecordKind.TURN]
+            return [replace(r, payload=shown_payload(r.payload, read))
+                    if isinstance(r, JournalEntry) else r for r in found]  # fmt: skip
 
     @contextmanager
     def learning(self, wait: float = _LEARN_WAIT_S) -> Iterator[None]:

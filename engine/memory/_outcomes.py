@@ -78,13 +78,13 @@ class OutcomeIndex:
                 by_id = {s.local_id: s.source_uri for s in turn.snippets}
                 cited = payload.get("cited", [])
                 uris = tuple(by_id[n] for n in cited if isinstance(n, int) and n in by_id)  # type: ignore[union-attr]
-                reason = payload.get("reason")
+                reason = journal.free_text(payload, "reason")
                 self._forget(intent)
                 terms = Counter(self._terms(intent[:_MAX_INTENT_CHARS]).split())
                 self._count += 1
                 self._past[intent] = past = _Past(
                     record.turn_id, record.time, intent, str(payload.get("outcome", "")),
-                    reason if isinstance(reason, str) else None, uris, terms,
+                    reason, uris, terms,
                     sum(terms.values()), self._count,
                     frozenset(uri_path(u) for u in uris),
                 )  # fmt: skip

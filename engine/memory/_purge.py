@@ -3,10 +3,12 @@
 The chain holds hashes, ids and paths; the texts (prompts, call inputs, snippet texts) are
 blobs named by sha256. A purge cuts ranges out of each affected blob (each becomes
 ``[PURGED]``) and appends one ``purge`` record naming the pairs and the cuts, so the chain
-still verifies and a replay shows the marks instead of failing. What a purge cannot reach
-is text inside a chained record itself (a failure reason or a decision's rationale written
-inline, tool-result summaries of feedback written before they were stored as texts, a
-tool's name): those records are named by seq, so the caller can say so.
+still verifies and a replay shows the marks instead of failing. Free text of journal
+entries (a decision's rationale, a failure's reason) is stored as a text too, and cut the
+same way. What a purge cannot reach is text inside a chained record itself (a tool's
+name, a decision's evidence ids; failure reasons, rationales and tool-result summaries
+written inline by records from before they were stored as texts): those records are
+named by seq, so the caller can say so.
 """
 
 from __future__ import annotations

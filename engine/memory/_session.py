@@ -37,6 +37,7 @@ from engine.core import (
     step_role,
 )
 from engine.memory._compact import compact
+from engine.memory._free_text import name_text
 from engine.memory._history import Memo
 from engine.memory._journal import Journal
 from engine.memory._lane import LaneSettings, build_lane
@@ -146,10 +147,12 @@ class Session:
                 raise ConfigError(f"evidence must be citation numbers or session refs, "
                                   f"not {e!r}")  # fmt: skip
         refs = [_scrub(str(e).strip())[:200] for e in evidence if str(e).strip()]
-        return self._append(StepRole.DECISION, clean_text(text), {
-            "rationale": _scrub(clean_text(rationale)), "evidence": refs})  # fmt: skip
+        extra: dict[str, Any] = {"evidence": refs}
+        why = name_text(extra, "rationale", _scrub(clean_text(rationale)))  # forget can cut it
+        return self._append(StepRole.DECISION, clean_text(text), extra, why)
 
-    def _append(self, role: StepRole, text: str, extra: dict[str, Any]) -> Step:
+    def _append(self, role: StepRole, text: str, extra: dict[str, Any],
+                texts: Sequence[str] = ()) -> Step:  # fmt: skip
         text = _scrub(text)
         shown = terminal_text(text)  # what the lane shows: no credential may appear there
         if shown is not text and _scrub(shown) != shown:  # one that colour codes split
@@ -158,7 +161,8 @@ class Session:
         payload: dict[str, Any] = {"session": self.id, "user": self.user, "role": role.value,
                                    "text_sha256": sha, "chars": len(text)}  # fmt: skip
         payload.update({k: v for k, v in extra.items() if v not in (None, "", [])})
-        entry = self._journal.append_entry(RecordKind.SESSION, self.key, payload, [text])
+        entry = self._journal.append_entry(RecordKind.SESSION, self.key, payload,
+                                           [text, *texts])  # fmt: skip
         with self._lock:
             self._refresh()
             found = next((s.item for s in self._steps if s.seq == entry.seq), None)
@@ -184,7 +188,8 @@ class Session:
         return Step(step, StepRole(str(p["role"])), text, str(p.get("tool") or ""),
                     error if isinstance(error, bool) else None,
                     status if isinstance(status, int) else None,
-                    str(p.get("rationale") or ""), tuple(str(e) for e in evidence))  # fmt: skip
+                    self._journal.free_text(p, "rationale") or "",
+                    tuple(str(e) for e in evidence))  # fmt: skip
 
     def items(self, upto: int | None = None) -> tuple[Step, ...]:
         """The session's steps, oldest first (up to step ``upto``)."""

@@ -15,7 +15,7 @@ from engine import Config, ConfigError, Workspace
 from engine.cli import main
 from engine.index import segment_dirs
 from engine.segment import Segment
-from ledger import PURGED_MARK, Ledger
+from ledger import PURGED_MARK, Ledger, RecordKind
 from tests.engine.test_workspace import GIT_ENV
 from tests.ledger import zlib_holds
 
@@ -386,8 +386,9 @@ def _sqlite_text(path: Path) -> str:
 def test_forget_names_the_hashed_records_that_keep_the_string(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A failure's free-text reason is inside a hashed record: forget cannot cut it, and
-    says so by seq, calling it a failure reason (not only older tool results)."""
+    """A failure's free-text reason inside a hashed record (as attests were written before
+    reasons were stored as texts): forget cannot cut it, and says so by seq, calling it a
+    failure reason (not only older tool results)."""
     root, state = _repo(tmp_path), tmp_path / "state"
     monkeypatch.setenv("CORTEX_STATE_DIR", str(state))
     monkeypatch.setenv("CORTEX_DENSE_MODEL", "hash")
@@ -396,9 +397,18 @@ def test_forget_names_the_hashed_records_that_keep_the_string(
     with Workspace.open(root, Config.from_env()) as ws:
         ws.index()
         pack = ws.build_context("delivery cost by region", "shipping cost")
-        ws.feedback(pack.replay_key, [1], outcome="failure", reason=f"host {NEEDLE} was wrong")
+        turn = ws.journal.find(pack.replay_key)
+        assert turn is not None
         ledger_path = ws.ledger_path
     with Ledger.open(ledger_path) as ledger:
+        ledger.append_entries([
+            (RecordKind.SALIENCE, turn.turn_id,
+             {"user": turn.user, "intent": "0" * 64, "outcome": "failure",
+              "reason": f"host {NEEDLE} was wrong", "cited": [1], "dropped": 0, "stale": [],
+              "items": []}),
+            (RecordKind.WEIGHTS, turn.turn_id, {"before": {}, "after": {}, "rate": 0.1,
+                                                "skipped": True}),
+        ])  # fmt: skip
         seqs = [r.seq for r in ledger.records() if NEEDLE in str(getattr(r, "payload", ""))]
     assert seqs
     assert main(["forget", "--text-from", str(secret), "--path", str(root)]) == 0

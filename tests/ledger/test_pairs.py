@@ -1,7 +1,9 @@
-"""Journal entries appended together: one transaction, so a kill leaves all or none."""
+"""Journal entries appended together: one transaction, so a kill leaves all or none; the
+texts they name are stored in it."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -11,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger import JournalEntry, Ledger, RecordKind
+from ledger import PURGED_MARK, JournalEntry, Ledger, RecordKind
+from tests.ledger import raw
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -75,3 +78,30 @@ def test_kill_between_or_during_a_pair_leaves_both_or_neither(tmp_path: Path) ->
         assert kinds == [RecordKind.SALIENCE, RecordKind.WEIGHTS] * (len(kinds) // 2)
         for a, w in zip(records[::2], records[1::2], strict=True):
             assert a.payload["i"] == w.payload["i"]  # type: ignore[index,call-overload]
+
+
+def test_texts_stored_with_a_pair_are_checked_and_purged_as_texts(tmp_path: Path) -> None:
+    """``append_entries(texts=...)`` stores the texts an attest names (``reason_sha256``)
+    in the pair's transaction: verify(blobs=True) checks them and names the attest when one
+    is gone, and a purge cuts one with the chain still verifying."""
+    path = tmp_path / "l.db"
+    reason = "host zebra-77 was wrong"
+    sha = hashlib.sha256(reason.encode()).hexdigest()
+    with Ledger.open(path) as ledger:
+        a, _ = ledger.append_entries(
+            [(RecordKind.SALIENCE, "t", {"reason_sha256": sha}), (RecordKind.WEIGHTS, "t", {})],
+            texts=[reason],
+        )
+        assert ledger.get_text(sha) == reason and ledger.verify(blobs=True).ok
+        ledger.purge({sha: [(5, 13)]}, {"text": True})
+        assert ledger.get_stored(sha) == (f"host {PURGED_MARK} was wrong", True)
+        assert ledger.verify(blobs=True).purged == 1
+        with pytest.raises(ValueError, match="str"):
+            ledger.append_entries([(RecordKind.WEIGHTS, None, {})], texts=[b"x"])  # type: ignore[list-item]
+        assert len(ledger) == 3
+    assert b"zebra-77" not in b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    with raw(path) as conn:
+        conn.execute("DELETE FROM purged")
+    with Ledger.open(path) as ledger:
+        report = ledger.verify(blobs=True)
+    assert not report.ok and report.first_bad_seq == a.seq and "is gone" in report.reason

@@ -94,8 +94,8 @@ def test_a_known_reason_is_known_however_it_is_written_and_success_takes_none(
         ws.feedback(key, [cited], outcome="failure" if reason else "success", reason=reason)
         if reason:
             assert _items(ws)["file:hooks.py"][0] == 0, reason
-    reasons = [r.payload["reason"] for r in ws.journal.learning_records(0)
-               if isinstance(r.payload, dict) and "reason" in r.payload]  # fmt: skip
+    reasons = [ws.journal.free_text(r.payload, "reason") for r in ws.journal.learning_records(0)
+               if r.kind is RecordKind.SALIENCE]  # fmt: skip
     assert reasons == [None, "wrong_assumption", "factual_error", None, "wrong_assumption"]
     key, cited = _hooks_id(ws, budget=1505)
     head = ws.journal.head()
@@ -383,8 +383,9 @@ def test_reset_forgets_what_was_learned_and_keeps_the_trail(ws: Workspace) -> No
     assert [r.kind for r in records] == [RecordKind.SALIENCE, RecordKind.WEIGHTS]
     assert all(r.turn_id is None for r in records)
     assert isinstance(records[0].payload, dict) and records[0].payload["reset"] is True
-    assert "Xk29vQ7pLm2sRt" not in str(records[0].payload) and "bad habit" in str(
-        records[0].payload)  # fmt: skip
+    said = ws.journal.free_text(records[0].payload, "reason")
+    assert said is not None and "bad habit" in said and "Xk29vQ7pLm2sRt" not in said
+    assert "bad habit" not in str(records[0].payload)  # a stored text: forget can cut it
     assert all(c == 0 for c, _, _ in _items(ws).values())  # accesses stay: they happened
     state = SalienceState()
     for record in ws.journal.learning_records(0):

@@ -322,7 +322,9 @@ def test_learned_state_is_reset_on_every_surface(
         assert body == {"reset": True, "weights": {}, "items": 3, "digest_before": digest,
                         "digest": ""}  # fmt: skip
         assert client.delete("/v1/learned").json()["reset"] is False
-    assert ws.journal.learning_records(0)[-2].payload["reason"] == "wrong habit"  # type: ignore[index]
+    assert ws.journal.free_text(ws.journal.learning_records(0)[-2].payload, "reason") == (
+        "wrong habit"
+    )
     digest = teach(1501)
     admin = build_mcp_server(Service(ws), "admin")
     assert "learned_reset" in {t.name for t in anyio.run(admin.list_tools)}
