@@ -522,6 +522,14 @@ class Ledger:
         with self._reading("head") as conn:
             return chain_head(conn)
 
+    def latest(self, kind: RecordKind) -> int:
+        """The seq of the newest record of ``kind``, 0 when there is none (one indexed
+        lookup: what a cache of texts checks for a purge made since it read them)."""
+        with self._reading("read") as conn:
+            row = conn.execute("SELECT MAX(seq) FROM records WHERE kind = ?",
+                               (RecordKind(kind).value,)).fetchone()  # fmt: skip
+        return int(row[0] or 0)
+
     # -- plumbing -----------------------------------------------------------------------
 
     @staticmethod

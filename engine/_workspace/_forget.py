@@ -7,9 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from engine._workspace._index import REBUILD_DIR, REPLACED_DIR, Indexer, remove_tree
-from engine._workspace._learning import Learning
 from engine._workspace._notes import Notes
-from engine._workspace._sessions import Sessions
 from engine._workspace._state import State
 from engine.core import (
     ConfigError,
@@ -36,13 +34,10 @@ FORGET_MIN_CHARS = 6  # shortest text ``forget`` takes: shorter ones match ordin
 class Forgetter:
     """``Workspace.forget``, over the parts that hold stored text."""
 
-    def __init__(self, state: State, indexer: Indexer, notes: Notes, sessions: Sessions,
-                 learning: Learning) -> None:  # fmt: skip
+    def __init__(self, state: State, indexer: Indexer, notes: Notes) -> None:
         self._state = state
         self._indexer = indexer
         self._notes = notes
-        self._sessions = sessions
-        self._learning = learning
 
     def forget(
         self,
@@ -110,9 +105,8 @@ class Forgetter:
                     in_paths=(lambda p: matches_path(p, targets)) if targets else None,
                     text=text, note=note, dry_run=dry_run,
                 )  # fmt: skip
-                if purged.texts and not dry_run:
-                    self._sessions.forget_texts()  # sessions keep their steps' texts
-                    self._learning.forget_texts()  # the outcomes tier: intents, reasons
+                # (Warm sessions and the outcomes tier read their texts again when they
+                # next see the purge record, in this process or any other.)
             left = held + ([] if purged.cleared else [str(self._state.ledger_path)])
             notes = 0
             if text and self._notes.exists():

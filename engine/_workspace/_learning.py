@@ -102,6 +102,7 @@ class Learning:
         self._once = threading.Lock()  # an attest's check for an earlier one, and its record
         self._salience: SalienceState | None = None  # the fold as of the ledger's head
         self._outcomes: OutcomeIndex | None = None  # earlier attested intents
+        self._purge = 0  # the newest purge when the outcomes index was read
         # Which ledger file the two folds above read: a rotation starts them over.
         self._folded: tuple[int, int] | None = None
         self._counts: MemoCounter | None = None  # the bundle's: most items come back
@@ -238,12 +239,6 @@ class Learning:
             if ledger_file != self._folded:
                 self._salience, self._outcomes, self._folded = None, None, ledger_file
 
-    def forget_texts(self) -> None:
-        """Drop the outcomes tier's index, so it reads its intents and reasons again (after
-        a purge cut some of them)."""
-        with self._state.lazy:
-            self._outcomes = None
-
     def learned(self) -> Learned:
         """What this workspace learned from outcomes (see ``Workspace.learned``)."""
         return self._salience_state().learned()
@@ -306,7 +301,10 @@ class Learning:
         if not state.config.ledger or not state.has_journal():
             return None
         self._follow(state.journal.file_id())
+        purge = state.journal.last_purge()
         with state.lazy:
+            if purge != self._purge:  # a forget (here or in another process) cut texts
+                self._outcomes, self._purge = None, purge
             if self._outcomes is None:
                 from engine.segment import code_terms
 

@@ -36,11 +36,16 @@ class Sessions:
         # Each session's working-tree diff when a recorded call last saw it: a second edit
         # to the files already changed is journaled again (their names alone are the same).
         self._diffs: dict[str, str] = {}
+        self._purge = 0  # the newest purge when the warm sessions were read (see ``get``)
 
     def get(self, session_id: str) -> Session:
         """The session ``session_id`` (see ``Workspace.session``)."""
         state = self._state
+        purge = state.journal.last_purge() if state.has_journal() else 0
         with state.lazy:
+            if purge != self._purge:  # a forget (here or in another process) cut texts
+                self._open.clear()
+                self._purge = purge
             found = self._open.get(session_id)
             if found is None and not state.manifest.exists():
                 # Steps may come before the first index (an agent's hooks): the state folder
@@ -50,11 +55,6 @@ class Sessions:
                 found = self._open[session_id] = Session(state.journal, session_id,
                                                          state.counter)  # fmt: skip
             return found
-
-    def forget_texts(self) -> None:
-        """Drop the sessions kept warm, so each reads its steps' texts again (after a purge)."""
-        with self._state.lazy:
-            self._open.clear()
 
     def end(self, session_id: str, scope: Scope | str) -> SaveResult:
         """Save session ``session_id``'s summary as a memory note (see

@@ -120,9 +120,7 @@ class Workspace:
         self._notes = Notes(self._state, self._indexer)
         self._sessions = Sessions(self._state, self._notes)
         self._learning = Learning(self._state, self._indexer, self._ranker, self._notes)
-        self._forgetter = Forgetter(
-            self._state, self._indexer, self._notes, self._sessions, self._learning
-        )
+        self._forgetter = Forgetter(self._state, self._indexer, self._notes)
         self._contexts = Contexts(
             self._state, self._indexer, self._notes, self._sessions, self._learning
         )

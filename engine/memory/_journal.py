@@ -417,6 +417,13 @@ class Journal:
         with self._held() as ledger:
             return ledger.head()
 
+    def last_purge(self) -> int:
+        """The seq of the newest purge (0: none yet). A cache of the ledger's texts (warm
+        sessions, the outcomes tier) reads them again when it moved: another process's
+        ``forget`` cut some."""
+        with self._held() as ledger:
+            return ledger.latest(RecordKind.PURGE)
+
     def continues(self) -> PreviousLedger | None:
         """The ledger this one's chain continues (its first record, once a rotation made
         it), or None."""

@@ -167,3 +167,24 @@ def test_records_written_inline_still_read_and_are_named_as_out_of_reach(
         (past,) = ws.outcomes("x", ASK, k=3)
         assert past.reason == REASON
         assert ws.journal.verify(blobs=True).ok
+
+
+def test_a_forget_by_another_workspace_reaches_this_ones_warm_sessions_and_outcomes(
+    tmp_path: Path,
+) -> None:
+    """A server keeps sessions and the outcomes tier warm; a forget made by another
+    Workspace on the same state (as another process's `cortex forget` is) cut the string:
+    the server's lane, step, outcomes and bundle no longer show it, without a restart."""
+    root = _repo(tmp_path)
+    with Workspace.open(root, _config(tmp_path)) as server:
+        _taught(server)
+        assert f"because {RATIONALE}" in server.session("s1").lane(2000).text
+        (past,) = server.outcomes("x", ASK, k=3)
+        assert past.reason == REASON  # both warm now
+        with Workspace.open(root, _config(tmp_path)) as other:
+            assert other.forget(text=NEEDLE).ledger_texts >= 2
+        assert NEEDLE not in server.session("s1").lane(2000).text
+        assert server.session("s1").step(2).rationale == RATIONALE.replace(NEEDLE, PURGED_MARK)
+        (past,) = server.outcomes("x", ASK, k=3)
+        assert past.reason == REASON.replace(NEEDLE, PURGED_MARK)
+        assert NEEDLE not in server.bundle(ASK, budget=4000).text
