@@ -39,7 +39,7 @@ from ledger._records import (
     VerifyReport,
 )
 from ledger._rotate import Rotation
-from ledger._sqlite import FOLD_WAIT_S, SCHEMA_VERSION, fold_wal
+from ledger._sqlite import FOLD_WAIT_S, SCHEMA_VERSION, OpenLock, fold_wal
 from ledger._store import Ledger
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "LedgerRotateError",
     "LedgerSchemaError",
     "LedgerWriteError",
+    "OpenLock",
     "PreviousLedger",
     "Record",
     "RecordKind",

@@ -142,16 +142,22 @@ def file_id(path: Path) -> FileId | None:
 
 
 class OpenLock:
-    """An ``flock`` on ``<ledger>.init``: shared while a process opens the ledger, exclusive
-    while one creates it or a rotation swaps its files, so that no process opens a half-moved
-    set (a ledger without its write-ahead log, a new ledger beside the old log) or creates a
-    ledger of its own where a rotation is about to put one.
+    """An ``flock`` on a file beside the ledger: by default ``<ledger>.init``, shared while a
+    process opens the ledger, exclusive while one creates it or a rotation swaps its files,
+    so that no process opens a half-moved set (a ledger without its write-ahead log, a new
+    ledger beside the old log) or creates a ledger of its own where a rotation is about to
+    put one. Another ``suffix`` serialises another step across processes (``doing`` and
+    ``holder`` name it in the error a wait past its time gets).
 
     In a folder no one may write (an auditor's read-only copy) the file may be absent and
     cannot be made: no lock is taken there, and none is needed, as nothing can move."""
 
-    def __init__(self, path: Path, *, create: bool) -> None:
-        self.path = Path(f"{path}.init")
+    def __init__(self, path: Path, *, create: bool, suffix: str = ".init",
+                 doing: str = "open the ledger",
+                 holder: str = "creating or rotating the ledger") -> None:  # fmt: skip
+        self.path = Path(f"{path}{suffix}")
+        self._ledger = path
+        self._doing, self._holder = doing, holder
         self._fd: int | None = None
         for flags in ([os.O_RDWR | os.O_CREAT] if create else []) + [os.O_RDONLY]:
             try:
@@ -173,9 +179,8 @@ class OpenLock:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise LedgerWriteError(
-                        f"cannot open the ledger {self.path.with_suffix('')}: another process "
-                        f"held {self.path.name} for more than {wait:g} s (creating or rotating "
-                        "the ledger)"
+                        f"cannot {self._doing} {self._ledger}: another process held "
+                        f"{self.path.name} for more than {wait:g} s ({self._holder})"
                     ) from None
                 time.sleep(_LOCK_POLL_S)
 

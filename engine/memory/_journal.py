@@ -8,11 +8,8 @@ ledger errors at the boundary: every ``ledger.LedgerError`` leaves here as
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -45,6 +42,7 @@ from ledger import (
     LedgerCorruptError,
     LedgerError,
     LedgerWriteError,
+    OpenLock,
     PreviousLedger,
     RecordKind,
     Rotation,
@@ -62,10 +60,8 @@ _ALTERED = (
     "the ledger was altered after it was written, and cortex will not read it as it is; "
     "run `cortex ledger verify` to name the first bad record"
 )
-# How long an attest waits for another process's to end (each takes milliseconds), and how
-# often it looks.
+# How long an attest waits for another process's to end (each takes milliseconds).
 _LEARN_WAIT_S = 30.0
-_LEARN_POLL_S = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,27 +349,16 @@ class Journal:
         on ``<ledger>.learn`` held around an attest's check for an earlier one and its
         records, so two processes sending one turn's outcome at once teach it once (the
         kernel drops the lock when its holder dies)."""
-        where = f"{self.path}.learn"
+        lock = OpenLock(self.path, create=True, suffix=".learn",
+                        doing="learn from an outcome on", holder="learning from an outcome")
         try:
-            fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise LedgerStateError(f"ledger {self.path}: cannot open {where} ({exc})") from exc
-        try:
-            deadline = time.monotonic() + wait
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise LedgerStateError(
-                            f"ledger {self.path}: another process held {where} for more than "
-                            f"{wait:g} s (learning from an outcome); try again"
-                        ) from None
-                    time.sleep(_LEARN_POLL_S)
+            try:
+                lock.take(exclusive=True, wait=wait)
+            except LedgerError as exc:
+                raise LedgerStateError(f"{exc}; try again") from exc
             yield
         finally:
-            os.close(fd)  # (closing the last descriptor releases the lock)
+            lock.release()
 
     def attested(self, turn_id: str) -> tuple[str, tuple[int, ...]] | None:
         """The outcome and citations of this user's first attest of the turn (None when
